@@ -1,0 +1,21 @@
+"""pyet: lazy tensor expressions evaluated in one fused, compiled pass.
+
+Arithmetic on pyet tensors builds an expression tree (MShadow's expression
+templates); assigning the tree into a destination evaluates it block by block
+in compiled loops, with no temporary arrays::
+
+    import pyet
+    w, g = pyet.asarray(weight), pyet.asarray(grad)
+    w[...] = -eta * (g + lam * w)
+"""
+
+from pyet import _plan  # noqa: F401  (installs the evaluator)
+from pyet._expr import Expr, Tensor
+from pyet._functions import *  # noqa: F403
+from pyet._functions import __all__ as _function_names
+from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
+
+__version__ = "0.1.0"
+
+__all__ = ["Expr", "Tensor", "asarray", "empty", "evaluate", "full", "ones", "zeros",
+           *_function_names]

@@ -1,0 +1,17 @@
+cdef class Expr:
+    cdef readonly int op            # OP_* code (src/kernels.h)
+    cdef readonly tuple args        # child nodes
+    cdef readonly tuple shape       # broadcast shape, computed when built
+    cdef readonly int dt            # result dtype code (DT_*)
+    cdef readonly int cdt           # dtype the op computes in (its loop's inputs)
+    cdef readonly int weak          # scalars: 1 Python int, 2 Python float (NEP 50)
+    cdef readonly Py_ssize_t key    # interned structure: equal keys, equal programs
+    cdef readonly object value      # leaf: ndarray; scalar: number; pyfunc: callable
+
+
+cdef class Tensor(Expr):
+    pass
+
+
+cdef Expr as_operand(object obj)
+cdef Tensor wrap(object arr)

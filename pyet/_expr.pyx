@@ -1,0 +1,628 @@
+"""Expression nodes: building a tree computes its shape, dtype and structure
+key once (xtensor's cached broadcast), and evaluates nothing (MShadow's Exp).
+
+Evaluation lives in ``_plan.pyx``; it registers itself here at import through
+``set_evaluator`` so that ``Tensor.__setitem__`` can call it.
+"""
+
+cimport numpy as cnp
+
+import operator
+
+import numpy as np
+
+from pyet._ops import OPS_BY_NAME, UFUNC_TO_OP
+
+from pyet._types cimport (
+    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_COUNT, OP_leaf,
+    OP_pyfunc, OP_scalar, OP_where, pyet_op_names,
+)
+
+cnp.import_array()
+
+DTYPES = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
+          np.dtype(np.float32), np.dtype(np.float64))
+_DT_CODE = {d: i for i, d in enumerate(DTYPES)}
+_SUPPORTED = "bool, int32, int64, float32, float64"
+
+OPCODES = {pyet_op_names[i].decode(): i for i in range(OP_COUNT)}
+OPNAMES = {v: k for k, v in OPCODES.items()}
+cdef list _UFUNC_BY_CODE = [None] * OP_COUNT
+for _name, _row in OPS_BY_NAME.items():
+    _UFUNC_BY_CODE[OPCODES[_name]] = _row.ufunc
+_UFUNC_CODE = {uf: OPCODES[name] for uf, name in UFUNC_TO_OP.items()}
+cdef int OP_relu = OPCODES["relu"]
+cdef int OP_not_equal = OPCODES["not_equal"]
+cdef int OP_power = OPCODES["power"]
+cdef int OP_maximum = OPCODES["maximum"]
+cdef int OP_minimum = OPCODES["minimum"]
+
+cdef object _evaluator = None
+
+
+def set_evaluator(f):
+    """Install the function ``f(dst_ndarray, value)`` that evaluates into dst."""
+    global _evaluator
+    _evaluator = f
+
+
+# --------------------------------------------------------------- dtypes
+
+cpdef int dtype_code(object dtype) except -1:
+    """Code of a supported dtype; TypeError naming any other."""
+    cdef object code = _DT_CODE.get(dtype)
+    if code is None:
+        try:
+            code = _DT_CODE.get(np.dtype(dtype))
+        except TypeError:
+            code = None
+        if code is None:
+            raise TypeError(f"pyet does not support dtype {dtype!r}; "
+                            f"supported dtypes are {_SUPPORTED}")
+    return code
+
+
+cdef dict _RESOLVED = {}   # (op, child dtypes and weakness) -> (cdt, dt) or exception
+
+
+cdef object _numpy_side(Expr a):
+    # What NumPy's promotion sees: a dtype, or the Python type of a weak scalar.
+    if a.weak == 1:
+        return int
+    if a.weak == 2:
+        return float
+    return DTYPES[a.dt]
+
+
+cdef tuple _resolve_numpy(int op, tuple args):
+    cdef str name = OPNAMES[op]
+    cdef list sides = [_numpy_side(<Expr>a) for a in args]
+    if op == OP_relu:
+        sides.append(int)
+    if op == OP_where:
+        res = np.result_type(*[DTYPES[(<Expr>a).dt] if (<Expr>a).weak == 0
+                               else (<Expr>a).value for a in args[1:]])
+        code = _DT_CODE.get(res)
+        if code is None:
+            raise TypeError(f"pyet does not support where() with result dtype {res}")
+        return code, code
+    ufunc = _UFUNC_BY_CODE[op]
+    try:
+        dts = ufunc.resolve_dtypes(tuple(sides) + (None,))
+    except Exception as exc:  # NumPy has no loop: its message names the types
+        raise TypeError(f"pyet cannot apply {name} to {_fmt_sides(sides)}: {exc}") from None
+    cdt = _DT_CODE.get(dts[0])
+    dt = _DT_CODE.get(dts[len(dts) - 1])
+    if cdt is None or dt is None:
+        raise TypeError(f"pyet does not support {name} of {_fmt_sides(sides)}: NumPy computes "
+                        f"it in {dts[0]} giving {dts[len(dts) - 1]}; pyet supports {_SUPPORTED}")
+    return cdt, dt
+
+
+cdef str _fmt_sides(list sides):
+    return ", ".join(s.__name__ if isinstance(s, type) else str(s) for s in sides)
+
+
+cdef inline int _side_code(Expr a):
+    return a.dt + DT_COUNT * a.weak
+
+
+cdef tuple resolve(int op, tuple args):
+    """(compute dtype, result dtype) of op on args, by NumPy 2's rules (cached)."""
+    cdef Py_ssize_t k = op
+    for a in args:
+        k = k * 16 + _side_code(<Expr>a)
+    hit = _RESOLVED.get(k)
+    if hit is None:
+        try:
+            hit = _resolve_numpy(op, args)
+        except TypeError as exc:
+            hit = exc
+        _RESOLVED[k] = hit
+    if isinstance(hit, TypeError):
+        raise TypeError(*(<object>hit).args)
+    return <tuple>hit
+
+
+# ----------------------------------------------------------- structure keys
+
+cdef dict _INTERN = {}
+
+
+cdef Py_ssize_t intern_key(tuple t):
+    k = _INTERN.get(t)
+    if k is None:
+        k = len(_INTERN)
+        _INTERN[t] = k
+    return k
+
+
+cdef list _LEAF_KEYS = [intern_key((OP_leaf, i)) for i in range(DT_COUNT)]
+
+
+# ------------------------------------------------------------- broadcasting
+
+cdef str _fmt_shape(tuple s):
+    return "(" + ",".join(str(n) for n in s) + ("," if len(s) == 1 else "") + ")"
+
+
+cdef tuple broadcast_shapes(tuple a, tuple b):
+    """NumPy's broadcast of two shapes; ValueError naming both."""
+    if a == b or len(b) == 0:
+        return a
+    if len(a) == 0:
+        return b
+    cdef Py_ssize_t na = len(a), nb = len(b), n = max(na, nb), i
+    cdef list out = [0] * n
+    for i in range(n):
+        x = a[na - n + i] if na - n + i >= 0 else 1
+        y = b[nb - n + i] if nb - n + i >= 0 else 1
+        if x == y or y == 1:
+            out[i] = x
+        elif x == 1:
+            out[i] = y
+        else:
+            raise ValueError("operands could not be broadcast together with shapes "
+                             f"{_fmt_shape(a)} {_fmt_shape(b)}")
+    return tuple(out)
+
+
+# ------------------------------------------------------------------- nodes
+
+cdef Expr _scalar(object value, int dt, int weak):
+    cdef Expr e = Expr.__new__(Expr)
+    e.op = OP_scalar
+    e.args = ()
+    e.shape = ()
+    e.dt = e.cdt = dt
+    e.weak = weak
+    e.value = value
+    e.key = intern_key((OP_scalar, dt, weak))
+    return e
+
+
+cdef Tensor wrap(object arr):
+    cdef Tensor t = Tensor.__new__(Tensor)
+    cdef int code = dtype_code((<cnp.ndarray>arr).dtype)
+    t.op = OP_leaf
+    t.args = ()
+    t.shape = (<object>arr).shape
+    t.dt = t.cdt = code
+    t.weak = 0
+    t.value = arr
+    t.key = _LEAF_KEYS[code]
+    return t
+
+
+cdef Expr as_operand(object obj):
+    """Wrap anything an op accepts: Expr, Python/NumPy scalar, array-like."""
+    if isinstance(obj, Expr):
+        return <Expr>obj
+    cdef object tp = type(obj)
+    if tp is float:
+        return _scalar(obj, DT_F64, 2)
+    if tp is int:
+        return _scalar(obj, DT_I64, 1)
+    if tp is bool:
+        return _scalar(obj, DT_BOOL, 0)
+    if isinstance(obj, cnp.ndarray):
+        return wrap(obj)
+    if isinstance(obj, np.generic):
+        return _scalar(obj, dtype_code(obj.dtype), 0)
+    if isinstance(obj, bool):
+        return _scalar(bool(obj), DT_BOOL, 0)
+    if isinstance(obj, int):
+        return _scalar(int(obj), DT_I64, 1)
+    if isinstance(obj, float):
+        return _scalar(float(obj), DT_F64, 2)
+    if isinstance(obj, complex):
+        raise TypeError("pyet does not support dtype complex; "
+                        f"supported dtypes are {_SUPPORTED}")
+    return wrap(np.asarray(obj))
+
+
+cdef object _check_weak_int(Expr s, int cdt):
+    # NEP 50: a Python int must fit the integer dtype it meets.
+    if s.weak == 1 and (cdt == DT_I32 or cdt == DT_I64):
+        info = np.iinfo(DTYPES[cdt])
+        if not info.min <= s.value <= info.max:
+            raise OverflowError(f"Python integer {s.value} out of bounds for {DTYPES[cdt]}")
+
+
+cdef Expr make_node(int op, tuple args):
+    """A lazy op node: shape, dtypes and structure key computed here, once."""
+    cdef Expr e = Expr.__new__(Expr)
+    cdef Expr a
+    cdef tuple shape = ()
+    cdef list keys = [op]
+    for a in args:
+        shape = broadcast_shapes(shape, a.shape)
+        keys.append(a.key)
+    e.op = op
+    e.args = args
+    e.shape = shape
+    e.cdt, e.dt = resolve(op, args)
+    e.weak = 0
+    e.key = intern_key(tuple(keys))
+    for a in args:
+        if a.op == OP_scalar:
+            _check_weak_int(a, e.cdt)
+    if op == OP_power and (e.cdt == DT_I32 or e.cdt == DT_I64):
+        _refuse_negative_powers(args[1])
+    return e
+
+
+cdef _refuse_negative_powers(Expr exponent):
+    # NumPy refuses integer ** negative integer; refuse it before evaluating.
+    if exponent.op == OP_scalar:
+        values = exponent.value
+    elif exponent.op == OP_leaf:
+        values = exponent.value
+    else:
+        values = np.asarray(exponent)
+    if np.any(np.less(values, 0)):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+def apply(str name, tuple operands):
+    """Build the node for the op table's ``name`` on operands."""
+    cdef int op = OPCODES[name]
+    cdef list args = [as_operand(o) for o in operands]
+    if all((<Expr>a).op == OP_scalar for a in args):
+        # a function of scalars alone still makes a (0-d) array expression
+        args[0] = wrap(np.asarray((<Expr>args[0]).value))
+    return make_node(op, tuple(args))
+
+
+def where(object cond, object x, object y):
+    """``x`` where ``cond`` is true, else ``y`` (NumPy's ``where``), lazily."""
+    cdef Expr c = as_operand(cond)
+    if c.op == OP_scalar:
+        c = wrap(np.asarray(c.value))
+    if c.dt != DT_BOOL:
+        c = make_node(OP_not_equal, (c, _scalar(0, DT_I64, 1)))
+    return make_node(OP_where, (c, as_operand(x), as_operand(y)))
+
+
+def F(object fn, operands):
+    """A user elementwise function as a node (MShadow's ``F<OP>``)."""
+    cdef list args = [as_operand(o) for o in operands]
+    if not args:
+        raise TypeError("pyet.F needs at least one operand")
+    cdef Expr a
+    for i in range(len(args)):
+        a = args[i]
+        if a.op == OP_scalar:
+            args[i] = wrap(np.asarray(a.value, dtype=DTYPES[a.dt]))
+    if len(args) > 4:
+        raise TypeError(f"pyet.F takes at most 4 operands, got {len(args)}")
+    if isinstance(fn, np.ufunc):
+        if fn.nin != len(args) or fn.nout != 1:
+            raise TypeError(f"pyet.F: ufunc {fn.__name__} takes {fn.nin} inputs and "
+                            f"gives {fn.nout} outputs; got {len(args)} operands")
+        try:
+            out = fn.resolve_dtypes(tuple([DTYPES[(<Expr>a).dt] for a in args]) + (None,))[fn.nin]
+        except Exception as exc:
+            raise TypeError(f"pyet.F: {fn.__name__} has no loop for these dtypes: {exc}") \
+                from None
+    elif callable(fn):
+        probe = fn(*[np.ones(1, dtype=DTYPES[(<Expr>a).dt]) for a in args])
+        out = np.asarray(probe).dtype
+    else:
+        raise TypeError(f"pyet.F needs a NumPy ufunc or a callable, got {type(fn).__name__}")
+    cdef int dt = dtype_code(out)
+    cdef Expr e = Expr.__new__(Expr)
+    cdef tuple shape = ()
+    cdef list keys = [OP_pyfunc, dt]
+    for a in args:
+        shape = broadcast_shapes(shape, a.shape)
+        keys.append(a.key)
+    try:
+        hash(fn)
+        keys.append(fn)
+    except TypeError:
+        keys.append(id(fn))
+    e.op = OP_pyfunc
+    e.args = tuple(args)
+    e.shape = shape
+    e.dt = e.cdt = dt
+    e.weak = 0
+    e.value = fn
+    e.key = intern_key(tuple(keys))
+    return e
+
+
+cdef Expr binary(int op, object a, object b):
+    return make_node(op, (as_operand(a), as_operand(b)))
+
+
+def _opc(name):
+    return OPCODES[name]
+
+
+cdef int OP_add = _opc("add"), OP_subtract = _opc("subtract")
+cdef int OP_multiply = _opc("multiply"), OP_divide = _opc("divide")
+cdef int OP_floor_divide = _opc("floor_divide"), OP_remainder = _opc("remainder")
+cdef int OP_less = _opc("less"), OP_less_equal = _opc("less_equal")
+cdef int OP_greater = _opc("greater"), OP_greater_equal = _opc("greater_equal")
+cdef int OP_equal = _opc("equal")
+cdef int OP_and = _opc("bitwise_and"), OP_or = _opc("bitwise_or"), OP_xor = _opc("bitwise_xor")
+cdef int OP_negative = _opc("negative"), OP_positive = _opc("positive")
+cdef int OP_absolute = _opc("absolute"), OP_invert = _opc("invert")
+cdef int OP_copy = _opc("copy")
+cdef int OP_cast = _opc("cast")
+
+_CMP_OPS = {0: OP_less, 1: OP_less_equal, 2: OP_equal, 3: OP_not_equal,
+            4: OP_greater, 5: OP_greater_equal}
+
+
+cdef class Expr:
+    """A lazy elementwise expression (MShadow's ``Exp``).
+
+    Arithmetic, comparisons and NumPy ufuncs on an Expr build a bigger tree;
+    nothing is computed until the tree is assigned into a destination
+    (``dst[...] = expr``) or passed to :func:`pyet.evaluate`.
+    """
+
+    __array_priority__ = 1000
+
+    @property
+    def dtype(self):
+        """Result dtype, by NumPy 2's promotion rules."""
+        return DTYPES[self.dt]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        cdef Py_ssize_t n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __add__(self, other):
+        return binary(OP_add, self, other)
+
+    def __radd__(self, other):
+        return binary(OP_add, other, self)
+
+    def __sub__(self, other):
+        return binary(OP_subtract, self, other)
+
+    def __rsub__(self, other):
+        return binary(OP_subtract, other, self)
+
+    def __mul__(self, other):
+        return binary(OP_multiply, self, other)
+
+    def __rmul__(self, other):
+        return binary(OP_multiply, other, self)
+
+    def __truediv__(self, other):
+        return binary(OP_divide, self, other)
+
+    def __rtruediv__(self, other):
+        return binary(OP_divide, other, self)
+
+    def __floordiv__(self, other):
+        return binary(OP_floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return binary(OP_floor_divide, other, self)
+
+    def __mod__(self, other):
+        return binary(OP_remainder, self, other)
+
+    def __rmod__(self, other):
+        return binary(OP_remainder, other, self)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return binary(OP_power, self, other)
+
+    def __rpow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return binary(OP_power, other, self)
+
+    def __and__(self, other):
+        return binary(OP_and, self, other)
+
+    def __rand__(self, other):
+        return binary(OP_and, other, self)
+
+    def __or__(self, other):
+        return binary(OP_or, self, other)
+
+    def __ror__(self, other):
+        return binary(OP_or, other, self)
+
+    def __xor__(self, other):
+        return binary(OP_xor, self, other)
+
+    def __rxor__(self, other):
+        return binary(OP_xor, other, self)
+
+    def __neg__(self):
+        return make_node(OP_negative, (self,))
+
+    def __pos__(self):
+        return make_node(OP_positive, (self,))
+
+    def __abs__(self):
+        return make_node(OP_absolute, (self,))
+
+    def __invert__(self):
+        return make_node(OP_invert, (self,))
+
+    def __richcmp__(self, other, int cmp):
+        try:
+            return binary(_CMP_OPS[cmp], self, other)
+        except TypeError:
+            if cmp in (2, 3) and not isinstance(other, (Expr, np.ndarray, np.generic)):
+                return NotImplemented
+            raise
+
+    def __bool__(self):
+        raise TypeError("the truth value of a lazy pyet expression is ambiguous: it is not "
+                        "computed yet; evaluate it first (pyet.evaluate(e)) and use .any() "
+                        "or .all(); use & and | instead of `and` and `or`")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__":
+            raise TypeError(f"pyet does not support ufunc method {ufunc.__name__}.{method}")
+        out = kwargs.pop("out", None)
+        if kwargs:
+            raise TypeError(f"pyet does not support the keyword arguments {sorted(kwargs)} "
+                            f"of ufunc {ufunc.__name__}")
+        op = _UFUNC_CODE.get(ufunc)
+        if op is None:
+            raise TypeError(f"pyet does not support the ufunc {ufunc.__name__}")
+        e = make_node(op, tuple(as_operand(x) for x in inputs))
+        if out is None:
+            return e
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise TypeError(f"ufunc {ufunc.__name__} takes one output")
+            out = out[0]
+        dst = out.value if isinstance(out, Tensor) else out
+        if not isinstance(dst, np.ndarray):
+            raise TypeError(f"out must be an ndarray or pyet.Tensor, got {type(out).__name__}")
+        _evaluator(dst, e)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a pyet expression cannot be converted to an array without "
+                             "computing it (copy=False)")
+        arr = np.empty(self.shape, dtype=DTYPES[self.dt])
+        _evaluator(arr, self)
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __repr__(self):
+        return _node_repr(self)
+
+
+cdef str _node_repr(Expr e):
+    if e.op == OP_leaf:
+        return f"Tensor(shape={_fmt_shape(e.shape)}, dtype={DTYPES[e.dt]})"
+    if e.op == OP_scalar:
+        return repr(e.value)
+    name = OPNAMES[e.op]
+    if e.op == OP_pyfunc:
+        name = "F[" + getattr(e.value, "__name__", repr(e.value)) + "]"
+    return name + "(" + ", ".join(_node_repr(a) for a in e.args) + ")"
+
+
+# ------------------------------------------------------------------ Tensor
+
+cdef tuple _basic_key(object key):
+    # A basic-indexing key, ending in ... so that the result is always a view.
+    if type(key) is not tuple:
+        key = (key,)
+    cdef bint has_ellipsis = False
+    for k in key:
+        if k is Ellipsis:
+            has_ellipsis = True
+        elif k is None or isinstance(k, slice):
+            pass
+        elif isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise IndexError("pyet tensors take basic indices only (integers, slices, ..., "
+                             f"None), not {type(k).__name__}")
+    return key if has_ellipsis else key + (Ellipsis,)
+
+
+cdef class Tensor(Expr):
+    """A leaf: an ndarray's memory, viewed without copying (MShadow's Tensor).
+
+    Create one with :func:`pyet.asarray` or :func:`pyet.empty`; ``t[key]`` is
+    a view, ``t[key] = expr`` evaluates ``expr`` straight into that view.
+    """
+
+    @property
+    def strides(self):
+        return self.value.strides
+
+    def numpy(self):
+        """The ndarray this tensor views (the same memory, no copy)."""
+        return self.value
+
+    def view(self, key):
+        return self.value[_basic_key(key)]
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return np.array(self.value, dtype=dtype, copy=True)
+        if dtype is None or np.dtype(dtype) == self.value.dtype:
+            return self.value
+        if copy is False:
+            raise ValueError(f"cannot view {self.value.dtype} as {dtype} without copying")
+        return self.value.astype(dtype)
+
+    @property
+    def __array_interface__(self):
+        return self.value.__array_interface__
+
+    def __getitem__(self, key):
+        return wrap(self.value[_basic_key(key)])
+
+    def __setitem__(self, key, value):
+        _evaluator(self.value[_basic_key(key)], value)
+
+    def __len__(self):
+        return len(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __index__(self):
+        return operator.index(self.value)
+
+    def __iadd__(self, other):
+        _evaluator(self.value, binary(OP_add, self, other))
+        return self
+
+    def __isub__(self, other):
+        _evaluator(self.value, binary(OP_subtract, self, other))
+        return self
+
+    def __imul__(self, other):
+        _evaluator(self.value, binary(OP_multiply, self, other))
+        return self
+
+    def __itruediv__(self, other):
+        _evaluator(self.value, binary(OP_divide, self, other))
+        return self
+
+    def __ifloordiv__(self, other):
+        _evaluator(self.value, binary(OP_floor_divide, self, other))
+        return self
+
+    def __imod__(self, other):
+        _evaluator(self.value, binary(OP_remainder, self, other))
+        return self
+
+    def __ipow__(self, other):
+        _evaluator(self.value, binary(OP_power, self, other))
+        return self
+
+    def __repr__(self):
+        return "Tensor(" + np.array2string(self.value, separator=", ", prefix="Tensor(") + \
+            f", dtype={self.value.dtype})"
+
+    def __reduce__(self):
+        return (tensor, (self.value,))
+
+
+def tensor(arr):
+    """Wrap an ndarray of a supported dtype as a Tensor (no checks on layout)."""
+    return wrap(arr)

@@ -1,0 +1,61 @@
+"""Elementwise functions, generated from the op table (``_ops.OPS``).
+
+Each builds a lazy node; nothing is computed until the tree is evaluated.
+"""
+
+from pyet import _expr
+from pyet._ops import OPS
+
+
+def _make(op):
+    name = op.name
+
+    def fn(*operands):
+        if len(operands) != op.arity:
+            raise TypeError(f"pyet.{name} takes {op.arity} operand"
+                            f"{'s' if op.arity > 1 else ''}, got {len(operands)}")
+        return _expr.apply(name, operands)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Lazy elementwise ``{name}`` (reference: NumPy's "
+                  f"``{getattr(op.reference, '__name__', name)}``); returns an Expr.")
+    return fn
+
+
+_ALIASES = {"abs": "absolute", "mod": "remainder", "true_divide": "divide",
+            "bitwise_not": "invert", "pow": "power"}
+
+__all__ = [op.name for op in OPS] + list(_ALIASES) + ["where", "clip", "F"]
+
+globals().update({op.name: _make(op) for op in OPS})
+globals().update({alias: globals()[name] for alias, name in _ALIASES.items()})
+
+
+def where(condition, x, y):
+    """``x`` where ``condition`` is true, else ``y``, lazily (NumPy's ``where``)."""
+    return _expr.where(condition, x, y)
+
+
+def clip(a, a_min, a_max):
+    """``minimum(maximum(a, a_min), a_max)`` lazily, as NumPy's ``clip``."""
+    if a_min is None and a_max is None:
+        raise ValueError("One of max or min must be given")
+    e = a
+    if a_min is not None:
+        e = _expr.apply("maximum", (e, a_min))
+    if a_max is not None:
+        e = _expr.apply("minimum", (e, a_max))
+    return e if isinstance(e, _expr.Expr) else _expr.apply("positive", (e,))
+
+
+def F(fn, *operands):
+    """A user-defined elementwise function as a node of the tree (MShadow's ``F<OP>``).
+
+    Parameters
+    ----------
+    fn : numpy.ufunc or callable
+        Maps NumPy arrays to an array elementwise.  It is called block by block
+        during evaluation on contiguous 1-D views of the operands.
+    *operands : Expr, array_like or scalar
+    """
+    return _expr.F(fn, operands)

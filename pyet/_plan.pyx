@@ -1,0 +1,645 @@
+"""Plans (MShadow's Plan classes): lower a tree once to a program of block
+kernels, cache it by structure, and run it over the destination block by
+block with the GIL released.
+
+A program is a list of instructions ``out := op(src...)`` over registers
+(L1-sized blocks), leaves (operand memory, read in place) and scalars
+(bound at each call).  The driver merges contiguous dimensions, walks the
+outer ones row by row, and cuts each row into blocks; leaves whose row is
+strided or broadcast are gathered into a block first, so every kernel loop
+is contiguous and vectorizes.
+"""
+
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+import numpy as np
+
+from pyet import _expr
+from pyet._rewrite import COMMUTATIVE, RULES
+
+from pyet._expr cimport Expr, Tensor, as_operand, wrap
+from pyet._types cimport (
+    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_leaf,
+    OP_pyfunc, OP_scalar, OP_where, PYET_MAX_IN, SRC_LEAF, SRC_REG, SRC_SCALAR,
+    pyet_cast, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
+)
+
+cnp.import_array()
+
+DEF MAXD = 64          # NumPy 2's largest ndim
+DEF MAX_REG_BYTES = 8  # largest itemsize
+
+cdef object OPCODES = _expr.OPCODES
+cdef object OPNAMES = _expr.OPNAMES
+cdef object DTYPES = _expr.DTYPES
+
+# block length in elements: registers are BLOCK * 8 bytes; chosen by
+# measurement (bench/tune_block.py) so a few registers stay in L1
+cdef pyet_intp BLOCK = 512
+
+
+def set_block_size(pyet_intp n):
+    """Set the number of elements per block (a tuning knob; default 512)."""
+    global BLOCK
+    if n < 16:
+        raise ValueError(f"block size must be at least 16, got {n}")
+    BLOCK = n
+
+
+def get_block_size():
+    return BLOCK
+
+
+# same_kind casting, as NumPy's ufunc out= (rows: from, columns: to)
+cdef bint CAN_CAST[5][5]
+for _i in range(DT_COUNT):
+    for _j in range(DT_COUNT):
+        CAN_CAST[_i][_j] = np.can_cast(DTYPES[_i], DTYPES[_j], "same_kind")
+
+
+# ------------------------------------------------------------------ programs
+
+cdef class Program:
+    """A lowered tree: instructions plus what binding needs."""
+    cdef pyet_instr *code
+    cdef int ninstr, nregs, nleaves, nscalars, dt_out
+    cdef int *scalar_dt
+    cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
+    cdef bint has_pyfunc
+    cdef readonly str text     # a readable listing, for debugging and tests
+
+    def __dealloc__(self):
+        free(self.code)
+        free(self.scalar_dt)
+
+    def __repr__(self):
+        return self.text
+
+
+cdef class _Lowering:
+    cdef list code, scalar_dt, free_regs, pyfuncs
+    cdef int nleaves, nscalars, nregs
+
+    def __init__(self):
+        self.code = []
+        self.scalar_dt = []
+        self.free_regs = []
+        self.pyfuncs = []
+        self.nleaves = self.nscalars = self.nregs = 0
+
+    cdef int alloc(self):
+        if self.free_regs:
+            return self.free_regs.pop()
+        self.nregs += 1
+        return self.nregs - 1
+
+    cdef void release(self, list srcs):
+        for kind, idx in srcs:
+            if kind == SRC_REG and idx not in self.free_regs:
+                self.free_regs.append(idx)
+
+    cdef tuple emit(self, int op, int dt, int dt_out, list srcs, object fn=None):
+        # the output never shares a block with an input: casts and where
+        # change the element size, which an in-place loop cannot do
+        cdef int r = self.alloc()
+        self.release(srcs)
+        self.code.append((op, dt, dt_out, r, srcs))
+        self.pyfuncs.append(fn)
+        return (SRC_REG, r)
+
+    cdef tuple operand(self, Expr e, int want):
+        """Lower e so that its value is available in dtype ``want``."""
+        cdef tuple src
+        if e.op == OP_scalar:
+            self.scalar_dt.append(want)
+            self.nscalars += 1
+            return (SRC_SCALAR, self.nscalars - 1)
+        if e.op == OP_leaf:
+            self.nleaves += 1
+            src = (SRC_LEAF, self.nleaves - 1)
+        else:
+            src = self.node(e)
+        if e.dt != want:
+            src = self.emit(OP_cast, e.dt, want, [src])
+        return src
+
+    cdef tuple node(self, Expr e):
+        cdef Expr a
+        fused = _match(e)
+        if fused is not None:
+            op_name, order, bound = fused
+            lowered = {}
+            self.bound_walk(e, bound, lowered, e.cdt)
+            return self.emit(OPCODES[op_name], e.cdt, e.dt, [lowered[n] for n in order])
+        if e.op == OP_pyfunc:
+            srcs = [self.operand(a, a.dt) for a in e.args]
+            return self.emit(OP_pyfunc, e.dt, e.dt, srcs,
+                             (e.value, [(<Expr>a).dt for a in e.args]))
+        if e.op == OP_where:
+            srcs = [self.operand(e.args[0], DT_BOOL), self.operand(e.args[1], e.cdt),
+                    self.operand(e.args[2], e.cdt)]
+            return self.emit(OP_where, e.cdt, e.dt, srcs)
+        srcs = [self.operand(a, e.cdt) for a in e.args]
+        return self.emit(e.op, e.cdt, e.dt, srcs)
+
+    cdef void bound_walk(self, Expr e, dict bound, dict lowered, int dt):
+        # Lower the subtrees a rule bound, in the tree's own order, so leaves
+        # and scalars are numbered as binding (a pre-order walk) numbers them.
+        names = bound.get(id(e))
+        if names:
+            lowered[names.pop(0)] = self.operand(e, dt)
+            return
+        for a in e.args:
+            self.bound_walk(a, bound, lowered, dt)
+
+
+cdef object _match(Expr e):
+    """(fused op, operand order, {id(node): [names]}) of the first rule that fits."""
+    if e.cdt == DT_BOOL or e.dt != e.cdt or e.op < 0:
+        return None
+    for pattern, op_name, order in RULES:
+        binding = {}
+        if _fits(pattern, e, e.cdt, binding):
+            bound = {}
+            for name in order:
+                bound.setdefault(id(binding[name]), []).append(name)
+            return op_name, order, bound
+    return None
+
+
+cdef bint _fits(object pattern, Expr e, int dt, dict binding):
+    if isinstance(pattern, str):
+        if pattern in binding:
+            return False
+        if pattern[0] == "s":
+            if e.op != OP_scalar:
+                return False
+        elif e.op == OP_scalar or e.dt != dt:
+            return False
+        binding[pattern] = e
+        return True
+    if OPNAMES.get(e.op) != pattern[0] or e.cdt != dt or e.dt != dt:
+        return False
+    if len(e.args) != len(pattern) - 1:
+        return False
+    trial = dict(binding)
+    if all(_fits(p, a, dt, trial) for p, a in zip(pattern[1:], e.args)):
+        binding.update(trial)
+        return True
+    if pattern[0] in COMMUTATIVE:
+        trial = dict(binding)
+        if _fits(pattern[1], e.args[1], dt, trial) and _fits(pattern[2], e.args[0], dt, trial):
+            binding.update(trial)
+            return True
+    return False
+
+
+cdef dict _PROGRAMS = {}
+
+
+cdef Program get_program(Expr e, int dst_dt):
+    cdef Py_ssize_t key = e.key * 8 + dst_dt
+    prog = _PROGRAMS.get(key)
+    if prog is None:
+        prog = lower(e, dst_dt)
+        _PROGRAMS[key] = prog
+    return <Program>prog
+
+
+def cache_size():
+    """Number of cached programs (each distinct tree structure and dtypes)."""
+    return len(_PROGRAMS)
+
+
+def lower(Expr e, int dst_dt):
+    """Lower a tree to a program that writes dtype ``dst_dt`` into the destination."""
+    cdef _Lowering lw = _Lowering()
+    cdef Program p
+    cdef char probe[64]
+    cdef void *probe_in[4]
+    src = lw.operand(e, dst_dt)
+    cdef Py_ssize_t last = len(lw.code) - 1
+    if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1]:
+        op, dt, dt_out, r, srcs = lw.code[last]
+        lw.code[last] = (op, dt, dt_out, -1, srcs)
+    else:  # a bare leaf or scalar: copy (or fill)
+        lw.code.append((OP_copy, dst_dt, dst_dt, -1, [src]))
+        lw.pyfuncs.append(None)
+    p = Program.__new__(Program)
+    p.ninstr = len(lw.code)
+    p.code = <pyet_instr *>malloc(max(p.ninstr, 1) * sizeof(pyet_instr))
+    p.scalar_dt = <int *>malloc(max(lw.nscalars, 1) * sizeof(int))
+    if p.code == NULL or p.scalar_dt == NULL:
+        raise MemoryError()
+    p.nregs, p.nleaves, p.nscalars, p.dt_out = lw.nregs, lw.nleaves, lw.nscalars, dst_dt
+    p.pyfuncs = lw.pyfuncs
+    p.has_pyfunc = any(f is not None for f in lw.pyfuncs)
+    for i, d in enumerate(lw.scalar_dt):
+        p.scalar_dt[i] = d
+    lines = []
+    for i, (op, dt, dt_out, out, srcs) in enumerate(lw.code):
+        p.code[i].op, p.code[i].dt, p.code[i].dt_out, p.code[i].out = op, dt, dt_out, out
+        p.code[i].nin = len(srcs)
+        p.code[i].sflags = 0
+        for j, (kind, idx) in enumerate(srcs):
+            p.code[i].src_kind[j] = kind
+            p.code[i].src[j] = idx
+            if kind == SRC_SCALAR:
+                p.code[i].sflags |= 1 << j
+        lines.append(_listing(op, dt, dt_out, out, srcs))
+        if op != OP_cast and op != OP_pyfunc:
+            memset(probe, 0, 64)
+            for j in range(4):
+                probe_in[j] = probe
+            if not pyet_kernel(op, dt, p.code[i].sflags, 0, probe, probe_in):
+                raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
+    p.text = "\n".join(lines)
+    return p
+
+
+cdef str _listing(int op, int dt, int dt_out, int out, list srcs):
+    names = {SRC_REG: "r", SRC_LEAF: "leaf", SRC_SCALAR: "s"}
+    dst = "dst" if out < 0 else f"r{out}"
+    args = ", ".join(f"{names[k]}{i}" for k, i in srcs)
+    return f"{dst} = {OPNAMES[op]}[{DTYPES[dt]}->{DTYPES[dt_out]}]({args})"
+
+
+# ---------------------------------------------------------------- binding
+
+cdef void collect(Expr e, list leaves, list scalars):
+    # pre-order, left to right: the order lowering numbers leaves and scalars
+    if e.op == OP_leaf:
+        leaves.append(e.value)
+    elif e.op == OP_scalar:
+        scalars.append(e.value)
+    else:
+        for a in e.args:
+            collect(<Expr>a, leaves, scalars)
+
+
+cdef int store_scalar(char *slot, object v, int dt) except -1:
+    if dt == DT_F64:
+        (<double *>slot)[0] = v
+    elif dt == DT_F32:
+        (<float *>slot)[0] = <float>(<double>v)
+    elif dt == DT_I64:
+        (<int64_t *>slot)[0] = v
+    elif dt == DT_I32:
+        if not -2147483648 <= v <= 2147483647:
+            raise OverflowError(f"Python integer {v} out of bounds for int32")
+        (<int32_t *>slot)[0] = v
+    else:
+        (<unsigned char *>slot)[0] = 1 if v else 0
+    return 0
+
+
+cdef inline void extent(cnp.ndarray a, uintptr_t *lo, uintptr_t *hi):
+    cdef uintptr_t p = <uintptr_t>cnp.PyArray_DATA(a)
+    cdef Py_ssize_t d, s
+    lo[0] = hi[0] = p
+    for d in range(cnp.PyArray_NDIM(a)):
+        s = cnp.PyArray_STRIDES(a)[d] * (cnp.PyArray_DIMS(a)[d] - 1)
+        if s < 0:
+            lo[0] += s
+        else:
+            hi[0] += s
+    hi[0] += cnp.PyArray_ITEMSIZE(a)
+
+
+cdef object prepare_leaf(cnp.ndarray a, cnp.ndarray dst, pyet_intp *bstrides):
+    """The leaf to read (a copy when it is misaligned or overlaps dst other
+    than element for element), and its strides broadcast to dst's shape."""
+    cdef int nd = cnp.PyArray_NDIM(dst), lnd = cnp.PyArray_NDIM(a), d, ld
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(a)
+    cdef bint ok = (<uintptr_t>cnp.PyArray_DATA(a)) % itemsize == 0
+    for d in range(lnd):
+        if cnp.PyArray_STRIDES(a)[d] % itemsize:
+            ok = False
+    if not ok:
+        a = np.array(a, copy=True)
+    for d in range(nd):
+        ld = d - (nd - lnd)
+        if ld < 0 or cnp.PyArray_DIMS(a)[ld] == 1:
+            bstrides[d] = 0
+        else:
+            bstrides[d] = cnp.PyArray_STRIDES(a)[ld]
+    cdef uintptr_t alo, ahi, dlo, dhi
+    if cnp.PyArray_SIZE(a) == 0:
+        return a
+    extent(a, &alo, &ahi)
+    extent(dst, &dlo, &dhi)
+    if alo >= dhi or dlo >= ahi:
+        return a
+    # overlapping memory: in place is safe only element for element
+    cdef bint same = (cnp.PyArray_DATA(a) == cnp.PyArray_DATA(dst)
+                      and itemsize == cnp.PyArray_ITEMSIZE(dst))
+    for d in range(nd):
+        if cnp.PyArray_DIMS(dst)[d] > 1 and bstrides[d] != cnp.PyArray_STRIDES(dst)[d]:
+            same = False
+    if same:
+        return a
+    a = np.array(a, copy=True)
+    return prepare_leaf(a, dst, bstrides)
+
+
+# ------------------------------------------------------------------ layout
+
+cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
+                    pyet_intp *oshape, pyet_intp *ostrides) noexcept nogil:
+    """Drop size-1 dimensions, order the rest by the destination's stride
+    (largest outer, like NumPy's iterator), and merge dimensions that are
+    contiguous in every operand.  strides is [nops][MAXD]; returns the new
+    ndim (at least 1), or 0 when the destination is empty."""
+    cdef int dims[MAXD]
+    cdef int n = 0, d, i, j, k, t
+    cdef pyet_intp a, b
+    for d in range(ndim):
+        if shape[d] == 0:
+            return 0
+        if shape[d] != 1:
+            dims[n] = d
+            n += 1
+    # stable insertion sort by |dst stride|, descending
+    for i in range(1, n):
+        t = dims[i]
+        a = strides[t] if strides[t] >= 0 else -strides[t]
+        j = i - 1
+        while j >= 0:
+            b = strides[dims[j]] if strides[dims[j]] >= 0 else -strides[dims[j]]
+            if b >= a:
+                break
+            dims[j + 1] = dims[j]
+            j -= 1
+        dims[j + 1] = t
+    cdef int m = 0
+    cdef bint contiguous
+    for i in range(n):
+        d = dims[i]
+        if m > 0:
+            # merge into the previous (outer) dimension when it steps exactly
+            # over this one in every operand
+            contiguous = True
+            for k in range(nops):
+                if ostrides[k * MAXD + m - 1] != strides[k * MAXD + d] * shape[d]:
+                    contiguous = False
+                    break
+            if contiguous:
+                oshape[m - 1] *= shape[d]
+                for k in range(nops):
+                    ostrides[k * MAXD + m - 1] = strides[k * MAXD + d]
+                continue
+        oshape[m] = shape[d]
+        for k in range(nops):
+            ostrides[k * MAXD + m] = strides[k * MAXD + d]
+        m += 1
+    if m == 0:
+        oshape[0] = 1
+        for k in range(nops):
+            ostrides[k * MAXD] = 0
+        m = 1
+    return m
+
+
+# ------------------------------------------------------------------ running
+
+cdef struct Run:
+    int nd, nops
+    pyet_intp shape[MAXD]
+    pyet_intp *strides      # [nops][MAXD]
+    char **base             # [nops]: dst, then leaves
+    int *itemsize           # [nops]
+    char *scalars           # 8 bytes per scalar
+    char *regs              # program registers, then one gather block per leaf, then out
+    pyet_intp block
+    void *prog              # Program (borrowed; needed only for pyfuncs)
+    void *state             # list collecting a pyfunc's exception
+
+
+cdef int TYPENUM[5]
+for _i in range(DT_COUNT):
+    TYPENUM[_i] = DTYPES[_i].num
+
+
+cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept nogil:
+    # F(fn, ...) nodes: call fn on NumPy views of the operand blocks
+    cdef cnp.npy_intp dims[1]
+    cdef int dt_out
+    dims[0] = n
+    with gil:
+        try:
+            prog = <Program>r.prog
+            dt_out = prog.code[i].dt_out
+            fn, dts = prog.pyfuncs[i]
+            args = [cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
+                    for j in range(len(dts))]
+            res = np.asarray(fn(*args), dtype=DTYPES[dt_out])
+            res = np.ascontiguousarray(np.broadcast_to(res, (n,)))
+            memcpy(out, cnp.PyArray_DATA(res), n * pyet_itemsize[dt_out])
+            return 0
+        except BaseException as exc:
+            (<list>r.state).append(exc)
+            return -1
+
+
+cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr) noexcept nogil:
+    """Evaluate the program on one block of n elements at ptr (per operand)."""
+    cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
+    cdef char *regs = r.regs
+    cdef char *leafregs = regs + prog.nregs * regbytes
+    cdef char *outreg = leafregs + prog.nleaves * regbytes
+    cdef char *leafp[256]
+    cdef char **lp = leafp
+    cdef void *inp[4]
+    cdef void *out
+    cdef int k, i, j, isz
+    cdef pyet_intp s
+    cdef pyet_instr *ins
+    cdef char *dstp = ptr[0]
+    cdef bint direct = r.strides[r.nd - 1] == r.itemsize[0]
+    for k in range(prog.nleaves):
+        s = r.strides[(k + 1) * MAXD + r.nd - 1]
+        isz = r.itemsize[k + 1]
+        if s == isz:
+            lp[k] = ptr[k + 1]
+        else:
+            lp[k] = leafregs + k * regbytes
+            pyet_copy_strided(lp[k], isz, ptr[k + 1], s, n, isz)
+    for i in range(prog.ninstr):
+        ins = &prog.code[i]
+        for j in range(ins.nin):
+            if ins.src_kind[j] == SRC_REG:
+                inp[j] = regs + ins.src[j] * regbytes
+            elif ins.src_kind[j] == SRC_LEAF:
+                inp[j] = lp[ins.src[j]]
+            else:
+                inp[j] = r.scalars + 8 * ins.src[j]
+        if ins.out >= 0:
+            out = regs + ins.out * regbytes
+        elif direct:
+            out = dstp
+        else:
+            out = outreg
+        if ins.op == OP_cast:
+            pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
+        elif ins.op == OP_pyfunc:
+            if call_pyfunc(r, i, n, out, inp) < 0:
+                return -1
+        else:
+            pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+    if not direct:
+        pyet_copy_strided(dstp, r.strides[r.nd - 1], outreg, r.itemsize[0], n, r.itemsize[0])
+    return 0
+
+
+cdef int run_loop(Run *r, Program prog) noexcept nogil:
+    """Walk the outer dimensions row by row and each row block by block."""
+    cdef int nd = r.nd, nops = r.nops, d, k
+    cdef pyet_intp idx[MAXD]
+    cdef char *row[256]
+    cdef char *ptr[256]
+    cdef pyet_intp inner = r.shape[nd - 1], x0, n
+    for d in range(nd):
+        idx[d] = 0
+    for k in range(nops):
+        row[k] = r.base[k]
+    while True:
+        x0 = 0
+        while x0 < inner:
+            n = inner - x0 if inner - x0 < r.block else r.block
+            for k in range(nops):
+                ptr[k] = row[k] + x0 * r.strides[k * MAXD + nd - 1]
+            if run_block(r, prog, n, ptr) < 0:
+                return -1
+            x0 += n
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            for k in range(nops):
+                row[k] += r.strides[k * MAXD + d]
+            if idx[d] < r.shape[d]:
+                break
+            for k in range(nops):
+                row[k] -= r.strides[k * MAXD + d] * r.shape[d]
+            idx[d] = 0
+            d -= 1
+        if d < 0:
+            return 0
+
+
+cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
+    cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc
+    if nops > 255:
+        raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
+    cdef Run r
+    cdef pyet_intp *bstrides = <pyet_intp *>malloc(nops * MAXD * sizeof(pyet_intp))
+    cdef pyet_intp *mstrides = <pyet_intp *>malloc(nops * MAXD * sizeof(pyet_intp))
+    cdef char **base = <char **>malloc(nops * sizeof(char *))
+    cdef int *itemsize = <int *>malloc(nops * sizeof(int))
+    cdef char *scal = <char *>malloc(8 * (len(scalars) + 1))
+    cdef char *regs = NULL
+    cdef list keep = []
+    try:
+        if not (bstrides and mstrides and base and itemsize and scal):
+            raise MemoryError()
+        base[0] = <char *>cnp.PyArray_DATA(dst)
+        itemsize[0] = cnp.PyArray_ITEMSIZE(dst)
+        for d in range(nd):
+            bstrides[d] = cnp.PyArray_STRIDES(dst)[d]
+        for k in range(1, nops):
+            a = prepare_leaf(leaves[k - 1], dst, bstrides + k * MAXD)
+            keep.append(a)
+            base[k] = <char *>cnp.PyArray_DATA(a)
+            itemsize[k] = cnp.PyArray_ITEMSIZE(a)
+        for k in range(len(scalars)):
+            store_scalar(scal + 8 * k, scalars[k], prog.scalar_dt[k])
+        r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
+                          r.shape, mstrides)
+        if r.nd == 0:
+            return 0
+        r.nops = nops
+        r.strides = mstrides
+        r.base = base
+        r.itemsize = itemsize
+        r.scalars = scal
+        r.block = BLOCK
+        regs = <char *>malloc((prog.nregs + prog.nleaves + 1) * BLOCK * MAX_REG_BYTES + 64)
+        if regs == NULL:
+            raise MemoryError()
+        r.regs = <char *>((<uintptr_t>regs + 63) & ~(<uintptr_t>63))
+        r.prog = <void *>prog
+        errors = []
+        r.state = <void *>errors
+        with nogil:
+            rc = run_loop(&r, prog)
+        if rc < 0:
+            raise errors[0]
+        return 0
+    finally:
+        free(bstrides)
+        free(mstrides)
+        free(base)
+        free(itemsize)
+        free(scal)
+        free(regs)
+
+
+# ---------------------------------------------------------------- assigning
+
+cdef str _shape_str(tuple s):
+    return "(" + ",".join(str(n) for n in s) + ("," if len(s) == 1 else "") + ")"
+
+
+cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
+    cdef tuple es = e.shape, ds = (<object>dst).shape
+    cdef Py_ssize_t ne = len(es), nd = len(ds), i
+    if ne > nd:
+        raise ValueError(f"cannot evaluate an expression of shape {_shape_str(es)} into a "
+                         f"destination of shape {_shape_str(ds)}")
+    for i in range(ne):
+        if es[i] != 1 and es[i] != ds[nd - ne + i]:
+            raise ValueError(f"cannot evaluate an expression of shape {_shape_str(es)} into a "
+                             f"destination of shape {_shape_str(ds)}")
+    cdef bint ok
+    if e.weak == 1:
+        ok = dst_dt != DT_BOOL
+    elif e.weak == 2:
+        ok = dst_dt == DT_F32 or dst_dt == DT_F64
+    else:
+        ok = CAN_CAST[e.dt][dst_dt]
+    if not ok:
+        raise TypeError(f"cannot cast the expression's {DTYPES[e.dt]} result to the "
+                        f"destination's {DTYPES[dst_dt]} with casting rule 'same_kind'")
+
+
+def assign(object dst, object value):
+    """Evaluate ``value`` (an expression, array or scalar) into ndarray ``dst``.
+
+    Every check happens before the first write: on any error dst is untouched.
+    """
+    cdef Expr e = as_operand(value)
+    if not isinstance(dst, np.ndarray):
+        raise TypeError(f"destination must be an ndarray or pyet.Tensor, got "
+                        f"{type(dst).__name__}")
+    cdef cnp.ndarray d = <cnp.ndarray>dst
+    cdef int dst_dt = _expr.dtype_code(d.dtype)
+    if not d.flags.writeable:
+        raise ValueError("assignment destination is read-only")
+    check_target(e, d, dst_dt)
+    if not d.dtype.isnative:
+        raise TypeError(f"pyet does not support non-native byte order {d.dtype.str}")
+    cdef Program prog = get_program(e, dst_dt)
+    cdef list leaves = [], scalars = []
+    collect(e, leaves, scalars)
+    if prog.has_pyfunc:
+        # a user function may raise midway: compute aside, then copy
+        tmp = np.empty(dst.shape, dst.dtype)
+        execute(prog, tmp, leaves, scalars)
+        np.copyto(d, tmp)
+        return
+    execute(prog, d, leaves, scalars)
+
+
+_expr.set_evaluator(assign)

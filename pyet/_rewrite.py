@@ -1,0 +1,30 @@
+"""Rewrite rules, kept as data: tree patterns lowered to one fused kernel.
+
+A pattern is a nested tuple ``(op, child, ...)``; a string child binds a
+subtree: names starting with ``s`` bind only scalars, other names bind any
+non-scalar operand.  ``add`` and ``multiply`` match in either argument order
+(IEEE addition and multiplication are commutative, exactly).  The fused
+kernel computes the same roundings in the same order, so results do not
+change.  Rules are tried in order; the first match wins.
+"""
+
+RULES = (
+    # s1*(x + s2*y): the seed's weight update in one pass
+    (("multiply", "s1", ("add", "x", ("multiply", "s2", "y"))),
+     "scale_axpy", ("s1", "x", "s2", "y")),
+    # s1*x + s2*y: a linear combination
+    (("add", ("multiply", "s1", "x"), ("multiply", "s2", "y")),
+     "axpby", ("s1", "x", "s2", "y")),
+    # x + s*y: BLAS's axpy
+    (("add", "x", ("multiply", "s", "y")), "axpy", ("x", "s", "y")),
+    # s*(x + y): a scaled sum
+    (("multiply", "s", ("add", "x", "y")), "scale_sum", ("s", "x", "y")),
+    # x*y + z: multiply-add (two roundings, never an FMA)
+    (("add", ("multiply", "x", "y"), "z"), "muladd", ("x", "y", "z")),
+    # x*y - z
+    (("subtract", ("multiply", "x", "y"), "z"), "mulsub", ("x", "y", "z")),
+    # z - x*y
+    (("subtract", "z", ("multiply", "x", "y")), "submul", ("x", "y", "z")),
+)
+
+COMMUTATIVE = frozenset({"add", "multiply"})

@@ -1,0 +1,101 @@
+"""Creating tensors and evaluating expressions (the public, plain-Python layer)."""
+
+import numpy as np
+
+from pyet import _expr, _plan
+from pyet._expr import Expr, Tensor
+
+ALIGNMENT = 64  # bytes: a cache line, and enough for any SIMD load
+
+
+def _dtype(dtype):
+    dt = np.dtype(dtype)
+    _expr.dtype_code(dt)  # TypeError naming an unsupported dtype
+    return dt
+
+
+def asarray(obj, dtype=None):
+    """View ``obj`` as a :class:`Tensor`, without copying when possible.
+
+    Parameters
+    ----------
+    obj : array_like
+        An ndarray (any strides: non-contiguous, negative, 0-d, empty), a
+        Tensor, or anything NumPy can view: buffer-protocol objects and
+        objects with ``__array_interface__``.  Nested sequences are copied.
+    dtype : data-type, optional
+        Convert to this dtype; only then is the data copied.
+
+    Returns
+    -------
+    Tensor
+
+    Raises
+    ------
+    TypeError
+        If the (resulting) dtype is not bool, int32, int64, float32 or float64.
+    """
+    if isinstance(obj, Tensor):
+        arr = obj.numpy()
+    elif isinstance(obj, Expr):
+        arr = np.asarray(obj)
+    else:
+        arr = np.asarray(obj)
+    if dtype is not None:
+        arr = arr.astype(_dtype(dtype), copy=False)
+    return _expr.tensor(arr) if not isinstance(obj, Tensor) or arr is not obj.numpy() else obj
+
+
+def _aligned_empty(shape, dtype):
+    dt = _dtype(dtype)
+    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset:offset + nbytes].view(dt).reshape(shape)
+
+
+def empty(shape, dtype=np.float64):
+    """A new tensor of ``shape`` and ``dtype``, 64-byte aligned, uninitialized."""
+    return _expr.tensor(_aligned_empty(shape, dtype))
+
+
+def full(shape, fill_value, dtype=np.float64):
+    """A new aligned tensor of ``shape`` filled with ``fill_value``."""
+    t = empty(shape, dtype)
+    t[...] = fill_value
+    return t
+
+
+def zeros(shape, dtype=np.float64):
+    """A new aligned tensor of zeros."""
+    return full(shape, False if np.dtype(dtype) == np.bool_ else 0, dtype)
+
+
+def ones(shape, dtype=np.float64):
+    """A new aligned tensor of ones."""
+    return full(shape, True if np.dtype(dtype) == np.bool_ else 1, dtype)
+
+
+def evaluate(expr, out=None):
+    """Evaluate ``expr`` in one fused pass.
+
+    Parameters
+    ----------
+    expr : Expr, array_like or scalar
+    out : ndarray or Tensor, optional
+        Destination: ``expr`` is broadcast to its shape and cast to its dtype
+        (``same_kind``).  Without it a new aligned tensor is returned.
+
+    Returns
+    -------
+    Tensor or the given ``out``
+    """
+    if out is None:
+        e = expr if isinstance(expr, Expr) else asarray(expr)
+        out = empty(e.shape, e.dtype)
+        _plan.assign(out.numpy(), e)
+        return out
+    dst = out.numpy() if isinstance(out, Tensor) else out
+    _plan.assign(dst, expr)
+    return out

@@ -1,0 +1,60 @@
+# C types and kernels shared by every compiled module (declared once here).
+
+cdef extern from "kernels.h" nogil:
+    ctypedef Py_ssize_t pyet_intp
+    ctypedef unsigned char pyet_bool
+
+    enum:
+        DT_BOOL
+        DT_I32
+        DT_I64
+        DT_F32
+        DT_F64
+        DT_COUNT
+
+    enum:
+        OP_leaf
+        OP_scalar
+        OP_pyfunc
+        OP_copy
+        OP_cast
+        OP_where
+        OP_add
+        OP_subtract
+        OP_multiply
+        OP_power
+        OP_square
+        OP_axpy
+        OP_scale_sum
+        OP_scale_axpy
+        OP_axpby
+        OP_muladd
+        OP_mulsub
+        OP_submul
+        OP_COUNT
+
+    enum:
+        SRC_REG
+        SRC_LEAF
+        SRC_SCALAR
+        PYET_MAX_IN
+
+    ctypedef struct pyet_instr:
+        int op
+        int dt
+        int dt_out
+        int out
+        int nin
+        int sflags
+        int src_kind[4]
+        int src[4]
+
+    const char *const pyet_op_names[]
+    const int pyet_itemsize[]
+
+    int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out,
+                    void *const *inp) noexcept
+    void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out,
+                   const void *inp) noexcept
+    void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
+                           pyet_intp ss, pyet_intp n, int itemsize) noexcept

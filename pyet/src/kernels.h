@@ -1,0 +1,474 @@
+/* pyet's elementwise kernels: one tight loop per (op, dtype) over a block.
+ *
+ * Every array operand of a kernel is contiguous (the Cython driver gathers
+ * strided or broadcast leaves into an L1 block first), so each loop is a
+ * plain `o[i] = f(a[i], b[i])` that gcc vectorizes.  Scalar operands are
+ * loaded once before the loop.  Floating-point order is exactly the order
+ * written in the expression (the build disables FMA contraction), so results
+ * equal NumPy's.
+ */
+#ifndef PYET_KERNELS_H
+#define PYET_KERNELS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef ptrdiff_t pyet_intp;
+typedef unsigned char pyet_bool;
+
+/* dtype codes, in NumPy's promotion order */
+enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5 };
+
+/* The op table, C side.  The Python side (_ops.py) names the same ops and
+ * gives each its NumPy reference; codes are shared through pyet_op_names. */
+#define PYET_OPS(X)                                                        \
+    /* nodes that are not kernels */                                       \
+    X(leaf) X(scalar) X(pyfunc)                                            \
+    /* data movement */                                                    \
+    X(copy) X(cast)                                                        \
+    /* unary, floating point */                                            \
+    X(exp) X(log) X(log1p) X(expm1) X(log2) X(log10) X(sqrt) X(sin)        \
+    X(cos) X(tan) X(arcsin) X(arccos) X(arctan) X(sinh) X(cosh) X(tanh)    \
+    X(arcsinh) X(arccosh) X(arctanh) X(rint) X(sigmoid)                    \
+    X(floor) X(ceil) X(trunc)                                              \
+    /* unary, any number */                                                \
+    X(negative) X(positive) X(absolute) X(square) X(sign) X(relu)          \
+    /* unary predicates (-> bool) */                                       \
+    X(isnan) X(isinf) X(isfinite)                                          \
+    /* unary bitwise (bool, ints) */                                       \
+    X(invert)                                                              \
+    /* binary, any number */                                               \
+    X(add) X(subtract) X(multiply) X(floor_divide) X(remainder) X(power)   \
+    X(maximum) X(minimum) X(fmod)                                          \
+    /* binary, floating point */                                           \
+    X(divide) X(arctan2) X(hypot) X(copysign)                              \
+    /* comparisons (-> bool) */                                            \
+    X(less) X(less_equal) X(greater) X(greater_equal) X(equal)             \
+    X(not_equal)                                                           \
+    /* bitwise (bool, ints) */                                             \
+    X(bitwise_and) X(bitwise_or) X(bitwise_xor)                            \
+    /* select */                                                           \
+    X(where)                                                               \
+    /* fused patterns (see _rewrite.py for the rules that produce them) */ \
+    X(axpy) X(scale_sum) X(scale_axpy) X(axpby) X(muladd) X(mulsub)        \
+    X(submul)
+
+#define PYET_ENUM_ITEM(name) OP_##name,
+enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
+#undef PYET_ENUM_ITEM
+
+#define PYET_NAME_ITEM(name) #name,
+static const char *const pyet_op_names[] = { PYET_OPS(PYET_NAME_ITEM) };
+#undef PYET_NAME_ITEM
+
+/* operand kinds of an instruction */
+enum { SRC_REG = 0, SRC_LEAF = 1, SRC_SCALAR = 2 };
+
+#define PYET_MAX_IN 4
+
+/* One step of a lowered program: out := op(src...) over a block. */
+typedef struct {
+    int op;                     /* OP_* */
+    int dt;                     /* dtype of the inputs (the loop's dtype) */
+    int dt_out;                 /* dtype of the output */
+    int out;                    /* register, or -1 for the destination */
+    int nin;
+    int sflags;                 /* bit k: operand k is a scalar */
+    int src_kind[PYET_MAX_IN];  /* SRC_* */
+    int src[PYET_MAX_IN];       /* register, leaf or scalar index */
+} pyet_instr;
+
+/* ---------------------------------------------------------------- loops */
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define PYET_IVDEP _Pragma("GCC ivdep")
+#elif defined(__clang__)
+#define PYET_IVDEP _Pragma("clang loop vectorize(enable)")
+#else
+#define PYET_IVDEP
+#endif
+
+/* Output and inputs are either the same block or disjoint, so every loop
+ * below is free of loop-carried dependences (hence ivdep). */
+#define PYET_LOOP1(TI, TO, EXPR)                                            \
+    do {                                                                    \
+        const TI *X_ = (const TI *)in[0];                                   \
+        TO *O_ = (TO *)out;                                                 \
+        if (sflags & 1) {                                                   \
+            const TI x = X_[0];                                             \
+            const TO v_ = (TO)(EXPR);                                       \
+            for (pyet_intp i = 0; i < n; i++) O_[i] = v_;                   \
+        } else {                                                            \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const TI x = X_[i];                                         \
+                O_[i] = (TO)(EXPR);                                         \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+#define PYET_LOOP2(TI, TO, EXPR)                                            \
+    do {                                                                    \
+        const TI *A_ = (const TI *)in[0], *B_ = (const TI *)in[1];          \
+        TO *O_ = (TO *)out;                                                 \
+        switch (sflags & 3) {                                               \
+        case 0:                                                             \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const TI x = A_[i], y = B_[i];                              \
+                O_[i] = (TO)(EXPR);                                         \
+            }                                                               \
+            break;                                                          \
+        case 1: {                                                           \
+            const TI x = A_[0];                                             \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const TI y = B_[i];                                         \
+                O_[i] = (TO)(EXPR);                                         \
+            }                                                               \
+        } break;                                                            \
+        case 2: {                                                           \
+            const TI y = B_[0];                                             \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const TI x = A_[i];                                         \
+                O_[i] = (TO)(EXPR);                                         \
+            }                                                               \
+        } break;                                                            \
+        default: {                                                          \
+            const TI x = A_[0], y = B_[0];                                  \
+            const TO v_ = (TO)(EXPR);                                       \
+            for (pyet_intp i = 0; i < n; i++) O_[i] = v_;                   \
+        }                                                                   \
+        }                                                                   \
+    } while (0)
+
+/* ------------------------------------------------- scalar semantics */
+
+/* Integer // and % as NumPy: floor semantics, division by zero gives 0,
+ * MIN // -1 wraps to MIN (the build passes -fwrapv). */
+#define PYET_INT_FUNCS(T, SUF)                                              \
+    static inline T pyet_floordiv_##SUF(T a, T b) {                         \
+        if (b == 0) return 0;                                               \
+        if (b == -1) return (T)(0 - a);                                     \
+        T q = a / b;                                                        \
+        if ((a % b != 0) && ((a < 0) != (b < 0))) q--;                      \
+        return q;                                                           \
+    }                                                                       \
+    static inline T pyet_remainder_##SUF(T a, T b) {                        \
+        if (b == 0 || b == -1) return 0;                                    \
+        T r = a % b;                                                        \
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;                         \
+        return r;                                                           \
+    }                                                                       \
+    static inline T pyet_fmod_##SUF(T a, T b) {                             \
+        if (b == 0 || b == -1) return 0;                                    \
+        return a % b;                                                       \
+    }                                                                       \
+    static inline T pyet_power_##SUF(T a, T b) {                            \
+        /* negative exponents are refused before evaluation */              \
+        T r = 1;                                                            \
+        while (b > 0) {                                                     \
+            if (b & 1) r = (T)(r * a);                                      \
+            a = (T)(a * a);                                                 \
+            b >>= 1;                                                        \
+        }                                                                   \
+        return r;                                                           \
+    }                                                                       \
+    static inline T pyet_max_##SUF(T a, T b) { return a >= b ? a : b; }     \
+    static inline T pyet_min_##SUF(T a, T b) { return a <= b ? a : b; }     \
+    static inline T pyet_abs_##SUF(T a) { return a < 0 ? (T)(0 - a) : a; }  \
+    static inline T pyet_sign_##SUF(T a) { return (T)((a > 0) - (a < 0)); }
+
+PYET_INT_FUNCS(int32_t, i32)
+PYET_INT_FUNCS(int64_t, i64)
+
+/* Float // and % exactly as NumPy's npy_divmod / npy_floor_divide. */
+#define PYET_FLOAT_FUNCS(T, SUF, M)                                         \
+    static inline T pyet_divmod_##SUF(T a, T b, T *modulus) {               \
+        T mod = M(fmod)(a, b);                                              \
+        if (!b) { *modulus = mod; return a / b; }                           \
+        T div = (a - mod) / b;                                              \
+        if (mod) {                                                          \
+            if ((b < 0) != (mod < 0)) { mod += b; div -= (T)1; }            \
+        } else {                                                            \
+            mod = M(copysign)((T)0, b);                                     \
+        }                                                                   \
+        T floordiv;                                                         \
+        if (div) {                                                          \
+            floordiv = M(floor)(div);                                       \
+            if (div - floordiv > (T)0.5) floordiv += (T)1;                  \
+        } else {                                                            \
+            floordiv = M(copysign)((T)0, a / b);                            \
+        }                                                                   \
+        *modulus = mod;                                                     \
+        return floordiv;                                                    \
+    }                                                                       \
+    static inline T pyet_floordiv_##SUF(T a, T b) {                         \
+        T mod;                                                              \
+        if (!b) return a / b;                                               \
+        return pyet_divmod_##SUF(a, b, &mod);                               \
+    }                                                                       \
+    static inline T pyet_remainder_##SUF(T a, T b) {                        \
+        T mod;                                                              \
+        if (!b) return M(fmod)(a, b);                                       \
+        pyet_divmod_##SUF(a, b, &mod);                                      \
+        return mod;                                                         \
+    }                                                                       \
+    static inline T pyet_max_##SUF(T a, T b) {                              \
+        return (a >= b || a != a) ? a : b; /* NaN propagates */             \
+    }                                                                       \
+    static inline T pyet_min_##SUF(T a, T b) {                              \
+        return (a <= b || a != a) ? a : b;                                  \
+    }                                                                       \
+    static inline T pyet_sign_##SUF(T a) {                                  \
+        return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a));        \
+    }
+
+#define PYET_M32(name) name##f
+#define PYET_M64(name) name
+PYET_FLOAT_FUNCS(float, f32, PYET_M32)
+PYET_FLOAT_FUNCS(double, f64, PYET_M64)
+
+/* ------------------------------------------------------ op families */
+
+#define PYET_CMP_CASES(T)                                                   \
+    case OP_less: PYET_LOOP2(T, pyet_bool, x < y); return 1;                \
+    case OP_less_equal: PYET_LOOP2(T, pyet_bool, x <= y); return 1;         \
+    case OP_greater: PYET_LOOP2(T, pyet_bool, x > y); return 1;             \
+    case OP_greater_equal: PYET_LOOP2(T, pyet_bool, x >= y); return 1;      \
+    case OP_equal: PYET_LOOP2(T, pyet_bool, x == y); return 1;              \
+    case OP_not_equal: PYET_LOOP2(T, pyet_bool, x != y); return 1;
+
+#define PYET_COPY_CASES(T)                                                  \
+    case OP_copy: case OP_positive: PYET_LOOP1(T, T, x); return 1;
+
+#define PYET_NUM_CASES(T, SUF)                                              \
+    case OP_add: PYET_LOOP2(T, T, x + y); return 1;                         \
+    case OP_subtract: PYET_LOOP2(T, T, x - y); return 1;                    \
+    case OP_multiply: PYET_LOOP2(T, T, x * y); return 1;                    \
+    case OP_floor_divide: PYET_LOOP2(T, T, pyet_floordiv_##SUF(x, y));      \
+        return 1;                                                           \
+    case OP_remainder: PYET_LOOP2(T, T, pyet_remainder_##SUF(x, y));        \
+        return 1;                                                           \
+    case OP_maximum: PYET_LOOP2(T, T, pyet_max_##SUF(x, y)); return 1;      \
+    case OP_minimum: PYET_LOOP2(T, T, pyet_min_##SUF(x, y)); return 1;      \
+    case OP_negative: PYET_LOOP1(T, T, -x); return 1;                       \
+    case OP_square: PYET_LOOP1(T, T, x * x); return 1;                      \
+    case OP_sign: PYET_LOOP1(T, T, pyet_sign_##SUF(x)); return 1;           \
+    case OP_relu: PYET_LOOP1(T, T, pyet_max_##SUF(x, (T)0)); return 1;      \
+    case OP_isnan: PYET_LOOP1(T, pyet_bool, x != x); return 1;              \
+    PYET_CMP_CASES(T)                                                       \
+    PYET_COPY_CASES(T)
+
+#define PYET_INT_CASES(T, SUF)                                              \
+    PYET_NUM_CASES(T, SUF)                                                  \
+    case OP_fmod: PYET_LOOP2(T, T, pyet_fmod_##SUF(x, y)); return 1;        \
+    case OP_power: PYET_LOOP2(T, T, pyet_power_##SUF(x, y)); return 1;      \
+    case OP_absolute: PYET_LOOP1(T, T, pyet_abs_##SUF(x)); return 1;        \
+    case OP_isinf: PYET_LOOP1(T, pyet_bool, 0); return 1;                   \
+    case OP_isfinite: PYET_LOOP1(T, pyet_bool, 1); return 1;                \
+    case OP_floor: case OP_ceil: case OP_trunc: PYET_LOOP1(T, T, x);        \
+        return 1;                                                           \
+    case OP_invert: PYET_LOOP1(T, T, ~x); return 1;                         \
+    case OP_bitwise_and: PYET_LOOP2(T, T, x & y); return 1;                 \
+    case OP_bitwise_or: PYET_LOOP2(T, T, x | y); return 1;                  \
+    case OP_bitwise_xor: PYET_LOOP2(T, T, x ^ y); return 1;
+
+#define PYET_FLOAT_CASES(T, SUF, M)                                         \
+    PYET_NUM_CASES(T, SUF)                                                  \
+    case OP_fmod: PYET_LOOP2(T, T, M(fmod)(x, y)); return 1;                \
+    case OP_power: PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                \
+    case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
+    case OP_arctan2: PYET_LOOP2(T, T, M(atan2)(x, y)); return 1;            \
+    case OP_hypot: PYET_LOOP2(T, T, M(hypot)(x, y)); return 1;              \
+    case OP_copysign: PYET_LOOP2(T, T, M(copysign)(x, y)); return 1;        \
+    case OP_absolute: PYET_LOOP1(T, T, M(fabs)(x)); return 1;               \
+    case OP_isinf: PYET_LOOP1(T, pyet_bool, isinf(x) != 0); return 1;       \
+    case OP_isfinite: PYET_LOOP1(T, pyet_bool, isfinite(x) != 0); return 1; \
+    case OP_exp: PYET_LOOP1(T, T, M(exp)(x)); return 1;                     \
+    case OP_log: PYET_LOOP1(T, T, M(log)(x)); return 1;                     \
+    case OP_log1p: PYET_LOOP1(T, T, M(log1p)(x)); return 1;                 \
+    case OP_expm1: PYET_LOOP1(T, T, M(expm1)(x)); return 1;                 \
+    case OP_log2: PYET_LOOP1(T, T, M(log2)(x)); return 1;                   \
+    case OP_log10: PYET_LOOP1(T, T, M(log10)(x)); return 1;                 \
+    case OP_sqrt: PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                   \
+    case OP_sin: PYET_LOOP1(T, T, M(sin)(x)); return 1;                     \
+    case OP_cos: PYET_LOOP1(T, T, M(cos)(x)); return 1;                     \
+    case OP_tan: PYET_LOOP1(T, T, M(tan)(x)); return 1;                     \
+    case OP_arcsin: PYET_LOOP1(T, T, M(asin)(x)); return 1;                 \
+    case OP_arccos: PYET_LOOP1(T, T, M(acos)(x)); return 1;                 \
+    case OP_arctan: PYET_LOOP1(T, T, M(atan)(x)); return 1;                 \
+    case OP_sinh: PYET_LOOP1(T, T, M(sinh)(x)); return 1;                   \
+    case OP_cosh: PYET_LOOP1(T, T, M(cosh)(x)); return 1;                   \
+    case OP_tanh: PYET_LOOP1(T, T, M(tanh)(x)); return 1;                   \
+    case OP_arcsinh: PYET_LOOP1(T, T, M(asinh)(x)); return 1;               \
+    case OP_arccosh: PYET_LOOP1(T, T, M(acosh)(x)); return 1;               \
+    case OP_arctanh: PYET_LOOP1(T, T, M(atanh)(x)); return 1;               \
+    case OP_rint: PYET_LOOP1(T, T, M(rint)(x)); return 1;                   \
+    case OP_floor: PYET_LOOP1(T, T, M(floor)(x)); return 1;                 \
+    case OP_ceil: PYET_LOOP1(T, T, M(ceil)(x)); return 1;                   \
+    case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;                 \
+    case OP_sigmoid:                                                        \
+        PYET_LOOP1(T, T, (T)1 / ((T)1 + M(exp)(-x))); return 1;
+
+/* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
+#define PYET_BOOL_CASES                                                     \
+    case OP_add: case OP_maximum: case OP_bitwise_or:                       \
+        PYET_LOOP2(pyet_bool, pyet_bool, x | y); return 1;                  \
+    case OP_multiply: case OP_minimum: case OP_bitwise_and:                 \
+        PYET_LOOP2(pyet_bool, pyet_bool, x & y); return 1;                  \
+    case OP_bitwise_xor: PYET_LOOP2(pyet_bool, pyet_bool, x ^ y); return 1; \
+    case OP_invert: PYET_LOOP1(pyet_bool, pyet_bool, !x); return 1;         \
+    case OP_absolute: case OP_floor: case OP_ceil: case OP_trunc:           \
+        PYET_LOOP1(pyet_bool, pyet_bool, x); return 1;                      \
+    case OP_isnan: case OP_isinf: PYET_LOOP1(pyet_bool, pyet_bool, 0);      \
+        return 1;                                                           \
+    case OP_isfinite: PYET_LOOP1(pyet_bool, pyet_bool, 1); return 1;        \
+    PYET_CMP_CASES(pyet_bool)                                               \
+    PYET_COPY_CASES(pyet_bool)
+
+/* Fused patterns: arrays are contiguous blocks, scalars loaded once.
+ * Each computes exactly the rounding sequence of the unfused tree. */
+#define PYET_FUSED_CASES(T)                                                 \
+    case OP_axpy: { /* x + s*y */                                           \
+        const T *X_ = (const T *)in[0], *Y_ = (const T *)in[2];             \
+        const T s = *(const T *)in[1]; T *O_ = (T *)out;                    \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T t = s * Y_[i]; O_[i] = X_[i] + t; }                     \
+        return 1; }                                                         \
+    case OP_scale_sum: { /* s*(x + y) */                                    \
+        const T s = *(const T *)in[0]; T *O_ = (T *)out;                    \
+        const T *X_ = (const T *)in[1], *Y_ = (const T *)in[2];             \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T t = X_[i] + Y_[i]; O_[i] = s * t; }                     \
+        return 1; }                                                         \
+    case OP_scale_axpy: { /* s1*(x + s2*y) */                               \
+        const T s1 = *(const T *)in[0], s2 = *(const T *)in[2];             \
+        const T *X_ = (const T *)in[1], *Y_ = (const T *)in[3];             \
+        T *O_ = (T *)out;                                                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T t = s2 * Y_[i]; const T u = X_[i] + t; O_[i] = s1 * u; }\
+        return 1; }                                                         \
+    case OP_axpby: { /* s1*x + s2*y */                                      \
+        const T s1 = *(const T *)in[0], s2 = *(const T *)in[2];             \
+        const T *X_ = (const T *)in[1], *Y_ = (const T *)in[3];             \
+        T *O_ = (T *)out;                                                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T t = s1 * X_[i]; const T u = s2 * Y_[i]; O_[i] = t + u; }\
+        return 1; }                                                         \
+    case OP_muladd: case OP_mulsub: case OP_submul: {                       \
+        const T *X_ = (const T *)in[0], *Y_ = (const T *)in[1];             \
+        const T *Z_ = (const T *)in[2]; T *O_ = (T *)out;                   \
+        if (op == OP_muladd) {                                              \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = X_[i] * Y_[i]; O_[i] = t + Z_[i]; }             \
+        } else if (op == OP_mulsub) {                                       \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = X_[i] * Y_[i]; O_[i] = t - Z_[i]; }             \
+        } else {                                                            \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = X_[i] * Y_[i]; O_[i] = Z_[i] - t; }             \
+        }                                                                   \
+        return 1; }
+
+#define PYET_WHERE_LOOP(T)                                                  \
+    do {                                                                    \
+        const pyet_bool *C_ = (const pyet_bool *)in[0];                     \
+        const T *A_ = (const T *)in[1], *B_ = (const T *)in[2];             \
+        T *O_ = (T *)out;                                                   \
+        const pyet_intp sa = (sflags & 2) ? 0 : 1, sb = (sflags & 4) ? 0 : 1;\
+        if (sa && sb) {                                                     \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                O_[i] = C_[i] ? A_[i] : B_[i];                              \
+        } else {                                                            \
+            for (pyet_intp i = 0; i < n; i++)                               \
+                O_[i] = C_[i] ? A_[i * sa] : B_[i * sb];                    \
+        }                                                                   \
+    } while (0)
+
+/* Run one op over n elements.  in[k] points at a contiguous block, or at
+ * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
+ * kernel, so the planner can refuse it before anything runs; with n == 0
+ * it only answers that question. */
+static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out,
+                       void *const *in)
+{
+    switch (dt) {
+    case DT_BOOL:
+        if (op == OP_where) { PYET_WHERE_LOOP(pyet_bool); return 1; }
+        switch (op) { PYET_BOOL_CASES default: return 0; }
+    case DT_I32:
+        if (op == OP_where) { PYET_WHERE_LOOP(int32_t); return 1; }
+        switch (op) { PYET_INT_CASES(int32_t, i32) PYET_FUSED_CASES(int32_t)
+                      default: return 0; }
+    case DT_I64:
+        if (op == OP_where) { PYET_WHERE_LOOP(int64_t); return 1; }
+        switch (op) { PYET_INT_CASES(int64_t, i64) PYET_FUSED_CASES(int64_t)
+                      default: return 0; }
+    case DT_F32:
+        if (op == OP_where) { PYET_WHERE_LOOP(float); return 1; }
+        switch (op) { PYET_FLOAT_CASES(float, f32, PYET_M32)
+                      PYET_FUSED_CASES(float) default: return 0; }
+    case DT_F64:
+        if (op == OP_where) { PYET_WHERE_LOOP(double); return 1; }
+        switch (op) { PYET_FLOAT_CASES(double, f64, PYET_M64)
+                      PYET_FUSED_CASES(double) default: return 0; }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ data movement */
+
+#define PYET_CAST_FROM(TI)                                                  \
+    do {                                                                    \
+        const TI *X_ = (const TI *)in;                                      \
+        switch (dt_out) {                                                   \
+        case DT_BOOL: for (pyet_intp i = 0; i < n; i++)                     \
+            ((pyet_bool *)out)[i] = X_[i] != 0; break;                      \
+        case DT_I32: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
+            ((int32_t *)out)[i] = (int32_t)X_[i]; break;                    \
+        case DT_I64: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
+            ((int64_t *)out)[i] = (int64_t)X_[i]; break;                    \
+        case DT_F32: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
+            ((float *)out)[i] = (float)X_[i]; break;                        \
+        case DT_F64: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
+            ((double *)out)[i] = (double)X_[i]; break;                      \
+        }                                                                   \
+    } while (0)
+
+/* Contiguous dtype conversion (only same_kind-safe casts are planned). */
+static void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in)
+{
+    switch (dt_in) {
+    case DT_BOOL: PYET_CAST_FROM(pyet_bool); break;
+    case DT_I32: PYET_CAST_FROM(int32_t); break;
+    case DT_I64: PYET_CAST_FROM(int64_t); break;
+    case DT_F32: PYET_CAST_FROM(float); break;
+    case DT_F64: PYET_CAST_FROM(double); break;
+    }
+}
+
+#define PYET_STRIDED_COPY(T)                                                \
+    do {                                                                    \
+        if (ss == 0) {                                                      \
+            const T v_ = *(const T *)src;                                   \
+            for (pyet_intp i = 0; i < n; i++) *(T *)(dst + i * ds) = v_;    \
+        } else {                                                            \
+            for (pyet_intp i = 0; i < n; i++)                               \
+                *(T *)(dst + i * ds) = *(const T *)(src + i * ss);          \
+        }                                                                   \
+    } while (0)
+
+/* Strided copy of n items; strides in bytes (0 on src broadcasts). */
+static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
+                              pyet_intp ss, pyet_intp n, int itemsize)
+{
+    switch (itemsize) {
+    case 1: PYET_STRIDED_COPY(uint8_t); break;
+    case 4: PYET_STRIDED_COPY(uint32_t); break;
+    case 8: PYET_STRIDED_COPY(uint64_t); break;
+    }
+}
+
+static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
+
+#endif /* PYET_KERNELS_H */
