@@ -57,7 +57,11 @@ cpdef int dtype_code(object dtype) except -1:
         except TypeError:
             code = None
         if code is None:
-            raise TypeError(f"pyet does not support dtype {dtype!r}; "
+            try:
+                name = str(np.dtype(dtype))
+            except TypeError:
+                name = repr(dtype)
+            raise TypeError(f"pyet does not support dtype {name}; "
                             f"supported dtypes are {_SUPPORTED}")
     return code
 
@@ -336,6 +340,36 @@ cdef Expr binary(int op, object a, object b):
     return make_node(op, (as_operand(a), as_operand(b)))
 
 
+cdef Expr cast(Expr e, int dt):
+    """e converted to dtype dt (a node of its own; nothing is copied)."""
+    if e.dt == dt:
+        return e
+    cdef Expr c = Expr.__new__(Expr)
+    c.op = OP_cast
+    c.args = (e,)
+    c.shape = e.shape
+    c.cdt = e.dt
+    c.dt = dt
+    c.weak = 0
+    c.key = intern_key((OP_cast, dt, e.key))
+    return c
+
+
+cdef Expr power(Expr base, object exponent):
+    # NumPy's ndarray ** scalar takes fast paths: ** 2 is square (the same
+    # value as pow, much faster) and ** 0.5 is sqrt (which differs from pow
+    # at -0.0 and -inf); follow both.
+    cdef Expr e = binary(OP_power, base, exponent)
+    cdef Expr ex = e.args[1]
+    if ex.op != OP_scalar or isinstance(ex.value, (bool, np.bool_)):
+        return e
+    if ex.value == 2:
+        return make_node(OP_square, (cast(base, e.cdt),))
+    if ex.value == 0.5 and (e.cdt == DT_F32 or e.cdt == DT_F64):
+        return make_node(OP_sqrt, (cast(base, e.cdt),))
+    return e
+
+
 def _opc(name):
     return OPCODES[name]
 
@@ -350,6 +384,7 @@ cdef int OP_and = _opc("bitwise_and"), OP_or = _opc("bitwise_or"), OP_xor = _opc
 cdef int OP_negative = _opc("negative"), OP_positive = _opc("positive")
 cdef int OP_absolute = _opc("absolute"), OP_invert = _opc("invert")
 cdef int OP_copy = _opc("copy")
+cdef int OP_square = _opc("square"), OP_sqrt = _opc("sqrt")
 cdef int OP_cast = _opc("cast")
 
 _CMP_OPS = {0: OP_less, 1: OP_less_equal, 2: OP_equal, 3: OP_not_equal,
@@ -381,6 +416,10 @@ cdef class Expr:
         for d in self.shape:
             n *= d
         return n
+
+    def astype(self, dtype):
+        """This expression converted to ``dtype`` (lazily, like any node)."""
+        return cast(self, dtype_code(dtype))
 
     def __add__(self, other):
         return binary(OP_add, self, other)
@@ -421,7 +460,7 @@ cdef class Expr:
     def __pow__(self, other, modulo):
         if modulo is not None:
             return NotImplemented
-        return binary(OP_power, self, other)
+        return power(self, other)
 
     def __rpow__(self, other, modulo):
         if modulo is not None:
@@ -512,6 +551,8 @@ cdef str _node_repr(Expr e):
     if e.op == OP_scalar:
         return repr(e.value)
     name = OPNAMES[e.op]
+    if e.op == OP_cast:
+        return f"astype({_node_repr(e.args[0])}, {DTYPES[e.dt]})"
     if e.op == OP_pyfunc:
         name = "F[" + getattr(e.value, "__name__", repr(e.value)) + "]"
     return name + "(" + ", ".join(_node_repr(a) for a in e.args) + ")"

@@ -134,6 +134,8 @@ cdef class _Lowering:
             lowered = {}
             self.bound_walk(e, bound, lowered, e.cdt)
             return self.emit(OPCODES[op_name], e.cdt, e.dt, [lowered[n] for n in order])
+        if e.op == OP_cast:
+            return self.operand(e.args[0], e.dt)
         if e.op == OP_pyfunc:
             srcs = [self.operand(a, a.dt) for a in e.args]
             return self.emit(OP_pyfunc, e.dt, e.dt, srcs,
@@ -564,8 +566,10 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) excep
         r.base = base
         r.itemsize = itemsize
         r.scalars = scal
-        r.block = BLOCK
-        regs = <char *>malloc((prog.nregs + prog.nleaves + 1) * BLOCK * MAX_REG_BYTES + 64)
+        # one kernel reading leaves straight into dst: no block to keep in
+        # L1, so longer blocks only save per-block overhead
+        r.block = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
+        regs = <char *>malloc((prog.nregs + prog.nleaves + 1) * r.block * MAX_REG_BYTES + 64)
         if regs == NULL:
             raise MemoryError()
         r.regs = <char *>((<uintptr_t>regs + 63) & ~(<uintptr_t>63))

@@ -1,0 +1,488 @@
+"""Every operator and function of pyet against NumPy, over dtypes and memory layouts.
+
+NumPy is the oracle for values AND result dtypes: wherever NumPy's result dtype falls outside
+pyet's set (bool, int32, int64, float32, float64) or NumPy has no loop, pyet must raise TypeError
+when the expression is built.
+"""
+
+import operator
+import zlib
+
+import numpy as np
+import pytest
+
+import pyet
+
+DTYPES = ["bool", "int32", "int64", "float32", "float64"]
+SUPPORTED = {np.dtype(d) for d in DTYPES}
+
+
+def P(name):
+    """A pyet function looked up by name when the test runs (so collection never fails)."""
+
+    def call(*args):
+        return getattr(pyet, name)(*args)
+
+    call.__name__ = name
+    return call
+
+
+def sigmoid_ref(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def relu_ref(x):
+    return np.maximum(x, 0)
+
+
+# name -> (pyet callable, numpy reference, exact?, domain)
+UNARY = {
+    "op_neg": (operator.neg, operator.neg, True, "any"),
+    "op_abs": (abs, abs, True, "any"),
+    "op_invert": (operator.invert, operator.invert, True, "any"),
+    "negative": (P("negative"), np.negative, True, "any"),
+    "abs": (P("abs"), np.abs, True, "any"),
+    "sign": (P("sign"), np.sign, True, "any"),
+    "square": (P("square"), np.square, True, "any"),
+    "sqrt": (P("sqrt"), np.sqrt, True, "pos"),
+    "floor": (P("floor"), np.floor, True, "any"),
+    "ceil": (P("ceil"), np.ceil, True, "any"),
+    "trunc": (P("trunc"), np.trunc, True, "any"),
+    "rint": (P("rint"), np.rint, True, "any"),
+    "isnan": (P("isnan"), np.isnan, True, "any"),
+    "isinf": (P("isinf"), np.isinf, True, "any"),
+    "isfinite": (P("isfinite"), np.isfinite, True, "any"),
+    "relu": (P("relu"), relu_ref, True, "any"),
+    "exp": (P("exp"), np.exp, False, "exp"),
+    "expm1": (P("expm1"), np.expm1, False, "exp"),
+    "log": (P("log"), np.log, False, "pos"),
+    "log1p": (P("log1p"), np.log1p, False, "gtm1"),
+    "log2": (P("log2"), np.log2, False, "pos"),
+    "log10": (P("log10"), np.log10, False, "pos"),
+    "sin": (P("sin"), np.sin, False, "any"),
+    "cos": (P("cos"), np.cos, False, "any"),
+    "tan": (P("tan"), np.tan, False, "tan"),
+    "arcsin": (P("arcsin"), np.arcsin, False, "unit"),
+    "arccos": (P("arccos"), np.arccos, False, "unit"),
+    "arctan": (P("arctan"), np.arctan, False, "any"),
+    "sinh": (P("sinh"), np.sinh, False, "exp"),
+    "cosh": (P("cosh"), np.cosh, False, "exp"),
+    "tanh": (P("tanh"), np.tanh, False, "any"),
+    "arcsinh": (P("arcsinh"), np.arcsinh, False, "any"),
+    "arccosh": (P("arccosh"), np.arccosh, False, "ge1"),
+    "arctanh": (P("arctanh"), np.arctanh, False, "openunit"),
+    "sigmoid": (P("sigmoid"), sigmoid_ref, False, "any"),
+}
+
+# name -> (pyet callable, numpy reference, exact?, domain of a, domain of b)
+BINARY = {
+    "op_add": (operator.add, operator.add, True, "any", "any"),
+    "op_sub": (operator.sub, operator.sub, True, "any", "any"),
+    "op_mul": (operator.mul, operator.mul, True, "any", "any"),
+    "op_truediv": (operator.truediv, operator.truediv, True, "any", "nonzero"),
+    "op_floordiv": (operator.floordiv, operator.floordiv, True, "any", "nonzero"),
+    "op_mod": (operator.mod, operator.mod, True, "any", "nonzero"),
+    "op_pow": (operator.pow, operator.pow, False, "base", "expo"),
+    "op_lt": (operator.lt, operator.lt, True, "any", "any"),
+    "op_le": (operator.le, operator.le, True, "any", "any"),
+    "op_gt": (operator.gt, operator.gt, True, "any", "any"),
+    "op_ge": (operator.ge, operator.ge, True, "any", "any"),
+    "op_eq": (operator.eq, operator.eq, True, "small", "small"),
+    "op_ne": (operator.ne, operator.ne, True, "small", "small"),
+    "op_and": (operator.and_, operator.and_, True, "any", "any"),
+    "op_or": (operator.or_, operator.or_, True, "any", "any"),
+    "op_xor": (operator.xor, operator.xor, True, "any", "any"),
+    "add": (P("add"), np.add, True, "any", "any"),
+    "subtract": (P("subtract"), np.subtract, True, "any", "any"),
+    "multiply": (P("multiply"), np.multiply, True, "any", "any"),
+    "divide": (P("divide"), np.divide, True, "any", "nonzero"),
+    "floor_divide": (P("floor_divide"), np.floor_divide, True, "any", "nonzero"),
+    "remainder": (P("remainder"), np.remainder, True, "any", "nonzero"),
+    "power": (P("power"), np.power, False, "base", "expo"),
+    "less": (P("less"), np.less, True, "any", "any"),
+    "less_equal": (P("less_equal"), np.less_equal, True, "any", "any"),
+    "greater": (P("greater"), np.greater, True, "any", "any"),
+    "greater_equal": (P("greater_equal"), np.greater_equal, True, "any", "any"),
+    "equal": (P("equal"), np.equal, True, "small", "small"),
+    "not_equal": (P("not_equal"), np.not_equal, True, "small", "small"),
+    "maximum": (P("maximum"), np.maximum, True, "any", "any"),
+    "minimum": (P("minimum"), np.minimum, True, "any", "any"),
+    "fmod": (P("fmod"), np.fmod, True, "any", "nonzero"),
+    "copysign": (P("copysign"), np.copysign, True, "any", "any"),
+    "arctan2": (P("arctan2"), np.arctan2, False, "any", "any"),
+    "hypot": (P("hypot"), np.hypot, False, "any", "any"),
+}
+
+# float ranges (lo, hi) and integer ranges (lo, hi inclusive) of each domain
+DOMAINS = {
+    "any": ((-3.0, 3.0), (-7, 7)),
+    "small": ((-2.0, 2.0), (-2, 2)),
+    "pos": ((0.1, 5.0), (1, 9)),
+    "exp": ((-5.0, 5.0), (-5, 5)),
+    "gtm1": ((-0.9, 3.0), (0, 9)),
+    "unit": ((-0.95, 0.95), (-1, 1)),
+    "openunit": ((-0.95, 0.95), (0, 0)),
+    "ge1": ((1.0, 5.0), (1, 9)),
+    "tan": ((-1.5, 1.5), (-1, 1)),
+    "base": ((0.5, 3.0), (-5, 5)),
+    "expo": ((-3.0, 3.0), (0, 4)),
+    "nonzero": ((0.5, 3.0), (1, 7)),  # random sign added below
+}
+
+
+def rng_for(*key):
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def values(dtype, domain, shape, rng):
+    dtype = np.dtype(dtype)
+    (flo, fhi), (ilo, ihi) = DOMAINS[domain]
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "i":
+        v = rng.integers(ilo, ihi + 1, size=shape)
+    else:
+        v = rng.uniform(flo, fhi, size=shape)
+        if domain == "small":  # make equal values likely for == / !=
+            v = np.round(v * 2) / 2
+    if domain == "nonzero":
+        v = v * np.where(rng.random(shape) < 0.5, -1, 1)
+    return np.asarray(v).astype(dtype)
+
+
+def with_layout(vals, layout):
+    """An array equal to vals (whose shape suits the layout) laid out in memory as asked."""
+    if layout in ("contig", "0d", "empty", "bcast"):
+        return vals.copy()
+    if layout == "fortran":
+        return np.asfortranarray(vals)
+    if layout in ("strided", "large"):
+        base = np.zeros(tuple(2 * s for s in vals.shape), vals.dtype)
+        view = base[tuple(slice(None, None, 2) for _ in vals.shape)]
+        view[...] = vals
+        return view
+    if layout == "negstride":
+        rev = tuple(slice(None, None, -1) for _ in vals.shape)
+        return vals[rev].copy()[rev]
+    if layout == "transposed":
+        return vals.T.copy().T
+    raise AssertionError(layout)
+
+
+LAYOUTS = ["contig", "strided", "negstride", "fortran", "transposed", "bcast", "0d", "empty", "large"]
+SHAPES = {"0d": (), "empty": (0, 5), "large": (37, 101)}
+
+
+def make_unary_operand(dtype, domain, layout, rng):
+    if layout == "bcast":  # a stride-0 (broadcast) operand
+        return np.broadcast_to(values(dtype, domain, (1, 5), rng), (3, 5))
+    return with_layout(values(dtype, domain, SHAPES.get(layout, (3, 5)), rng), layout)
+
+
+def make_binary_operands(dtype_a, dtype_b, dom_a, dom_b, layout, rng):
+    if layout == "bcast":
+        return values(dtype_a, dom_a, (3, 1), rng), values(dtype_b, dom_b, (1, 5), rng)
+    shape = SHAPES.get(layout, (3, 5))
+    a = with_layout(values(dtype_a, dom_a, shape, rng), layout)
+    b = with_layout(values(dtype_b, dom_b, shape, rng), "negstride" if layout == "transposed" else layout)
+    return a, b
+
+
+def numpy_ref(fn, *args):
+    """(result, None) or (None, exception); results with dtypes pyet lacks count as TypeError."""
+    try:
+        with np.errstate(all="ignore"):
+            r = np.asarray(fn(*args))
+    except Exception as e:  # noqa: BLE001 - oracle: any NumPy error
+        return None, e
+    if r.dtype not in SUPPORTED:
+        return None, TypeError(f"result dtype {r.dtype}")
+    return r, None
+
+
+# NumPy does not specify which zero maximum(-0.0, 0.0) returns
+NO_SIGNED_ZERO = (np.maximum, np.minimum, relu_ref, np.clip)
+
+
+def tolerances(dtype):
+    return (1e-5, 1e-6) if np.dtype(dtype) == np.float32 else (1e-13, 1e-14)
+
+
+def builtin_class(err):
+    for cls in (TypeError, ValueError, OverflowError, ZeroDivisionError):
+        if isinstance(err, cls):
+            return cls
+    return type(err)
+
+
+def check(pyet_fn, np_fn, exact, np_args, pyet_args):
+    ref, err = numpy_ref(np_fn, *np_args)
+    if err is not None:
+        with pytest.raises(builtin_class(err)):
+            np.asarray(pyet.evaluate(pyet_fn(*pyet_args)))
+        return
+    expr = pyet_fn(*pyet_args)
+    assert isinstance(expr, pyet.Expr)
+    assert expr.shape == ref.shape
+    assert expr.dtype == ref.dtype
+    assert expr.ndim == ref.ndim
+    got = np.asarray(pyet.evaluate(expr))
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    if exact or ref.dtype.kind in "bi":
+        np.testing.assert_array_equal(got, ref)
+        if ref.dtype.kind == "f" and np_fn not in NO_SIGNED_ZERO:  # -0.0 versus +0.0 too
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(ref), err_msg="sign of zero")
+    else:
+        rtol, atol = tolerances(ref.dtype)
+        np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(name, dtype, layout):
+    pyet_fn, np_fn, exact, domain = UNARY[name]
+    if dtype == "bool" and name in ("sigmoid", "relu"):
+        pytest.skip("sigmoid/relu of bool is not specified by NumPy")
+    a = make_unary_operand(dtype, domain, layout, rng_for(name, dtype, layout))
+    check(pyet_fn, np_fn, exact, (a,), (pyet.asarray(a),))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS + ["mixed"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_same_dtype(name, dtype, layout):
+    pyet_fn, np_fn, exact, dom_a, dom_b = BINARY[name]
+    rng = rng_for(name, dtype, layout)
+    if layout == "mixed":  # Fortran-order against negative strides against contiguous
+        a = np.asfortranarray(values(dtype, dom_a, (4, 6), rng))
+        b = with_layout(values(dtype, dom_b, (4, 6), rng), "negstride")
+    else:
+        a, b = make_binary_operands(dtype, dtype, dom_a, dom_b, layout, rng)
+    check(pyet_fn, np_fn, exact, (a, b), (pyet.asarray(a), pyet.asarray(b)))
+
+
+@pytest.mark.parametrize("dtype_a,dtype_b", [(a, b) for a in DTYPES for b in DTYPES if a != b])
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_mixed_dtypes(name, dtype_a, dtype_b):
+    pyet_fn, np_fn, exact, dom_a, dom_b = BINARY[name]
+    rng = rng_for(name, dtype_a, dtype_b)
+    a, b = values(dtype_a, dom_a, (2, 7), rng), values(dtype_b, dom_b, (2, 7), rng)
+    check(pyet_fn, np_fn, exact, (a, b), (pyet.asarray(a), pyet.asarray(b)))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("scalar", [3, 0.5, True], ids=["int", "float", "bool"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_python_scalar(name, dtype, scalar, side):
+    """Python scalars are weak (NEP 50): float32 tensor * 0.5 stays float32, int32 + 3 stays int32."""
+    pyet_fn, np_fn, exact, dom_a, dom_b = BINARY[name]
+    a = values(dtype, dom_a if side == "right" else dom_b, (2, 5), rng_for(name, dtype, side))
+    if side == "right":
+        check(pyet_fn, np_fn, exact, (a, scalar), (pyet.asarray(a), scalar))
+    else:
+        check(pyet_fn, np_fn, exact, (scalar, a), (scalar, pyet.asarray(a)))
+
+
+@pytest.mark.parametrize("scalar", [np.float64(0.5), np.float32(0.5), np.int32(3), np.int64(3), np.bool_(True)],
+                         ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["op_add", "op_mul", "op_truediv", "maximum", "op_lt"])
+def test_binary_numpy_scalar(name, dtype, scalar):
+    """NumPy scalars are strong: np.float64(0.5) * float32 tensor -> float64; also on the left."""
+    pyet_fn, np_fn, exact, dom_a, dom_b = BINARY[name]
+    a = values(dtype, "nonzero", (2, 5), rng_for(name, dtype))
+    check(pyet_fn, np_fn, exact, (a, scalar), (pyet.asarray(a), scalar))
+    check(pyet_fn, np_fn, exact, (scalar, a), (scalar, pyet.asarray(a)))
+
+
+UFUNC_NAMES = [n for n, e in list(UNARY.items()) + list(BINARY.items()) if isinstance(e[1], np.ufunc)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", UFUNC_NAMES)
+def test_numpy_ufunc_on_tensor(name, dtype):
+    """np.<ufunc>(tensor) builds the same lazy node as pyet.<ufunc>(tensor)."""
+    entry = UNARY.get(name) or BINARY[name]
+    np_fn, exact = entry[1], entry[2]
+    rng = rng_for("ufunc", name, dtype)
+    args = [values(dtype, dom, (3, 4), rng) for dom in entry[3:]]
+    check(np_fn, np_fn, exact, args, [pyet.asarray(x) for x in args])
+    ref, err = numpy_ref(np_fn, *args)
+    if err is None:
+        assert isinstance(np_fn(*[pyet.asarray(x) for x in args]), pyet.Expr)
+
+
+# ---------------------------------------------------------------- where / clip
+
+@pytest.mark.parametrize("layout", ["contig", "strided", "negstride", "fortran", "bcast", "0d", "empty"])
+@pytest.mark.parametrize("dtype_b", DTYPES)
+@pytest.mark.parametrize("dtype_a", DTYPES)
+def test_where(dtype_a, dtype_b, layout):
+    rng = rng_for("where", dtype_a, dtype_b, layout)
+    a, b = make_binary_operands(dtype_a, dtype_b, "any", "any", layout, rng)
+    c = with_layout(values("bool", "any", np.broadcast_shapes(a.shape, b.shape), rng), layout)
+    check(P("where"), np.where, True, (c, a, b), tuple(pyet.asarray(x) for x in (c, a, b)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_where_scalars_and_expr_condition(dtype):
+    rng = rng_for("where2", dtype)
+    a = values(dtype, "any", (4, 3), rng)
+    b = values(dtype, "any", (3,), rng)
+    ta, tb = pyet.asarray(a), pyet.asarray(b)
+    check(lambda x, y: pyet.where(x > y, x, 0), lambda x, y: np.where(x > y, x, 0), True, (a, b), (ta, tb))
+    check(lambda x, y: pyet.where(x > 0.5, 2.5, y), lambda x, y: np.where(x > 0.5, 2.5, y), True,
+          (a, b), (ta, tb))
+
+
+@pytest.mark.parametrize("lo_hi", [(0, 1), (-1.5, 2.5), (np.float64(-1), np.float64(1)), "arrays"],
+                         ids=["int", "float", "np_float64", "arrays"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clip(dtype, lo_hi):
+    rng = rng_for("clip", dtype, str(lo_hi))
+    a = values(dtype, "any", (3, 5), rng)
+    if lo_hi == "arrays":
+        if dtype == "bool":
+            lo, hi = np.zeros((1, 5), bool), values(dtype, "any", (3, 1), rng)
+        else:
+            lo = values(dtype, "small", (1, 5), rng) - 1
+            hi = (lo + values(dtype, "pos", (3, 1), rng)).astype(dtype)
+        check(P("clip"), np.clip, True, (a, lo, hi), (pyet.asarray(a), pyet.asarray(lo), pyet.asarray(hi)))
+    else:
+        lo, hi = lo_hi
+        check(P("clip"), np.clip, True, (a, lo, hi), (pyet.asarray(a), lo, hi))
+
+
+# ---------------------------------------------------------------- NaN, inf, signed zeros
+
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e300, -1e-300, 5e-324, 1e30]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", [n for n in UNARY if n != "op_invert"])
+def test_unary_special_values(name, dtype):
+    pyet_fn, np_fn, exact, _ = UNARY[name]
+    with np.errstate(all="ignore"):
+        a = np.array(SPECIAL).astype(dtype)
+    check(pyet_fn, np_fn, exact, (a,), (pyet.asarray(a),))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", [n for n in BINARY if n not in ("op_and", "op_or", "op_xor")])
+def test_binary_special_values(name, dtype):
+    """Every pair of special values, zero denominators included (x/0, x//0, x%0, fmod(x, 0))."""
+    pyet_fn, np_fn, exact, _, _ = BINARY[name]
+    with np.errstate(all="ignore"):
+        s = np.array(SPECIAL).astype(dtype)
+    a, b = s[:, None], s[None, :]
+    check(pyet_fn, np_fn, exact, (a, b), (pyet.asarray(a), pyet.asarray(b)))
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_minimum_propagate_nan(name):
+    a = np.array([np.nan, 1.0, np.nan, -np.inf, 2.0])
+    b = np.array([0.0, np.nan, np.nan, np.nan, 3.0])
+    for fn in (P(name), getattr(np, name)):
+        got = np.asarray(pyet.evaluate(fn(pyet.asarray(a), pyet.asarray(b))))
+        np.testing.assert_array_equal(got, [np.nan] * 4 + [3.0 if name == "maximum" else 2.0])
+        got = np.asarray(pyet.evaluate(fn(pyet.asarray(a), 0.0)))
+        np.testing.assert_array_equal(got, getattr(np, name)(a, 0.0))
+        assert np.isnan(got[[0, 2]]).all()
+    relu = np.asarray(pyet.evaluate(pyet.relu(pyet.asarray(a))))
+    np.testing.assert_array_equal(relu, np.maximum(a, 0))
+
+
+# ---------------------------------------------------------------- integer semantics
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_overflow_wraps(dtype):
+    info = np.iinfo(dtype)
+    a = np.array([info.max, info.min, info.max, -1, info.min], dtype)
+    t = pyet.asarray(a)
+    with np.errstate(all="ignore"):
+        for fn in (lambda x: x + 1, lambda x: x - 1, lambda x: x * 2, lambda x: x * x, lambda x: -x,
+                   lambda x: abs(x), lambda x: x + x, lambda x: x ** 3):
+            got = np.asarray(pyet.evaluate(fn(t)))
+            np.testing.assert_array_equal(got, fn(a))
+            assert got.dtype == np.dtype(dtype)
+    assert np.asarray(pyet.evaluate(t + 1))[0] == info.min
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_division_by_zero_gives_zero(dtype):
+    a = np.array([7, -7, 0, np.iinfo(dtype).max, np.iinfo(dtype).min], dtype)
+    z = np.zeros(5, dtype)
+    ta, tz = pyet.asarray(a), pyet.asarray(z)
+    for fn in (operator.floordiv, operator.mod, P("fmod"), P("floor_divide"), P("remainder")):
+        got = np.asarray(pyet.evaluate(fn(ta, tz)))
+        np.testing.assert_array_equal(got, np.zeros(5))
+        assert got.dtype == np.dtype(dtype)
+        got = np.asarray(pyet.evaluate(fn(ta, 0)))
+        np.testing.assert_array_equal(got, np.zeros(5))
+    with np.errstate(all="ignore"):  # int / 0 is a float64 division
+        np.testing.assert_array_equal(np.asarray(pyet.evaluate(ta / tz)), a / z)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_int_min_floordiv_minus_one(dtype):
+    a = np.array([np.iinfo(dtype).min] * 3, dtype)
+    b = np.array([-1, 1, 2], dtype)
+    with np.errstate(all="ignore"):
+        for fn, ref in ((operator.floordiv, a // b), (operator.mod, a % b), (P("fmod"), np.fmod(a, b))):
+            got = np.asarray(pyet.evaluate(fn(pyet.asarray(a), pyet.asarray(b))))
+            np.testing.assert_array_equal(got, ref)
+            assert got.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_floor_semantics_negative_operands(dtype):
+    a = np.array([7, -7, 7, -7, 0, 5, -5], dtype)
+    b = np.array([2, 2, -2, -2, 3, -5, 5], dtype)
+    ta, tb = pyet.asarray(a), pyet.asarray(b)
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(ta // tb)), a // b)
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(ta % tb)), a % b)
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(pyet.fmod(ta, tb))), np.fmod(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_power_negative_exponent_raises(dtype):
+    a = pyet.asarray(np.arange(1, 5, dtype=dtype))
+    b = pyet.asarray(np.array([1, 2, -1, 0], dtype))
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        np.asarray(pyet.evaluate(a ** b))
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        np.asarray(pyet.evaluate(a ** -1))
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        np.asarray(pyet.evaluate(pyet.power(a, b)))
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(a ** 2)), np.arange(1, 5) ** 2)
+
+
+def test_int_true_divide_is_float64():
+    a = np.array([1, 2, 3, -7], np.int32)
+    b = np.array([3, 3, 3, 2], np.int64)
+    e = pyet.asarray(a) / pyet.asarray(b)
+    assert e.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), a / b)
+    e = pyet.asarray(a) / 3
+    assert e.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), a / 3)
+
+
+def test_weak_scalar_promotion_examples():
+    f32 = pyet.asarray(np.arange(4, dtype=np.float32))
+    i32 = pyet.asarray(np.arange(4, dtype=np.int32))
+    b = pyet.asarray(np.array([True, False, True, False]))
+    assert (f32 * 0.5).dtype == np.float32
+    assert (0.5 * f32).dtype == np.float32
+    assert (np.float64(0.5) * f32).dtype == np.float64
+    assert (f32 * np.float64(0.5)).dtype == np.float64
+    assert (i32 + 1).dtype == np.int32
+    assert (1 + i32).dtype == np.int32
+    assert (i32 + 1.5).dtype == np.float64
+    assert (i32 + np.int64(1)).dtype == np.int64
+    assert (b + 1).dtype == np.int64
+    assert (b & True).dtype == np.bool_
+    assert (f32 > 1).dtype == np.bool_
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(f32 * 0.1)), np.arange(4, dtype=np.float32) * 0.1)
