@@ -173,6 +173,9 @@ cdef tuple broadcast_shapes(tuple a, tuple b):
 
 # ------------------------------------------------------------------- nodes
 
+cdef list _SCALAR_KEYS = [intern_key((OP_scalar, i // 3, i % 3)) for i in range(3 * DT_COUNT)]
+
+
 cdef Expr _scalar(object value, int dt, int weak):
     cdef Expr e = Expr.__new__(Expr)
     e.op = OP_scalar
@@ -181,7 +184,7 @@ cdef Expr _scalar(object value, int dt, int weak):
     e.dt = e.cdt = dt
     e.weak = weak
     e.value = value
-    e.key = intern_key((OP_scalar, dt, weak))
+    e.key = _SCALAR_KEYS[3 * dt + weak]
     return e
 
 
@@ -337,7 +340,22 @@ def F(object fn, operands):
 
 
 cdef Expr binary(int op, object a, object b):
-    return make_node(op, (as_operand(a), as_operand(b)))
+    # make_node for two operands, without the loops (the hot path of operators)
+    cdef Expr x = as_operand(a), y = as_operand(b)
+    cdef Expr e = Expr.__new__(Expr)
+    e.op = op
+    e.args = (x, y)
+    e.shape = broadcast_shapes(x.shape, y.shape)
+    e.cdt, e.dt = resolve(op, e.args)
+    e.weak = 0
+    e.key = intern_key((op, x.key, y.key))
+    if x.weak == 1:
+        _check_weak_int(x, e.cdt)
+    if y.weak == 1:
+        _check_weak_int(y, e.cdt)
+    if op == OP_power and (e.cdt == DT_I32 or e.cdt == DT_I64):
+        _refuse_negative_powers(y)
+    return e
 
 
 cdef Expr cast(Expr e, int dt):

@@ -413,8 +413,9 @@ cdef struct Run:
     pyet_intp *strides      # [nops][MAXD]
     char **base             # [nops]: dst, then leaves
     int *itemsize           # [nops]
+    char **gather           # [nops]: a block buffer when the row is strided, else NULL
     char *scalars           # 8 bytes per scalar
-    char *regs              # program registers, then one gather block per leaf, then out
+    char *regs              # the program's registers
     pyet_intp block
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
@@ -449,41 +450,29 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand)."""
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
-    cdef char *regs = r.regs
-    cdef char *leafregs = regs + prog.nregs * regbytes
-    cdef char *outreg = leafregs + prog.nleaves * regbytes
     cdef char *leafp[256]
-    cdef char **lp = leafp
     cdef void *inp[4]
     cdef void *out
-    cdef int k, i, j, isz
-    cdef pyet_intp s
+    cdef int k, i, j
     cdef pyet_instr *ins
-    cdef char *dstp = ptr[0]
-    cdef bint direct = r.strides[r.nd - 1] == r.itemsize[0]
-    for k in range(prog.nleaves):
-        s = r.strides[(k + 1) * MAXD + r.nd - 1]
-        isz = r.itemsize[k + 1]
-        if s == isz:
-            lp[k] = ptr[k + 1]
+    cdef char *dstp = ptr[0] if r.gather[0] == NULL else r.gather[0]
+    for k in range(1, r.nops):
+        if r.gather[k] == NULL:
+            leafp[k - 1] = ptr[k]
         else:
-            lp[k] = leafregs + k * regbytes
-            pyet_copy_strided(lp[k], isz, ptr[k + 1], s, n, isz)
+            leafp[k - 1] = r.gather[k]
+            pyet_copy_strided(r.gather[k], r.itemsize[k], ptr[k],
+                              r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     for i in range(prog.ninstr):
         ins = &prog.code[i]
         for j in range(ins.nin):
             if ins.src_kind[j] == SRC_REG:
-                inp[j] = regs + ins.src[j] * regbytes
+                inp[j] = r.regs + ins.src[j] * regbytes
             elif ins.src_kind[j] == SRC_LEAF:
-                inp[j] = lp[ins.src[j]]
+                inp[j] = leafp[ins.src[j]]
             else:
                 inp[j] = r.scalars + 8 * ins.src[j]
-        if ins.out >= 0:
-            out = regs + ins.out * regbytes
-        elif direct:
-            out = dstp
-        else:
-            out = outreg
+        out = r.regs + ins.out * regbytes if ins.out >= 0 else dstp
         if ins.op == OP_cast:
             pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
         elif ins.op == OP_pyfunc:
@@ -491,8 +480,8 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr) noexcept nogil
                 return -1
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
-    if not direct:
-        pyet_copy_strided(dstp, r.strides[r.nd - 1], outreg, r.itemsize[0], n, r.itemsize[0])
+    if r.gather[0] != NULL:  # scatter into a strided destination row
+        pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
     return 0
 
 
@@ -532,47 +521,62 @@ cdef int run_loop(Run *r, Program prog) noexcept nogil:
 
 
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
-    cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc
+    cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
     cdef Run r
-    cdef pyet_intp *bstrides = <pyet_intp *>malloc(nops * MAXD * sizeof(pyet_intp))
-    cdef pyet_intp *mstrides = <pyet_intp *>malloc(nops * MAXD * sizeof(pyet_intp))
-    cdef char **base = <char **>malloc(nops * sizeof(char *))
-    cdef int *itemsize = <int *>malloc(nops * sizeof(int))
-    cdef char *scal = <char *>malloc(8 * (len(scalars) + 1))
-    cdef char *regs = NULL
+    # one allocation for the per-call metadata: strides before and after
+    # merging, base pointers, gather buffers, item sizes, scalar slots
+    cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + 2 * nops * sizeof(char *)
+                        + 8 * (len(scalars) + 1) + nops * sizeof(int))
+    cdef char *mem = <char *>malloc(meta)
+    cdef char *buf = NULL
+    cdef pyet_intp *bstrides = <pyet_intp *>mem
+    cdef pyet_intp blocklen, regbytes
+    if mem == NULL:
+        raise MemoryError()
+    r.strides = bstrides + nops * MAXD
+    r.base = <char **>(r.strides + nops * MAXD)
+    r.gather = r.base + nops
+    r.scalars = <char *>(r.gather + nops)
+    r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
     cdef list keep = []
     try:
-        if not (bstrides and mstrides and base and itemsize and scal):
-            raise MemoryError()
-        base[0] = <char *>cnp.PyArray_DATA(dst)
-        itemsize[0] = cnp.PyArray_ITEMSIZE(dst)
+        r.base[0] = <char *>cnp.PyArray_DATA(dst)
+        r.itemsize[0] = cnp.PyArray_ITEMSIZE(dst)
         for d in range(nd):
             bstrides[d] = cnp.PyArray_STRIDES(dst)[d]
         for k in range(1, nops):
             a = prepare_leaf(leaves[k - 1], dst, bstrides + k * MAXD)
             keep.append(a)
-            base[k] = <char *>cnp.PyArray_DATA(a)
-            itemsize[k] = cnp.PyArray_ITEMSIZE(a)
+            r.base[k] = <char *>cnp.PyArray_DATA(a)
+            r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
         for k in range(len(scalars)):
-            store_scalar(scal + 8 * k, scalars[k], prog.scalar_dt[k])
+            store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
         r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
-                          r.shape, mstrides)
+                          r.shape, r.strides)
         if r.nd == 0:
             return 0
         r.nops = nops
-        r.strides = mstrides
-        r.base = base
-        r.itemsize = itemsize
-        r.scalars = scal
-        # one kernel reading leaves straight into dst: no block to keep in
-        # L1, so longer blocks only save per-block overhead
-        r.block = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
-        regs = <char *>malloc((prog.nregs + prog.nleaves + 1) * r.block * MAX_REG_BYTES + 64)
-        if regs == NULL:
+        # one kernel reading leaves straight into dst keeps no block in L1,
+        # so it takes long blocks: less per-block overhead
+        blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
+        r.block = min(blocklen, r.shape[r.nd - 1])
+        regbytes = r.block * MAX_REG_BYTES
+        ngather = 0
+        for k in range(nops):
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                ngather += 1
+        buf = <char *>malloc((prog.nregs + ngather) * regbytes + 64)
+        if buf == NULL:
             raise MemoryError()
-        r.regs = <char *>((<uintptr_t>regs + 63) & ~(<uintptr_t>63))
+        r.regs = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
+        ngather = 0
+        for k in range(nops):
+            r.gather[k] = NULL
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                r.gather[k] = r.regs + (prog.nregs + ngather) * regbytes
+                ngather += 1
         r.prog = <void *>prog
         errors = []
         r.state = <void *>errors
@@ -582,15 +586,29 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) excep
             raise errors[0]
         return 0
     finally:
-        free(bstrides)
-        free(mstrides)
-        free(base)
-        free(itemsize)
-        free(scal)
-        free(regs)
+        free(mem)
+        free(buf)
 
 
 # ---------------------------------------------------------------- assigning
+
+cdef int array_dtype_code(cnp.ndarray a) except -1:
+    # the dtype code from the type number: no dtype object, no dict
+    cdef int t = cnp.PyArray_TYPE(a), size = cnp.PyArray_ITEMSIZE(a)
+    if cnp.PyArray_ISNOTSWAPPED(a):
+        if t == cnp.NPY_DOUBLE:
+            return DT_F64
+        if t == cnp.NPY_FLOAT:
+            return DT_F32
+        if t == cnp.NPY_BOOL:
+            return DT_BOOL
+        if t == cnp.NPY_INT or t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG:
+            if size == 4:
+                return DT_I32
+            if size == 8:
+                return DT_I64
+    return _expr.dtype_code(a.dtype)
+
 
 cdef str _shape_str(tuple s):
     return "(" + ",".join(str(n) for n in s) + ("," if len(s) == 1 else "") + ")"
@@ -628,12 +646,10 @@ def assign(object dst, object value):
         raise TypeError(f"destination must be an ndarray or pyet.Tensor, got "
                         f"{type(dst).__name__}")
     cdef cnp.ndarray d = <cnp.ndarray>dst
-    cdef int dst_dt = _expr.dtype_code(d.dtype)
-    if not d.flags.writeable:
+    cdef int dst_dt = array_dtype_code(d)
+    if not cnp.PyArray_ISWRITEABLE(d):
         raise ValueError("assignment destination is read-only")
     check_target(e, d, dst_dt)
-    if not d.dtype.isnative:
-        raise TypeError(f"pyet does not support non-native byte order {d.dtype.str}")
     cdef Program prog = get_program(e, dst_dt)
     cdef list leaves = [], scalars = []
     collect(e, leaves, scalars)

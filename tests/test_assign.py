@@ -141,6 +141,18 @@ def test_broadcast_view_dst_is_not_writeable():
     np.testing.assert_array_equal(a, np.broadcast_to(np.arange(3.0), (4, 3)))
 
 
+def test_evaluation_error_leaves_dst():
+    a = np.arange(6, dtype=np.int64)
+    t = pyet.asarray(a)
+    exps = pyet.asarray(np.array([1, 2, 3, -1, 1, 1]))
+    with pytest.raises(ValueError):
+        t[...] = t ** exps + 1  # int ** negative int is found while evaluating
+    np.testing.assert_array_equal(a, np.arange(6))
+    with pytest.raises(ValueError):
+        t += t ** exps
+    np.testing.assert_array_equal(a, np.arange(6))
+
+
 def test_build_error_leaves_dst():
     a = np.arange(6.0)
     t = pyet.asarray(a)
@@ -334,6 +346,32 @@ def test_aliasing_through_separate_tensor_objects():
     src = pyet.asarray(a[:-2])
     dst[...] = src * 3
     np.testing.assert_array_equal(a, ref)
+
+
+@pytest.mark.parametrize("dst_key,src_key", [
+    (slice(None, None, -1), slice(None)), (slice(1, None), slice(None, -1)), (slice(None, -1), slice(1, None)),
+    (slice(None, None, 2), slice(None, 5)), (slice(None, 5), slice(None, None, 2)), (slice(9, None, -2), slice(2, 7)),
+], ids=str)
+@pytest.mark.parametrize("rhs", ["tensor", "ndarray"])
+def test_aliasing_plain_copy(dst_key, src_key, rhs):
+    """dst[k1] = a[k2] (no expression): as if the right-hand side were copied first.
+
+    (NumPy's own a[::2] = a[:5] does not buffer; the reference therefore copies explicitly.)"""
+    a = np.arange(10.0)
+    ref = a.copy()
+    ref[dst_key] = ref[src_key].copy()
+    t = pyet.asarray(a)
+    t[dst_key] = t[src_key] if rhs == "tensor" else a[src_key]
+    np.testing.assert_array_equal(a, ref)
+
+
+def test_copy_between_dtypes():
+    a = np.zeros(5, np.float32)
+    pyet.asarray(a)[...] = pyet.asarray(np.arange(5, dtype=np.int64))
+    np.testing.assert_array_equal(a, np.arange(5, dtype=np.float32))
+    b = np.zeros(5, np.int32)
+    pyet.asarray(b)[::-1] = pyet.asarray(np.arange(5, dtype=np.int64) + 2**32)  # same_kind: wraps like astype
+    np.testing.assert_array_equal(b, (np.arange(5, dtype=np.int64) + 2**32).astype(np.int32)[::-1])
 
 
 def test_aliasing_without_common_base():

@@ -2,6 +2,7 @@
 odd memory (unaligned, byte-swapped, many dimensions), threads."""
 
 import threading
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -369,3 +370,65 @@ def test_float32_with_huge_python_float_overflows_like_numpy():
         got = np.asarray(pyet.evaluate(pyet.asarray(a) * 1e300))
     assert got.dtype == ref.dtype == np.float32
     np.testing.assert_array_equal(got, ref)
+
+
+# ---------------------------------------------------------------- no full-size temporaries
+
+def traced_peak(fn):
+    fn()  # warm up: plans are built and cached on the first run
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_no_full_size_temporary():
+    """NumPy's allocations are traced by tracemalloc; an elementwise tree needs none of size n."""
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    w, g, out = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), np.empty(n)
+    tw, tg = pyet.asarray(w), pyet.asarray(g)
+    limit = n * 8 // 8
+
+    def update():
+        tw[...] = -0.1 * (tg + 0.01 * tw)
+
+    def iadd():
+        nonlocal tw
+        tw += tg * 2 - pyet.tanh(tg)
+
+    def into_out():
+        pyet.evaluate(pyet.where(tw > 0.5, tw, tg) * 3 + pyet.sqrt(pyet.abs(tg)), out=out)
+
+    for fn in (update, iadd, into_out):
+        assert traced_peak(fn) < limit, fn.__name__
+    assert traced_peak(lambda: pyet.evaluate(tw * tg + 1)) < n * 8 * 1.2  # only the result
+    ref = np.where(w > 0.5, w, g) * 3 + np.sqrt(np.abs(g))
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("block", [16, 17, 100])
+def test_small_block_sizes(block):
+    """Block-boundary handling, with the evaluator's (internal) block size made small."""
+    plan = getattr(pyet, "_plan", None)
+    if plan is None or not hasattr(plan, "set_block_size"):
+        pytest.skip("no internal block-size control")
+    old = plan.get_block_size()
+    plan.set_block_size(block)
+    try:
+        rng = np.random.default_rng(block)
+        for n in (1, 15, 16, 17, 33, 99, 100, 101, 257):
+            a = rng.uniform(-1, 1, size=(3, n))
+            b = rng.uniform(-1, 1, size=(n,))[::-1]
+            e = pyet.asarray(a[:, ::-1]) * 2 + pyet.asarray(b) * pyet.asarray(a[::-1])
+            np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), a[:, ::-1] * 2 + b * a[::-1])
+            x = rng.uniform(-1, 1, size=3 * n)
+            ref = x.copy()
+            ref[1:] = ref[:-1] * 2 + 1
+            t = pyet.asarray(x)
+            t[1:] = t[:-1] * 2 + 1
+            np.testing.assert_array_equal(x, ref)
+    finally:
+        plan.set_block_size(old)

@@ -486,3 +486,25 @@ def test_weak_scalar_promotion_examples():
     assert (b & True).dtype == np.bool_
     assert (f32 > 1).dtype == np.bool_
     np.testing.assert_array_equal(np.asarray(pyet.evaluate(f32 * 0.1)), np.arange(4, dtype=np.float32) * 0.1)
+
+
+def test_zero_d_arrays_are_strong():
+    """NEP 50: 0-d arrays (NumPy or pyet) are not weak like Python scalars."""
+    f32 = np.ones(3, np.float32)
+    t = pyet.asarray(f32)
+    for other in (np.array(0.5), pyet.asarray(np.array(0.5))):
+        for e in (t * other, other * t):
+            assert e.dtype == np.float64
+            np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), f32 * np.float64(0.5))
+    assert (pyet.asarray(np.ones(3, np.int32)) + np.array(1)).dtype == np.int64
+    assert (t * np.array(0.5, np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("x,y", [(np.float32(1), 0.5), (1, 2), (1, 2.5), (True, False), (np.int32(1), 2)],
+                         ids=str)
+def test_where_scalar_branches_promotion(x, y):
+    c = np.array([True, False, True])
+    ref = np.where(c, x, y)
+    e = pyet.where(pyet.asarray(c), x, y)
+    assert e.dtype == ref.dtype and e.shape == ref.shape
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), ref)
