@@ -609,6 +609,22 @@ cdef class Tensor(Expr):
         """The ndarray this tensor views (the same memory, no copy)."""
         return self.value
 
+    def slice(self, begin, end):
+        """Rows ``begin:end`` along axis 0, the same memory (MShadow's ``Slice``)."""
+        if self.value.ndim == 0:
+            raise IndexError("slice() needs a tensor of at least one dimension")
+        n = self.value.shape[0]
+        if not (isinstance(begin, (int, np.integer)) and isinstance(end, (int, np.integer))):
+            raise TypeError("slice() takes integer bounds")
+        if not 0 <= begin <= end <= n:
+            raise IndexError(f"slice({begin}, {end}) is out of range for {n} rows")
+        return wrap(self.value[begin:end])
+
+    def blob(self):
+        """A dtype- and dimension-erased view of this tensor (MShadow's ``TBlob``)."""
+        from pyet._blob import Blob
+        return Blob(self)
+
     def view(self, key):
         return self.value[_basic_key(key)]
 

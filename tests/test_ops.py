@@ -508,3 +508,64 @@ def test_where_scalar_branches_promotion(x, y):
     e = pyet.where(pyet.asarray(c), x, y)
     assert e.dtype == ref.dtype and e.shape == ref.shape
     np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), ref)
+
+
+# ---------------------------------------------------------------- accuracy over wide ranges, in ulp
+
+# function -> (lowest, highest) decimal exponent of |x| (float64; float32 ranges are clamped)
+WIDE = {"exp": (-30, 2.8), "expm1": (-30, 2.8), "log": (-300, 300), "log1p": (-300, 300), "log2": (-300, 300),
+        "log10": (-300, 300), "sin": (-300, 5), "cos": (-300, 5), "tan": (-300, 5), "arcsin": (-300, -1e-4),
+        "arccos": (-300, -1e-4), "arctan": (-300, 300), "sinh": (-300, 2.8), "cosh": (-300, 2.8),
+        "tanh": (-300, 3), "arcsinh": (-300, 300), "arccosh": (0, 300), "arctanh": (-300, -1e-4),
+        "sqrt": (-300, 300), "sigmoid": (-300, 2.8)}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(WIDE))
+def test_transcendental_ulp_over_wide_ranges(name, dtype):
+    lo, hi = WIDE[name]
+    if dtype == "float32":
+        lo, hi = max(lo, -37), (min(hi, 37) if hi > 3 else min(hi, 1.6))
+    rng = rng_for("wide", name, dtype)
+    x = rng.uniform(1, 10, 3000) * 10.0 ** rng.uniform(lo, hi, 3000)
+    if name == "arccosh":
+        x = 1 + x
+    elif name == "log1p":
+        x = np.where(x < 1, x * rng.choice([-1, 1], x.size), x)
+    elif name not in ("log", "log2", "log10", "sqrt"):
+        x = x * rng.choice([-1, 1], x.size)
+    x = x.astype(dtype)
+    pyet_fn, np_fn = UNARY[name][:2]
+    with np.errstate(all="ignore"):
+        ref = np_fn(x)
+        got = np.asarray(pyet.evaluate(pyet_fn(pyet.asarray(x))))
+    assert got.dtype == ref.dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got) * np.sign(got), np.isinf(ref) * np.sign(ref))
+    fin = np.isfinite(ref)
+    ulp = np.abs(got[fin].astype(np.float64) - ref[fin]) / np.spacing(np.abs(ref[fin])).astype(np.float64)
+    worst = int(np.argmax(ulp)) if ulp.size else 0
+    assert ulp.size == 0 or ulp.max() <= 4, (
+        f"{ulp.max()} ulp at x={x[fin][worst]!r}: got {got[fin][worst]!r}, NumPy {ref[fin][worst]!r}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["power", "arctan2", "hypot"])
+def test_binary_transcendental_ulp(name, dtype):
+    rng = rng_for("wide2", name, dtype)
+    big = 30 if dtype == "float32" else 300
+    if name == "power":
+        a = rng.uniform(0.01, 100, 3000)
+        b = rng.uniform(-big / 2, big / 2, 3000) / 2
+    else:
+        a = rng.uniform(1, 10, 3000) * 10.0 ** rng.uniform(-big, big, 3000) * rng.choice([-1, 1], 3000)
+        b = rng.uniform(1, 10, 3000) * 10.0 ** rng.uniform(-big, big, 3000) * rng.choice([-1, 1], 3000)
+    a, b = a.astype(dtype), b.astype(dtype)
+    with np.errstate(all="ignore"):
+        ref = getattr(np, name)(a, b)
+        got = np.asarray(pyet.evaluate(getattr(pyet, name)(pyet.asarray(a), pyet.asarray(b))))
+    assert got.dtype == ref.dtype
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
+    fin = np.isfinite(ref) & (ref != 0)
+    ulp = np.abs(got[fin].astype(np.float64) - ref[fin]) / np.spacing(np.abs(ref[fin])).astype(np.float64)
+    assert ulp.max() <= 4, ulp.max()

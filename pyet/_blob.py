@@ -1,0 +1,1 @@
+"""MShadow's TBlob and TShape: a dtype- and dimension-erased view of memory."""
