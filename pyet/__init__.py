@@ -13,9 +13,11 @@ from pyet import _plan  # noqa: F401  (installs the evaluator)
 from pyet._expr import Expr, Tensor
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
+from pyet._plan import get_num_threads, set_num_threads
 from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
 
 __version__ = "0.1.0"
 
-__all__ = ["Expr", "Tensor", "asarray", "empty", "evaluate", "full", "ones", "zeros",
+__all__ = ["Expr", "Tensor", "asarray", "empty", "evaluate", "full", "get_num_threads", "ones",
+           "set_num_threads", "zeros",
            *_function_names]

@@ -15,7 +15,11 @@ from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
+import os
+
 import numpy as np
+
+from cython.parallel cimport prange, threadid
 
 from pyet import _expr
 from pyet._rewrite import COMMUTATIVE, RULES
@@ -51,6 +55,59 @@ def set_block_size(pyet_intp n):
 
 def get_block_size():
     return BLOCK
+
+
+# ------------------------------------------------------------------ threads
+
+cdef extern from "threads.h" nogil:
+    int pyet_omp_max_threads()
+    int pyet_have_openmp()
+
+cdef int NUM_THREADS = 1
+# below this many elements per thread, starting threads costs more than it saves
+cdef pyet_intp MIN_PER_THREAD = 1 << 16
+
+
+def _initial_threads():
+    for var in ("PYET_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var, "").split(",")[0].strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+def set_num_threads(int n):
+    """Use at most ``n`` threads for large evaluations."""
+    global NUM_THREADS
+    if n < 1:
+        raise ValueError(f"the number of threads must be at least 1, got {n}")
+    NUM_THREADS = n if pyet_have_openmp() else 1
+
+
+def get_num_threads():
+    """The most threads an evaluation uses (also capped by threadpoolctl's OpenMP limit)."""
+    return min(NUM_THREADS, pyet_omp_max_threads()) if pyet_have_openmp() else 1
+
+
+def set_min_per_thread(pyet_intp n):
+    """Set the work (elements) each extra thread needs before it is started."""
+    global MIN_PER_THREAD
+    MIN_PER_THREAD = max(n, 1)
+
+
+cdef int threads_for(pyet_intp elements, pyet_intp items) noexcept:
+    cdef int n = NUM_THREADS
+    if n <= 1 or not pyet_have_openmp():
+        return 1
+    n = min(n, pyet_omp_max_threads())
+    if elements // MIN_PER_THREAD < n:
+        n = <int>(elements // MIN_PER_THREAD)
+    if items < n:
+        n = <int>items
+    return max(n, 1)
+
+
+set_num_threads(_initial_threads())
 
 
 # same_kind casting, as NumPy's ufunc out= (rows: from, columns: to)
@@ -413,10 +470,12 @@ cdef struct Run:
     pyet_intp *strides      # [nops][MAXD]
     char **base             # [nops]: dst, then leaves
     int *itemsize           # [nops]
-    char **gather           # [nops]: a block buffer when the row is strided, else NULL
+    int *gather             # [nops]: gather block index when the row is strided, else -1
     char *scalars           # 8 bytes per scalar
-    char *regs              # the program's registers
-    pyet_intp block
+    char *scratch           # per thread: the program's registers, then gather blocks
+    pyet_intp scratch_bytes # per thread
+    pyet_intp block, nblocks  # block length; blocks per row
+    pyet_intp nitems          # rows * nblocks: the work threads split
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
 
@@ -447,32 +506,35 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
             return -1
 
 
-cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr) noexcept nogil:
-    """Evaluate the program on one block of n elements at ptr (per operand)."""
+cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
+                   char *regs) noexcept nogil:
+    """Evaluate the program on one block of n elements at ptr (per operand),
+    with this thread's registers."""
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef char *leafp[256]
     cdef void *inp[4]
     cdef void *out
     cdef int k, i, j
     cdef pyet_instr *ins
-    cdef char *dstp = ptr[0] if r.gather[0] == NULL else r.gather[0]
+    cdef char *gathered = regs + prog.nregs * regbytes
+    cdef char *dstp = ptr[0] if r.gather[0] < 0 else gathered + r.gather[0] * regbytes
     for k in range(1, r.nops):
-        if r.gather[k] == NULL:
+        if r.gather[k] < 0:
             leafp[k - 1] = ptr[k]
         else:
-            leafp[k - 1] = r.gather[k]
-            pyet_copy_strided(r.gather[k], r.itemsize[k], ptr[k],
+            leafp[k - 1] = gathered + r.gather[k] * regbytes
+            pyet_copy_strided(leafp[k - 1], r.itemsize[k], ptr[k],
                               r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     for i in range(prog.ninstr):
         ins = &prog.code[i]
         for j in range(ins.nin):
             if ins.src_kind[j] == SRC_REG:
-                inp[j] = r.regs + ins.src[j] * regbytes
+                inp[j] = regs + ins.src[j] * regbytes
             elif ins.src_kind[j] == SRC_LEAF:
                 inp[j] = leafp[ins.src[j]]
             else:
                 inp[j] = r.scalars + 8 * ins.src[j]
-        out = r.regs + ins.out * regbytes if ins.out >= 0 else dstp
+        out = regs + ins.out * regbytes if ins.out >= 0 else dstp
         if ins.op == OP_cast:
             pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
         elif ins.op == OP_pyfunc:
@@ -480,55 +542,79 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr) noexcept nogil
                 return -1
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
-    if r.gather[0] != NULL:  # scatter into a strided destination row
+    if r.gather[0] >= 0:  # scatter into a strided destination row
         pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
     return 0
 
 
-cdef int run_loop(Run *r, Program prog) noexcept nogil:
-    """Walk the outer dimensions row by row and each row block by block."""
+cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
+                   char *regs) noexcept nogil:
+    """Run work items w0 <= w < w1: item w is block w % nblocks of row
+    w // nblocks, rows numbered in C order over the outer dimensions."""
     cdef int nd = r.nd, nops = r.nops, d, k
     cdef pyet_intp idx[MAXD]
     cdef char *row[256]
     cdef char *ptr[256]
-    cdef pyet_intp inner = r.shape[nd - 1], x0, n
-    for d in range(nd):
-        idx[d] = 0
+    cdef pyet_intp inner = r.shape[nd - 1], rest, w, blk, x0, n
+    if w0 >= w1:
+        return 0
+    rest = w0 // r.nblocks
+    blk = w0 % r.nblocks
     for k in range(nops):
         row[k] = r.base[k]
-    while True:
-        x0 = 0
-        while x0 < inner:
-            n = inner - x0 if inner - x0 < r.block else r.block
-            for k in range(nops):
-                ptr[k] = row[k] + x0 * r.strides[k * MAXD + nd - 1]
-            if run_block(r, prog, n, ptr) < 0:
-                return -1
-            x0 += n
-        d = nd - 2
-        while d >= 0:
-            idx[d] += 1
-            for k in range(nops):
-                row[k] += r.strides[k * MAXD + d]
-            if idx[d] < r.shape[d]:
-                break
-            for k in range(nops):
-                row[k] -= r.strides[k * MAXD + d] * r.shape[d]
-            idx[d] = 0
-            d -= 1
-        if d < 0:
-            return 0
+    for d in range(nd - 2, -1, -1):
+        idx[d] = rest % r.shape[d]
+        rest //= r.shape[d]
+        for k in range(nops):
+            row[k] += idx[d] * r.strides[k * MAXD + d]
+    for w in range(w0, w1):
+        x0 = blk * r.block
+        n = inner - x0 if inner - x0 < r.block else r.block
+        for k in range(nops):
+            ptr[k] = row[k] + x0 * r.strides[k * MAXD + nd - 1]
+        if run_block(r, prog, n, ptr, regs) < 0:
+            return -1
+        blk += 1
+        if blk == r.nblocks:  # next row: odometer over the outer dimensions
+            blk = 0
+            d = nd - 2
+            while d >= 0:
+                idx[d] += 1
+                for k in range(nops):
+                    row[k] += r.strides[k * MAXD + d]
+                if idx[d] < r.shape[d]:
+                    break
+                for k in range(nops):
+                    row[k] -= r.strides[k * MAXD + d] * r.shape[d]
+                idx[d] = 0
+                d -= 1
+    return 0
+
+
+cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
+    """Share the work items among nthreads threads (OpenMP): chunks handed
+    out dynamically, so a thread the OS delays does not hold the others up."""
+    cdef int rc = 0
+    cdef pyet_intp c, nchunks, w0, w1
+    if nthreads <= 1:
+        return run_items(r, prog, 0, r.nitems, r.scratch)
+    nchunks = min(r.nitems, 8 * nthreads)
+    for c in prange(nchunks, num_threads=nthreads, schedule="dynamic", chunksize=1):
+        w0 = r.nitems * c // nchunks
+        w1 = r.nitems * (c + 1) // nchunks
+        rc += run_items(r, prog, w0, w1, r.scratch + threadid() * r.scratch_bytes) < 0
+    return -1 if rc else 0
 
 
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
-    cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather
+    cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
     cdef Run r
     # one allocation for the per-call metadata: strides before and after
     # merging, base pointers, gather buffers, item sizes, scalar slots
-    cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + 2 * nops * sizeof(char *)
-                        + 8 * (len(scalars) + 1) + nops * sizeof(int))
+    cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + nops * sizeof(char *)
+                        + 8 * (len(scalars) + 1) + 2 * nops * sizeof(int))
     cdef char *mem = <char *>malloc(meta)
     cdef char *buf = NULL
     cdef pyet_intp *bstrides = <pyet_intp *>mem
@@ -537,9 +623,9 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) excep
         raise MemoryError()
     r.strides = bstrides + nops * MAXD
     r.base = <char **>(r.strides + nops * MAXD)
-    r.gather = r.base + nops
-    r.scalars = <char *>(r.gather + nops)
+    r.scalars = <char *>(r.base + nops)
     r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
+    r.gather = r.itemsize + nops
     cdef list keep = []
     try:
         r.base[0] = <char *>cnp.PyArray_DATA(dst)
@@ -565,23 +651,25 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) excep
         regbytes = r.block * MAX_REG_BYTES
         ngather = 0
         for k in range(nops):
+            r.gather[k] = -1
             if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                r.gather[k] = ngather
                 ngather += 1
-        buf = <char *>malloc((prog.nregs + ngather) * regbytes + 64)
+        r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block
+        r.nitems = r.nblocks
+        for d in range(r.nd - 1):
+            r.nitems *= r.shape[d]
+        nthreads = 1 if prog.has_pyfunc else threads_for(r.nitems * r.block, r.nitems)
+        r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
+        buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
         if buf == NULL:
             raise MemoryError()
-        r.regs = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
-        ngather = 0
-        for k in range(nops):
-            r.gather[k] = NULL
-            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
-                r.gather[k] = r.regs + (prog.nregs + ngather) * regbytes
-                ngather += 1
+        r.scratch = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
         r.prog = <void *>prog
         errors = []
         r.state = <void *>errors
         with nogil:
-            rc = run_loop(&r, prog)
+            rc = run_parallel(&r, prog, nthreads)
         if rc < 0:
             raise errors[0]
         return 0

@@ -1,4 +1,5 @@
-"""Edge cases of the evaluator: fused patterns and block boundaries, plan caching, scalar fast paths,
+"""Edge cases of the evaluator: fused patterns and block boundaries, plan caching,
+scalar fast paths,
 odd memory (unaligned, byte-swapped, many dimensions), threads."""
 
 import threading
@@ -9,8 +10,32 @@ import pytest
 
 import pyet
 
-SIZES = [1, 2, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 257, 511, 1023, 1025, 2047, 2049, 4097, 8193,
-         65537]
+SIZES = [
+    1,
+    2,
+    7,
+    8,
+    15,
+    16,
+    17,
+    31,
+    33,
+    63,
+    64,
+    65,
+    127,
+    129,
+    255,
+    257,
+    511,
+    1023,
+    1025,
+    2047,
+    2049,
+    4097,
+    8193,
+    65537,
+]
 
 # Written once, applied to NumPy arrays and to pyet tensors. Every pattern an evaluator may fuse
 # into one kernel must keep NumPy's order of operations (no FMA, no reassociation).
@@ -34,8 +59,12 @@ PATTERNS = {
     "a+(b+c)": lambda a, b, c, s: a + (b + c),
     "2*a+3*b": lambda a, b, c, s: 2 * a + 3 * b,
     "a*b+b*c-c": lambda a, b, c, s: a * b + b * c - c,
-    "where(a>s,a,b)": lambda a, b, c, s: (pyet if isinstance(a, pyet.Expr) else np).where(a > s, a, b),
-    "max(a*s,b)+c": lambda a, b, c, s: (pyet if isinstance(a, pyet.Expr) else np).maximum(a * s, b) + c,
+    "where(a>s,a,b)": lambda a, b, c, s: (pyet if isinstance(a, pyet.Expr) else np).where(
+        a > s, a, b
+    ),
+    "max(a*s,b)+c": lambda a, b, c, s: (
+        (pyet if isinstance(a, pyet.Expr) else np).maximum(a * s, b) + c
+    ),
 }
 
 
@@ -49,11 +78,13 @@ def operands(n, dtype, layout, seed=0):
         elif layout == "strided":
             out.append(v[::2])
         else:  # negative strides for b, offset start for c
-            out.append(v[n:][::-1] if i == 1 else v[i:n + i])
+            out.append(v[n:][::-1] if i == 1 else v[i : n + i])
     return out
 
 
-@pytest.mark.parametrize("scalar", [0.1, np.float32(0.7), np.float64(-1.3), 3], ids=["py0.1", "f32", "f64", "int3"])
+@pytest.mark.parametrize(
+    "scalar", [0.1, np.float32(0.7), np.float64(-1.3), 3], ids=["py0.1", "f32", "f64", "int3"]
+)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_fused_patterns_exact_over_block_sizes(name, dtype, scalar):
@@ -103,15 +134,18 @@ def test_weight_update_inplace_forms_over_sizes(dtype):
 
 # ---------------------------------------------------------------- plan caching
 
+
 def test_cached_plan_sees_new_scalar_values():
     a = np.linspace(-1, 1, 1000)
     t = pyet.asarray(a)
     for s in (1.0, 2.0, -3.5, 0.25, 7):
         np.testing.assert_array_equal(np.asarray(pyet.evaluate(t * s + s)), a * s + s)
-        np.testing.assert_array_equal(np.asarray(pyet.evaluate(pyet.where(t > s / 10, t, s))),
-                                      np.where(a > s / 10, a, s))
-        np.testing.assert_array_equal(np.asarray(pyet.evaluate(pyet.clip(t, -s / 4, s / 4))),
-                                      np.clip(a, -s / 4, s / 4))
+        np.testing.assert_array_equal(
+            np.asarray(pyet.evaluate(pyet.where(t > s / 10, t, s))), np.where(a > s / 10, a, s)
+        )
+        np.testing.assert_array_equal(
+            np.asarray(pyet.evaluate(pyet.clip(t, -s / 4, s / 4))), np.clip(a, -s / 4, s / 4)
+        )
 
 
 def test_cached_plan_int_scalars_in_int_tree():
@@ -126,15 +160,28 @@ def test_cached_plan_int_scalars_in_int_tree():
 def test_cached_plan_new_data_shapes_strides_dtypes():
     rng = np.random.default_rng(1)
     base = rng.uniform(-1, 1, size=(40, 50))
-    views = [base, base[::2], base[:, ::-3], base[3:30, 7:], base.T, base[::-1, ::-1], base[5], base[:0],
-             base.astype(np.float32), base.astype(np.float32)[::3, ::2], np.asfortranarray(base)]
+    views = [
+        base,
+        base[::2],
+        base[:, ::-3],
+        base[3:30, 7:],
+        base.T,
+        base[::-1, ::-1],
+        base[5],
+        base[:0],
+        base.astype(np.float32),
+        base.astype(np.float32)[::3, ::2],
+        np.asfortranarray(base),
+    ]
     for v in views + views[::-1]:
         t = pyet.asarray(v)
         e = pyet.tanh(t) * 2 - t * t + 1
         ref = np.tanh(v) * 2 - v * v + 1
         got = np.asarray(pyet.evaluate(e))
         assert got.dtype == ref.dtype and got.shape == ref.shape
-        np.testing.assert_allclose(got, ref, rtol=1e-5 if v.dtype == np.float32 else 1e-13, atol=1e-6)
+        np.testing.assert_allclose(
+            got, ref, rtol=1e-5 if v.dtype == np.float32 else 1e-13, atol=1e-6
+        )
 
 
 def test_evaluating_same_expr_after_data_changes():
@@ -160,14 +207,19 @@ def test_F_with_different_functions_same_structure():
 
 # ---------------------------------------------------------------- NumPy's scalar power fast paths
 
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("exponent", [2, 0.5, -1, 0, 1, 3, -0.5, 2.0, np.float64(0.5), np.float32(2)],
-                         ids=lambda e: f"{type(e).__name__}({e})")
+@pytest.mark.parametrize(
+    "exponent",
+    [2, 0.5, -1, 0, 1, 3, -0.5, 2.0, np.float64(0.5), np.float32(2)],
+    ids=lambda e: f"{type(e).__name__}({e})",
+)
 def test_scalar_power_matches_numpy_on_special_values(exponent, dtype):
-    """NumPy computes x**2 as square, x**0.5 as sqrt, x**-1 as reciprocal: sqrt(-inf) is nan, sqrt(-0.0) = -0.0."""
+    """NumPy computes x**2 as square, x**0.5 as sqrt, x**-1 as reciprocal:
+    sqrt(-inf) is nan, sqrt(-0.0) = -0.0."""
     a = np.array([-np.inf, -0.0, 0.0, np.nan, np.inf, -2.0, 1e-30, 3.0, 0.5], dtype)
     with np.errstate(all="ignore"):
-        ref = a ** exponent
+        ref = a**exponent
         got = np.asarray(pyet.evaluate(pyet.asarray(a) ** exponent))
     assert got.dtype == ref.dtype
     np.testing.assert_array_equal(got, ref)
@@ -178,7 +230,7 @@ def test_integer_scalar_power():
     a = np.arange(-5, 6, dtype=np.int32)
     for k in (0, 1, 2, 3, 7):
         with np.errstate(all="ignore"):
-            ref = a ** k
+            ref = a**k
         got = np.asarray(pyet.evaluate(pyet.asarray(a) ** k))
         assert got.dtype == ref.dtype
         np.testing.assert_array_equal(got, ref)
@@ -186,13 +238,17 @@ def test_integer_scalar_power():
 
 # ---------------------------------------------------------------- Python scalars out of range
 
-@pytest.mark.parametrize("value,dtype", [(2**40, "int32"), (2**70, "int64"), (-2**63 - 1, "int64"),
-                                         (2**31, "int32")])
+
+@pytest.mark.parametrize(
+    "value,dtype", [(2**40, "int32"), (2**70, "int64"), (-(2**63) - 1, "int64"), (2**31, "int32")]
+)
 def test_python_int_out_of_bounds(value, dtype):
     t = pyet.asarray(np.arange(3, dtype=dtype))
     with pytest.raises(OverflowError):
         np.arange(3, dtype=dtype) + value  # the oracle
-    with pytest.raises((OverflowError, TypeError, ValueError)):
+    with pytest.raises(
+        (OverflowError, TypeError, ValueError), match=r"(?i)bound|large|overflow|range"
+    ):
         np.asarray(pyet.evaluate(t + value))
 
 
@@ -204,6 +260,7 @@ def test_python_int_in_int64_range_with_int64():
 
 
 # ---------------------------------------------------------------- odd memory
+
 
 @pytest.mark.parametrize("dtype", ["float64", "int64", "float32", "int32"])
 def test_unaligned_operands_and_destination(dtype):
@@ -245,14 +302,30 @@ def test_many_dimensions(ndim):
     np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), av * b - 1)
 
 
-@pytest.mark.parametrize("case", ["inner_strided", "outer_sliced", "middle_broadcast", "inner_broadcast",
-                                  "outer_broadcast", "transposed3d", "size1_dims"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "inner_strided",
+        "outer_sliced",
+        "middle_broadcast",
+        "inner_broadcast",
+        "outer_broadcast",
+        "transposed3d",
+        "size1_dims",
+    ],
+)
 def test_dimension_merging(case):
     rng = np.random.default_rng(3)
     big = rng.uniform(-1, 1, size=(6, 8, 40))
-    a = {"inner_strided": big[:, :, ::2], "outer_sliced": big[1:5, 2:7], "middle_broadcast": big[:, :1, :],
-         "inner_broadcast": big[:, :, :1], "outer_broadcast": big[:1], "transposed3d": big.transpose(1, 0, 2),
-         "size1_dims": big[:1, 3:4, :]}[case]
+    a = {
+        "inner_strided": big[:, :, ::2],
+        "outer_sliced": big[1:5, 2:7],
+        "middle_broadcast": big[:, :1, :],
+        "inner_broadcast": big[:, :, :1],
+        "outer_broadcast": big[:1],
+        "transposed3d": big.transpose(1, 0, 2),
+        "size1_dims": big[:1, 3:4, :],
+    }[case]
     b = rng.uniform(-1, 1, size=(1, 1, a.shape[-1]))
     c = rng.uniform(-1, 1, size=a.shape)[:, ::-1]
     e = pyet.asarray(a) * 2 + pyet.asarray(b) - pyet.asarray(c)
@@ -281,18 +354,19 @@ def test_threads_evaluate_concurrently():
     for th in threads:
         th.join()
     assert not errors, errors
-    for x, (s, r) in zip(xs, results):
+    for x, (s, r) in zip(xs, results, strict=True):
         np.testing.assert_allclose(r, x * s - np.tanh(x), rtol=1e-13, atol=1e-15)
 
 
-# ---------------------------------------------------------------- large trees, F corner cases, NumPy protocol
+# ------------------------------------------------ large trees, F corner cases, NumPy protocol
+
 
 def test_large_trees():
     rng = np.random.default_rng(5)
     arrs = [rng.uniform(-1, 1, size=(3, 50)) for _ in range(200)]
     ts = [pyet.asarray(a) for a in arrs]
     e, r = ts[0], arrs[0]
-    for t, a in zip(ts[1:], arrs[1:]):  # a 200-operand chain
+    for t, a in zip(ts[1:], arrs[1:], strict=True):  # a 200-operand chain
         e, r = e + t, r + a
     np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), r)
 
@@ -303,7 +377,9 @@ def test_large_trees():
         left, right = balanced(xs[:m], ops), balanced(xs[m:], ops)
         return left * right if len(xs) % 3 else left - right
 
-    np.testing.assert_array_equal(np.asarray(pyet.evaluate(balanced(ts[:128], None))), balanced(arrs[:128], None))
+    np.testing.assert_array_equal(
+        np.asarray(pyet.evaluate(balanced(ts[:128], None))), balanced(arrs[:128], None)
+    )
     e, r = ts[0], arrs[0]
     for _ in range(2000):  # deep chain of unary nodes over one operand
         e, r = -e, -r
@@ -374,6 +450,7 @@ def test_float32_with_huge_python_float_overflows_like_numpy():
 
 # ---------------------------------------------------------------- no full-size temporaries
 
+
 def traced_peak(fn):
     fn()  # warm up: plans are built and cached on the first run
     tracemalloc.start()
@@ -423,7 +500,9 @@ def test_small_block_sizes(block):
             a = rng.uniform(-1, 1, size=(3, n))
             b = rng.uniform(-1, 1, size=(n,))[::-1]
             e = pyet.asarray(a[:, ::-1]) * 2 + pyet.asarray(b) * pyet.asarray(a[::-1])
-            np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), a[:, ::-1] * 2 + b * a[::-1])
+            np.testing.assert_array_equal(
+                np.asarray(pyet.evaluate(e)), a[:, ::-1] * 2 + b * a[::-1]
+            )
             x = rng.uniform(-1, 1, size=3 * n)
             ref = x.copy()
             ref[1:] = ref[:-1] * 2 + 1
@@ -432,3 +511,47 @@ def test_small_block_sizes(block):
             np.testing.assert_array_equal(x, ref)
     finally:
         plan.set_block_size(old)
+
+
+MIXED = [
+    ("float64", "float32", "float32"),
+    ("float32", "float64", "int32"),
+    ("int32", "float32", "bool"),
+    ("int64", "int32", "float32"),
+    ("bool", "bool", "int32"),
+    ("float32", "int64", "float64"),
+    ("float32", "float32", "float64"),
+]
+
+
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_fused_patterns_mixed_dtypes(name):
+    """Promotion inside fused kernels: float32 b*s rounds to float32 before adding float64 a."""
+    fn = PATTERNS[name]
+    rng = np.random.default_rng(len(name))
+    for dts in MIXED:
+        arrs = []
+        for d in dts:
+            v = rng.uniform(-3, 3, 300)
+            arrs.append(
+                (v > 0) if d == "bool" else (v * (100 if d.startswith("int") else 1)).astype(d)
+            )
+        for s in (0.1, np.float32(0.7), 3, np.float64(1.3), True):
+            with np.errstate(all="ignore"):
+                try:
+                    ref = np.asarray(fn(*arrs, s))
+                except TypeError:
+                    ref = None
+                if ref is None or ref.dtype.name not in (
+                    "bool",
+                    "int32",
+                    "int64",
+                    "float32",
+                    "float64",
+                ):
+                    with pytest.raises(TypeError):
+                        fn(*[pyet.asarray(x) for x in arrs], s)
+                    continue
+                got = np.asarray(pyet.evaluate(fn(*[pyet.asarray(x) for x in arrs], s)))
+            assert got.dtype == ref.dtype, (dts, s)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{dts} {s!r}")
