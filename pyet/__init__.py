@@ -9,8 +9,8 @@ in compiled loops, with no temporary arrays::
     w[...] = -eta * (g + lam * w)
 """
 
-from pyet import _plan  # noqa: F401  (installs the evaluator)
-from pyet._expr import Expr, Tensor
+from pyet import _dot, _plan  # noqa: F401  (install the evaluators)
+from pyet._expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
 from pyet._plan import get_num_threads, set_num_threads
@@ -18,6 +18,6 @@ from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
 
 __version__ = "0.1.0"
 
-__all__ = ["Expr", "Tensor", "asarray", "empty", "evaluate", "full", "get_num_threads", "ones",
+__all__ = ["Expr", "Tensor", "asarray", "batch_dot", "dot", "outer", "swapaxes", "transpose", "empty", "evaluate", "full", "get_num_threads", "ones",
            "set_num_threads", "zeros",
            *_function_names]

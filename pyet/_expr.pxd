@@ -7,6 +7,8 @@ cdef class Expr:
     cdef readonly int weak          # scalars: 1 Python int, 2 Python float (NEP 50)
     cdef readonly Py_ssize_t key    # interned structure: equal keys, equal programs
     cdef readonly object value      # leaf: ndarray; scalar: number; pyfunc: callable
+    cdef readonly int flags         # HAS_DOT: a matrix product somewhere below
+    cdef readonly object origin     # a transposed node: (the node it transposes, axes)
 
 
 cdef class Tensor(Expr):
@@ -15,3 +17,4 @@ cdef class Tensor(Expr):
 
 cdef Expr as_operand(object obj)
 cdef Tensor wrap(object arr)
+cpdef Expr with_args(Expr e, tuple args)

@@ -14,7 +14,7 @@ import numpy as np
 from pyet._ops import OPS_BY_NAME, UFUNC_TO_OP
 
 from pyet._types cimport (
-    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_COUNT, OP_leaf,
+    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_COUNT, OP_dot, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, pyet_op_names,
 )
 
@@ -252,6 +252,7 @@ cdef Expr make_node(int op, tuple args):
     e.weak = 0
     e.key = intern_key(tuple(keys))
     for a in args:
+        e.flags |= a.flags
         if a.op == OP_scalar:
             _check_weak_int(a, e.cdt)
     if op == OP_power and (e.cdt == DT_I32 or e.cdt == DT_I64):
@@ -336,6 +337,8 @@ def F(object fn, operands):
     e.weak = 0
     e.value = fn
     e.key = intern_key(tuple(keys))
+    for a in args:
+        e.flags |= (<Expr>a).flags
     return e
 
 
@@ -349,6 +352,7 @@ cdef Expr binary(int op, object a, object b):
     e.cdt, e.dt = resolve(op, e.args)
     e.weak = 0
     e.key = intern_key((op, x.key, y.key))
+    e.flags = x.flags | y.flags
     if x.weak == 1:
         _check_weak_int(x, e.cdt)
     if y.weak == 1:
@@ -370,7 +374,184 @@ cdef Expr cast(Expr e, int dt):
     c.dt = dt
     c.weak = 0
     c.key = intern_key((OP_cast, dt, e.key))
+    c.flags = e.flags
     return c
+
+
+HAS_DOT = 1
+
+
+cpdef Expr with_args(Expr e, tuple args):
+    """A copy of node e over new children of the same dtypes (shape recomputed)."""
+    cdef Expr c = Expr.__new__(Expr), a
+    cdef tuple shape = ()
+    cdef list keys = [-1, e.op, e.dt, e.cdt]
+    if e.op == OP_pyfunc:
+        keys.append(e.key)  # the function's identity is part of the structure
+    for a in args:
+        shape = broadcast_shapes(shape, a.shape)
+        keys.append(a.key)
+        c.flags |= a.flags
+    if e.op == OP_dot:
+        shape = dot_shape((<Expr>args[0]).shape, (<Expr>args[1]).shape, e.value)
+        c.flags |= HAS_DOT
+    c.op = e.op
+    c.args = args
+    c.shape = shape
+    c.dt = e.dt
+    c.cdt = e.cdt
+    c.weak = e.weak
+    c.value = e.value
+    c.key = intern_key(tuple(keys))
+    return c
+
+
+# ------------------------------------------------------- matrix products
+
+cdef tuple dot_shape(tuple a, tuple b, object batch=None):
+    """Shape of a @ b for 1-D and 2-D operands, or of stacks of matrices
+    (``batch``: 2-D or 3-D operands); ValueError naming both shapes."""
+    cdef Py_ssize_t na = len(a), nb = len(b)
+    if batch:
+        if na not in (2, 3) or nb not in (2, 3) or (na == 2 and nb == 2):
+            raise ValueError(f"pyet.batch_dot takes stacks of matrices (3-D; one may be 2-D), "
+                             f"got shapes {_fmt_shape(a)} and {_fmt_shape(b)}")
+        if a[na - 1] != b[nb - 2]:
+            raise ValueError(f"pyet.batch_dot: shapes {_fmt_shape(a)} and {_fmt_shape(b)} not "
+                             f"aligned: {a[na - 1]} (dim {na - 1}) != {b[nb - 2]} (dim {nb - 2})")
+        ba = a[0] if na == 3 else 1
+        bb = b[0] if nb == 3 else 1
+        if ba != bb and ba != 1 and bb != 1:
+            raise ValueError(f"pyet.batch_dot: batch sizes of shapes {_fmt_shape(a)} and "
+                             f"{_fmt_shape(b)} differ: {ba} != {bb}")
+        return (max(ba, bb), a[na - 2], b[nb - 1])
+    if na == 0 or nb == 0 or na > 2 or nb > 2:
+        raise ValueError(f"pyet.dot takes 1-D and 2-D operands, got shapes {_fmt_shape(a)} "
+                         f"and {_fmt_shape(b)}")
+    k_a = a[na - 1]
+    k_b = b[0]
+    if k_a != k_b:
+        raise ValueError(f"pyet.dot: shapes {_fmt_shape(a)} and {_fmt_shape(b)} not aligned: "
+                         f"{k_a} (dim {na - 1}) != {k_b} (dim 0)")
+    return a[:na - 1] + b[1:]
+
+
+def dot(a, b):
+    """The matrix product ``a @ b`` of 1-D and 2-D operands, lazily (MShadow's DotExp).
+
+    Evaluated through BLAS (float32, float64) or an exact loop (bool, int32,
+    int64); scale and accumulation around it fold into BLAS's alpha and beta.
+    """
+    return _dot_node(a, b, None)
+
+
+def batch_dot(a, b):
+    """Stacks of matrix products ``a[i] @ b[i]``, lazily: 3-D operands (either
+    may be a transposed view); a 2-D operand or a batch of length 1 broadcasts."""
+    return _dot_node(a, b, "batch")
+
+
+cdef Expr _dot_node(object a, object b, object batch):
+    cdef Expr x = as_operand(a), y = as_operand(b)
+    for z in (x, y):
+        if (<Expr>z).op == OP_scalar:
+            raise ValueError("pyet.dot takes 1-D and 2-D operands, not scalars; use * to scale")
+    cdef tuple shape = dot_shape(x.shape, y.shape, batch)
+    try:
+        dts = np.matmul.resolve_dtypes((DTYPES[x.dt], DTYPES[y.dt], None))
+    except Exception as exc:
+        raise TypeError(f"pyet.dot of {DTYPES[x.dt]} and {DTYPES[y.dt]}: {exc}") from None
+    cdef Expr e = Expr.__new__(Expr)
+    e.op = OP_dot
+    e.args = (x, y)
+    e.shape = shape
+    e.cdt = dtype_code(dts[0])
+    e.dt = dtype_code(dts[2])
+    e.weak = 0
+    e.flags = x.flags | y.flags | HAS_DOT
+    e.value = batch
+    e.key = intern_key((OP_dot, batch, x.key, y.key))
+    return e
+
+
+def outer(x, y):
+    """The outer product ``x[:, None] * y[None, :]``, lazily (NumPy's ``outer``:
+    operands are flattened first)."""
+    cdef Expr a = as_operand(x), b = as_operand(y)
+    a, b = _flat(a), _flat(b)
+    return binary(OP_multiply, permute(pad_to(a, 2), (1, 0)), b)
+
+
+cdef Expr _flat(Expr e):
+    if len(e.shape) == 1:
+        return e
+    if e.op == OP_leaf or e.op == OP_scalar:
+        return wrap(np.ravel(np.asarray(e.value)))
+    return wrap(np.ravel(np.asarray(e)))
+
+
+# ------------------------------------------------------------ transposes
+
+cdef Expr pad_to(Expr e, int nd):
+    # e with leading axes of length 1 up to nd dimensions (views, lazily)
+    cdef int k = nd - len(e.shape)
+    if k <= 0 or e.op == OP_scalar:
+        return e
+    if e.op == OP_leaf:
+        return wrap(e.value[(None,) * k])
+    if e.op == OP_dot:
+        return wrap(np.asarray(e)[(None,) * k])  # a product padded by broadcasting: compute it
+    return with_args(e, tuple([pad_to(a, nd) for a in e.args]))
+
+
+cdef Expr permute(Expr e, tuple axes):
+    # e with its axes permuted (len(axes) == e.ndim), pushed down to the leaves:
+    # elementwise ops commute with permuting axes
+    cdef int nd = len(e.shape)
+    if e.op == OP_scalar or nd < 2:
+        return e
+    if e.op == OP_leaf:
+        return wrap(e.value.transpose(axes))
+    if e.op == OP_dot:
+        if nd == 2 and not e.value:  # (A @ B).T == B.T @ A.T
+            return dot(permute(e.args[1], (1, 0)), permute(e.args[0], (1, 0)))
+        return wrap(np.asarray(e).transpose(axes))
+    return with_args(e, tuple([permute(pad_to(a, nd), axes) for a in e.args]))
+
+
+def transpose(e, axes=None):
+    """``e`` with its axes permuted (reversed by default), lazily, as NumPy's ``transpose``."""
+    cdef Expr x = as_operand(e)
+    cdef int nd = len(x.shape)
+    if axes is None:
+        axes = tuple(range(nd - 1, -1, -1))
+    else:
+        axes = tuple(operator.index(a) for a in axes)
+        if sorted(a % nd if nd else a for a in axes) != list(range(nd)) or \
+                any(not -nd <= a < nd for a in axes):
+            raise ValueError(f"axes {axes} don't match an expression of {nd} dimensions")
+        axes = tuple(a % nd for a in axes)
+    if axes == tuple(range(nd)):
+        return x
+    if x.origin is not None:  # transposing back: the node we started from
+        first, prev = x.origin
+        if tuple(prev[a] for a in axes) == tuple(range(nd)):
+            return first
+    cdef Expr t = permute(x, axes)
+    t.origin = (x, axes)
+    return t
+
+
+def swapaxes(e, axis1, axis2):
+    """``e`` with two axes interchanged, lazily, as NumPy's ``swapaxes``."""
+    cdef Expr x = as_operand(e)
+    cdef int nd = len(x.shape)
+    for a in (axis1, axis2):
+        if not -nd <= a < nd:
+            raise ValueError(f"axis {a} is out of bounds for an expression of {nd} dimensions")
+    axes = list(range(nd))
+    axes[axis1 % nd], axes[axis2 % nd] = axes[axis2 % nd], axes[axis1 % nd]
+    return transpose(x, axes)
 
 
 cdef Expr power(Expr base, object exponent):
@@ -434,6 +615,17 @@ cdef class Expr:
         for d in self.shape:
             n *= d
         return n
+
+    @property
+    def T(self):
+        """The transpose (axes reversed), lazily; ``e.T.T is e``."""
+        return transpose(self)
+
+    def __matmul__(self, other):
+        return dot(self, other)
+
+    def __rmatmul__(self, other):
+        return dot(other, self)
 
     def astype(self, dtype):
         """This expression converted to ``dtype`` (lazily, like any node)."""
@@ -535,10 +727,13 @@ cdef class Expr:
         if kwargs:
             raise TypeError(f"pyet does not support the keyword arguments {sorted(kwargs)} "
                             f"of ufunc {ufunc.__name__}")
-        op = _UFUNC_CODE.get(ufunc)
-        if op is None:
-            raise TypeError(f"pyet does not support the ufunc {ufunc.__name__}")
-        e = make_node(op, tuple(as_operand(x) for x in inputs))
+        if ufunc is np.matmul and len(inputs) == 2:
+            e = dot(*inputs)
+        else:
+            op = _UFUNC_CODE.get(ufunc)
+            if op is None:
+                raise TypeError(f"pyet does not support the ufunc {ufunc.__name__}")
+            e = make_node(op, tuple(as_operand(x) for x in inputs))
         if out is None:
             return e
         if isinstance(out, tuple):
@@ -693,6 +888,11 @@ cdef class Tensor(Expr):
     def __repr__(self):
         return "Tensor(" + np.array2string(self.value, separator=", ", prefix="Tensor(") + \
             f", dtype={self.value.dtype})"
+
+    @property
+    def T(self):
+        """The transposed view (axes reversed); ``t.T.T is t``."""
+        return transpose(self)
 
     def __reduce__(self):
         return (tensor, (self.value,))

@@ -738,6 +738,9 @@ def assign(object dst, object value):
     if not cnp.PyArray_ISWRITEABLE(d):
         raise ValueError("assignment destination is read-only")
     check_target(e, d, dst_dt)
+    if e.flags:  # matrix products: BLAS first, then the elementwise rest
+        _dot_assign(d, e)
+        return
     cdef Program prog = get_program(e, dst_dt)
     cdef list leaves = [], scalars = []
     collect(e, leaves, scalars)
@@ -748,6 +751,15 @@ def assign(object dst, object value):
         np.copyto(d, tmp)
         return
     execute(prog, d, leaves, scalars)
+
+
+cdef object _dot_assign = None
+
+
+def set_dot_assigner(f):
+    """Install ``f(dst, expr)`` for trees containing matrix products (``_dot.py``)."""
+    global _dot_assign
+    _dot_assign = f
 
 
 _expr.set_evaluator(assign)

@@ -16,6 +16,7 @@ cdef extern from "kernels.h" nogil:
         OP_leaf
         OP_scalar
         OP_pyfunc
+        OP_dot
         OP_copy
         OP_cast
         OP_where

@@ -1,0 +1,141 @@
+"""Evaluating trees that contain matrix products (MShadow's DotExp engine).
+
+At the root, ``[D ±] alpha * dot(A, B)`` goes straight into the destination as
+one gemm: D (any elementwise tree) is written into C first and BLAS adds the
+product with beta = 1, as MShadow folds scale and ``+=`` into alpha and beta.
+Any other product in a tree is computed into a scratch array, which then
+stands in the tree as a leaf for the elementwise evaluator.
+"""
+
+import numpy as np
+
+from pyet import _blas, _expr, _plan
+
+_OPS = _expr.OPCODES
+_DOT, _SCALAR, _LEAF = _OPS["dot"], _OPS["scalar"], _OPS["leaf"]
+_MUL, _ADD, _SUB, _NEG = _OPS["multiply"], _OPS["add"], _OPS["subtract"], _OPS["negative"]
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _gemm_form(e):
+    """(dot node, alpha, D, beta) when e is ``[D ±] alpha*dot(A, B)`` or
+    ``alpha*dot(A, B) - D`` with D free of products, else None."""
+    if e.op == _DOT:
+        return e, 1.0, None, 0.0
+    if e.op == _NEG:
+        form = _gemm_form(e.args[0])
+        return (form[0], -form[1], None, 0.0) if form and form[2] is None else None
+    if e.op == _MUL:
+        for s, x in (e.args, e.args[::-1]):
+            if s.op == _SCALAR and x.flags:
+                form = _gemm_form(x)
+                if form and form[2] is None and form[0].dt == e.dt:
+                    return form[0], float(s.value) * form[1], None, 0.0
+        return None
+    if e.op in (_ADD, _SUB):
+        a, b = e.args
+        # (D, product term, sign of the product, beta)
+        cases = ((a, b, 1.0, 1.0), (b, a, 1.0, 1.0)) if e.op == _ADD else \
+            ((a, b, -1.0, 1.0), (b, a, 1.0, -1.0))
+        for d, x, sign, beta in cases:
+            if d.flags or not x.flags:
+                continue
+            form = _gemm_form(x)
+            if form and form[2] is None and form[0].dt == e.dt:
+                return form[0], sign * form[1], d, beta
+    return None
+
+
+def _as_matrix(x, dtype, dst=None):
+    """Operand x (an Expr) as an ndarray: a leaf as it is when its dtype fits
+    (BLAS layouts are checked later); anything else computed.  A leaf that
+    overlaps the destination is copied first."""
+    if x.op == _LEAF:
+        arr = x.value
+        if dst is not None and np.may_share_memory(arr, dst):
+            arr = arr.copy()
+    else:
+        arr = np.asarray(x)
+    return arr if arr.dtype == dtype else arr.astype(dtype)
+
+
+def _stacks(out, a, b):
+    """3-D views (stacks of matrices) of out, a and b for out := a @ b: a vector
+    a is a row, a vector b a column.  Indexing makes views, never copies."""
+    a3 = a[None, None, :] if a.ndim == 1 else (a[None] if a.ndim == 2 else a)
+    b3 = b[None, :, None] if b.ndim == 1 else (b[None] if b.ndim == 2 else b)
+    c3 = out
+    if b.ndim == 1:
+        c3 = c3[..., None]
+    if a.ndim == 1:
+        c3 = c3[..., None, :]
+    while c3.ndim < 3:
+        c3 = c3[None]
+    return c3, a3, b3
+
+
+def _blas_ready(arr):
+    return arr if _blas.blas_ok(arr) else np.ascontiguousarray(arr)
+
+
+def matmul_into(out, a, b, alpha=1.0, beta=0.0):
+    """out := alpha * a @ b + beta * out for ndarrays of one dtype (a, b 1-D,
+    2-D or stacks; out of the product's shape).  BLAS for float32/float64,
+    never copying an operand BLAS can read; an exact loop for bool and ints
+    (alpha 1, beta 0 only)."""
+    c3, a3, b3 = _stacks(out, a, b)
+    if out.dtype not in _FLOATS:
+        _blas.loop_matmul_into(c3, a3, b3)
+        return out
+    a3, b3 = _blas_ready(a3), _blas_ready(b3)
+    if _blas.blas_ok(c3):
+        _blas.gemm_into(c3, a3, b3, alpha, beta)
+        return out
+    tmp = np.array(c3, order="C") if beta else np.empty(c3.shape, out.dtype)
+    _blas.gemm_into(tmp, a3, b3, alpha, beta)
+    c3[...] = tmp
+    return out
+
+
+def _product(node):
+    """The value of a dot node, computed into a new array."""
+    cdtype = _expr.DTYPES[node.cdt]
+    a = _as_matrix(node.args[0], cdtype)
+    b = _as_matrix(node.args[1], cdtype)
+    out = np.empty(node.shape, cdtype)
+    matmul_into(out, a, b)
+    return out if node.cdt == node.dt else out.astype(_expr.DTYPES[node.dt])
+
+
+def _materialize(e):
+    """e with every product replaced by a leaf holding its value."""
+    if not e.flags:
+        return e
+    if e.op == _DOT:
+        return _expr.tensor(_product(e))
+    return _expr.with_args(e, tuple(_materialize(a) for a in e.args))
+
+
+def _is_view_of(d, dst):
+    return (d.op == _LEAF and d.value.shape == dst.shape and d.value.strides == dst.strides
+            and d.value.dtype == dst.dtype
+            and d.value.__array_interface__["data"][0] == dst.__array_interface__["data"][0])
+
+
+def assign(dst, e):
+    """Evaluate a tree containing products into ndarray dst (checks done)."""
+    form = _gemm_form(e)
+    if form is not None:
+        node, alpha, d, beta = form
+        if (node.shape == dst.shape and dst.dtype in _FLOATS
+                and _expr.DTYPES[node.dt] == dst.dtype and node.cdt == node.dt):
+            a = _as_matrix(node.args[0], dst.dtype, dst)
+            b = _as_matrix(node.args[1], dst.dtype, dst)
+            if d is not None and not _is_view_of(d, dst):
+                _plan.assign(dst, d)
+            matmul_into(dst, a, b, alpha, beta if d is not None else 0.0)
+            return
+    _plan.assign(dst, _materialize(e))
+
+
+_plan.set_dot_assigner(assign)
