@@ -18,6 +18,8 @@ from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
 
 __version__ = "0.1.0"
 
-__all__ = ["Expr", "Tensor", "asarray", "batch_dot", "dot", "outer", "swapaxes", "transpose", "empty", "evaluate", "full", "get_num_threads", "ones",
-           "set_num_threads", "zeros",
-           *_function_names]
+__all__ = [
+    "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
+    "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
+    *_function_names,
+]
