@@ -10,6 +10,7 @@ in compiled loops, with no temporary arrays::
 """
 
 from pyet import _dot, _plan  # noqa: F401  (install the evaluators)
+from pyet._blob import Blob
 from pyet._expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
@@ -19,7 +20,7 @@ from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
 __version__ = "0.1.0"
 
 __all__ = [
-    "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
+    "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
     *_function_names,
 ]
