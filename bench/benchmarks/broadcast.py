@@ -16,14 +16,14 @@ class Broadcast:
         self.row = rand((1, n), dtype, seed=2)
         self.x = rand((n, n), dtype, seed=3)
         self.out = np.empty((n, n), dtype)
-        self.C, self.R, self.X, self.O = map(pyet.asarray, (self.col, self.row, self.x, self.out))
+        self.C, self.R, self.X, self.Out = map(pyet.asarray, (self.col, self.row, self.x, self.out))
 
     def time_pyet_broadcast(self, expr, n, dtype):
-        C, R, X, O = self.C, self.R, self.X, self.O
+        C, R, X, Out = self.C, self.R, self.X, self.Out
         if expr == "col + row":
-            O[...] = C + R
+            Out[...] = C + R
         else:
-            O[...] = X * C + R
+            Out[...] = X * C + R
 
     def time_numpy_broadcast(self, expr, n, dtype):
         col, row, x, out = self.col, self.row, self.x, self.out

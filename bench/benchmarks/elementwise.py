@@ -36,14 +36,14 @@ class Trees:
     def setup(self, expr, n, dtype):
         self.x, self.y, self.z = (rand(n, dtype, seed=s) for s in (1, 2, 3))
         self.out = np.empty(n, dtype)
-        self.X, self.Y, self.Z, self.O = map(pyet.asarray, (self.x, self.y, self.z, self.out))
+        self.X, self.Y, self.Z, self.Out = map(pyet.asarray, (self.x, self.y, self.z, self.out))
 
     def time_pyet_tree(self, expr, n, dtype):
-        X, Y, Z, O = self.X, self.Y, self.Z, self.O
+        X, Y, Z, Out = self.X, self.Y, self.Z, self.Out
         if expr == "2*x + 3*y":
-            O[...] = 2 * X + 3 * Y
+            Out[...] = 2 * X + 3 * Y
         else:
-            O[...] = pyet.tanh(X) * Y + pyet.sqrt(Z)
+            Out[...] = pyet.tanh(X) * Y + pyet.sqrt(Z)
 
     def time_numpy_tree(self, expr, n, dtype):
         x, y, z, out = self.x, self.y, self.z, self.out

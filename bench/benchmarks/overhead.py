@@ -14,16 +14,16 @@ class SmallOverhead:
     def setup(self, expr, n, dtype):
         self.x, self.y, self.z = (rand(n, dtype, seed=s) for s in (1, 2, 3))
         self.out = np.empty(n, dtype)
-        self.X, self.Y, self.Z, self.O = map(pyet.asarray, (self.x, self.y, self.z, self.out))
+        self.X, self.Y, self.Z, self.Out = map(pyet.asarray, (self.x, self.y, self.z, self.out))
 
     def time_pyet_small(self, expr, n, dtype):
-        X, Y, Z, O = self.X, self.Y, self.Z, self.O
+        X, Y, Z, Out = self.X, self.Y, self.Z, self.Out
         if expr == "update":
             X[...] = -ETA * (Y + LAM * X)
         elif expr == "2*x + 3*y":
-            O[...] = 2 * X + 3 * Y
+            Out[...] = 2 * X + 3 * Y
         else:
-            O[...] = pyet.tanh(X) * Y + pyet.sqrt(Z)
+            Out[...] = pyet.tanh(X) * Y + pyet.sqrt(Z)
 
     def time_numpy_small(self, expr, n, dtype):
         x, y, z, out = self.x, self.y, self.z, self.out

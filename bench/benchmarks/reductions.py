@@ -17,10 +17,10 @@ class Sum:
         require("sum")
         self.x = rand((n, n), dtype, seed=1)
         self.out = np.empty(np.sum(self.x, axis=axis).shape, dtype)
-        self.X, self.O = pyet.asarray(self.x), pyet.asarray(self.out)
+        self.X, self.Out = pyet.asarray(self.x), pyet.asarray(self.out)
 
     def time_pyet_sum(self, axis, n, dtype):
-        self.O[...] = pyet.sum(self.X, axis=axis)
+        self.Out[...] = pyet.sum(self.X, axis=axis)
 
     def time_numpy_sum(self, axis, n, dtype):
         np.sum(self.x, axis=axis, out=self.out)
@@ -37,10 +37,10 @@ class SumOfTree:
         self.a, self.b, self.c = (rand(n, dtype, seed=s) for s in (1, 2, 3))
         self.out = np.empty((), dtype)
         self.A, self.B, self.C = map(pyet.asarray, (self.a, self.b, self.c))
-        self.O = pyet.asarray(self.out)
+        self.Out = pyet.asarray(self.out)
 
     def time_pyet_sum_tree(self, n, dtype):
-        self.O[...] = pyet.sum(self.A * self.B + self.C)
+        self.Out[...] = pyet.sum(self.A * self.B + self.C)
 
     def time_numpy_sum_tree(self, n, dtype):
         self.out[...] = np.sum(self.a * self.b + self.c)
@@ -56,10 +56,10 @@ class Softmax:
         require("softmax")
         self.x = rand((n, n), dtype, seed=1, low=-5.0, high=5.0)
         self.out = np.empty((n, n), dtype)
-        self.X, self.O = pyet.asarray(self.x), pyet.asarray(self.out)
+        self.X, self.Out = pyet.asarray(self.x), pyet.asarray(self.out)
 
     def time_pyet_softmax(self, n, dtype):
-        self.O[...] = pyet.softmax(self.X, axis=-1)
+        self.Out[...] = pyet.softmax(self.X, axis=-1)
 
     def time_numpy_softmax(self, n, dtype):
         x = self.x

@@ -14,7 +14,7 @@ class StridedViews:
 
     def setup(self, layout, n, dtype):
         if layout == "transposed":
-            m = int(round(n ** 0.5))
+            m = int(round(n**0.5))
             x, y = rand((m, m), dtype, seed=1), rand((m, m), dtype, seed=2)
             self.x, self.y, self.out = x.T, y, np.empty((m, m), dtype)
         elif layout == "step2":
@@ -28,11 +28,11 @@ class StridedViews:
         else:  # contiguous operands, every other element of the destination
             self.x, self.y = rand(n, dtype, seed=1), rand(n, dtype, seed=2)
             self.out = np.empty(2 * n, dtype)[::2]
-        self.X, self.Y, self.O = map(pyet.asarray, (self.x, self.y, self.out))
+        self.X, self.Y, self.Out = map(pyet.asarray, (self.x, self.y, self.out))
 
     def time_pyet_strided(self, layout, n, dtype):
-        X, Y, O = self.X, self.Y, self.O
-        O[...] = 2 * X + 3 * Y
+        X, Y, Out = self.X, self.Y, self.Out
+        Out[...] = 2 * X + 3 * Y
 
     def time_numpy_strided(self, layout, n, dtype):
         x, y, out = self.x, self.y, self.out

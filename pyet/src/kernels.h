@@ -17,6 +17,14 @@
 #include <string.h>
 
 typedef ptrdiff_t pyet_intp;
+
+/* Scalar helpers must inline into their loops, or the loops cannot
+ * vectorize: Cython's large translation units exhaust gcc's inlining budget. */
+#if defined(__GNUC__)
+#define PYET_INLINE static inline __attribute__((always_inline))
+#else
+#define PYET_INLINE static inline
+#endif
 typedef unsigned char pyet_bool;
 
 /* dtype codes, in NumPy's promotion order */
@@ -157,24 +165,24 @@ typedef struct {
 /* Integer // and % as NumPy: floor semantics, division by zero gives 0,
  * MIN // -1 wraps to MIN (the build passes -fwrapv). */
 #define PYET_INT_FUNCS(T, SUF)                                              \
-    static inline T pyet_floordiv_##SUF(T a, T b) {                         \
+    PYET_INLINE T pyet_floordiv_##SUF(T a, T b) {                         \
         if (b == 0) return 0;                                               \
         if (b == -1) return (T)(0 - a);                                     \
         T q = a / b;                                                        \
         if ((a % b != 0) && ((a < 0) != (b < 0))) q--;                      \
         return q;                                                           \
     }                                                                       \
-    static inline T pyet_remainder_##SUF(T a, T b) {                        \
+    PYET_INLINE T pyet_remainder_##SUF(T a, T b) {                        \
         if (b == 0 || b == -1) return 0;                                    \
         T r = a % b;                                                        \
         if (r != 0 && ((r < 0) != (b < 0))) r += b;                         \
         return r;                                                           \
     }                                                                       \
-    static inline T pyet_fmod_##SUF(T a, T b) {                             \
+    PYET_INLINE T pyet_fmod_##SUF(T a, T b) {                             \
         if (b == 0 || b == -1) return 0;                                    \
         return a % b;                                                       \
     }                                                                       \
-    static inline T pyet_power_##SUF(T a, T b) {                            \
+    PYET_INLINE T pyet_power_##SUF(T a, T b) {                            \
         /* negative exponents are refused before evaluation */              \
         T r = 1;                                                            \
         while (b > 0) {                                                     \
@@ -184,17 +192,17 @@ typedef struct {
         }                                                                   \
         return r;                                                           \
     }                                                                       \
-    static inline T pyet_max_##SUF(T a, T b) { return a >= b ? a : b; }     \
-    static inline T pyet_min_##SUF(T a, T b) { return a <= b ? a : b; }     \
-    static inline T pyet_abs_##SUF(T a) { return a < 0 ? (T)(0 - a) : a; }  \
-    static inline T pyet_sign_##SUF(T a) { return (T)((a > 0) - (a < 0)); }
+    PYET_INLINE T pyet_max_##SUF(T a, T b) { return a >= b ? a : b; }     \
+    PYET_INLINE T pyet_min_##SUF(T a, T b) { return a <= b ? a : b; }     \
+    PYET_INLINE T pyet_abs_##SUF(T a) { return a < 0 ? (T)(0 - a) : a; }  \
+    PYET_INLINE T pyet_sign_##SUF(T a) { return (T)((a > 0) - (a < 0)); }
 
 PYET_INT_FUNCS(int32_t, i32)
 PYET_INT_FUNCS(int64_t, i64)
 
 /* Float // and % exactly as NumPy's npy_divmod / npy_floor_divide. */
 #define PYET_FLOAT_FUNCS(T, SUF, M)                                         \
-    static inline T pyet_divmod_##SUF(T a, T b, T *modulus) {               \
+    PYET_INLINE T pyet_divmod_##SUF(T a, T b, T *modulus) {               \
         T mod = M(fmod)(a, b);                                              \
         if (!b) { *modulus = mod; return a / b; }                           \
         T div = (a - mod) / b;                                              \
@@ -213,24 +221,24 @@ PYET_INT_FUNCS(int64_t, i64)
         *modulus = mod;                                                     \
         return floordiv;                                                    \
     }                                                                       \
-    static inline T pyet_floordiv_##SUF(T a, T b) {                         \
+    PYET_INLINE T pyet_floordiv_##SUF(T a, T b) {                         \
         T mod;                                                              \
         if (!b) return a / b;                                               \
         return pyet_divmod_##SUF(a, b, &mod);                               \
     }                                                                       \
-    static inline T pyet_remainder_##SUF(T a, T b) {                        \
+    PYET_INLINE T pyet_remainder_##SUF(T a, T b) {                        \
         T mod;                                                              \
         if (!b) return M(fmod)(a, b);                                       \
         pyet_divmod_##SUF(a, b, &mod);                                      \
         return mod;                                                         \
     }                                                                       \
-    static inline T pyet_max_##SUF(T a, T b) {                              \
+    PYET_INLINE T pyet_max_##SUF(T a, T b) {                              \
         return ((a >= b) | (a != a)) ? a : b; /* NaN propagates */             \
     }                                                                       \
-    static inline T pyet_min_##SUF(T a, T b) {                              \
+    PYET_INLINE T pyet_min_##SUF(T a, T b) {                              \
         return ((a <= b) | (a != a)) ? a : b;                                  \
     }                                                                       \
-    static inline T pyet_sign_##SUF(T a) {                                  \
+    PYET_INLINE T pyet_sign_##SUF(T a) {                                  \
         return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a));        \
     }
 
@@ -238,15 +246,15 @@ PYET_INT_FUNCS(int64_t, i64)
  * by ln 2, a degree-13 Taylor polynomial on |r| <= ln2/2, and 2^n built from
  * the bits in two steps (so subnormal results come out right).  Within 1 ulp
  * of NumPy's exp; inf, -inf, NaN and the overflow/underflow edges as NumPy. */
-static inline double pyet_bits2d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
-static inline uint64_t pyet_d2bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+PYET_INLINE double pyet_bits2d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+PYET_INLINE uint64_t pyet_d2bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 
-static inline double pyet_pow2i(double k) /* 2^k, k integral in [-1022, 1023] */
+PYET_INLINE double pyet_pow2i(double k) /* 2^k, k integral in [-1022, 1023] */
 {
     return pyet_bits2d((pyet_d2bits(k + 0x1.8p52) + 1023) << 52);
 }
 
-static inline double pyet_exp(double x)
+PYET_INLINE double pyet_exp(double x)
 {
     const double xc = x < -746.0 ? -746.0 : (x > 710.0 ? 710.0 : x);
     const double n = (xc * 1.4426950408889634 + 0x1.8p52) - 0x1.8p52; /* round(x/ln2) */
@@ -274,7 +282,7 @@ static inline double pyet_exp(double x)
 
 /* tanh as Cephes computes it (within 2 ulp): a rational function for
  * |x| < 0.625, 1 - 2/(exp(2|x|) + 1) above; both computed, one selected. */
-static inline double pyet_tanh(double x)
+PYET_INLINE double pyet_tanh(double x)
 {
     const double a = fabs(x);
     const double s = pyet_exp(2.0 * (a < 22.0 ? a : 22.0)); /* tanh(22) rounds to 1 */

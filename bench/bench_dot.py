@@ -1,0 +1,222 @@
+"""pyet matrix-product benchmark (issue 3, section 5).  Run from the repository root:
+
+    python -P bench/bench_dot.py [--quick] [--threads N]
+
+Table 1: C[...] = pyet.dot(A, B) into a preallocated C against NumPy's np.matmul(A, B, out=C) and
+the plain A @ B, for float32/float64 square matrices n = 64, 256, 1024.  The `gemm` column calls
+pyet's BLAS entry point (pyet._blas.gemm_into, scipy's OpenBLAS) directly: the kernel alone,
+without pyet's tree dispatch, so `pyet/gemm` is pyet's own overhead and `gemm/np-out` is the
+difference between the two OpenBLAS builds (scipy's vs NumPy's).
+Table 2: C[...] = 0.5 * pyet.dot(A.T, B) + C (one gemm, alpha 0.5, beta 1) against NumPy's
+0.5 * (A.T @ B) + C, NumPy's A.T @ B alone, and NumPy with out= buffers.
+
+BLAS threads are left at their defaults unless --threads is given (threadpoolctl then limits
+every BLAS and OpenMP pool in the process).  NumPy and scipy each bundle their own OpenBLAS; the
+header shows what threadpoolctl sees.  The machine is shared and noisy, so the competitors are
+interleaved and each time is the minimum over several repeats of a loop sized to take >= 20 ms
+(like timeit's autorange).  Ratios are pyet's time over the other's: below 1 means pyet faster.
+"""
+
+import argparse
+import datetime
+import gc
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SIZES = [64, 256, 1024]
+DTYPES = [np.float32, np.float64]
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def loop_time(fn, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - t0
+
+
+def autorange(fn, min_time):
+    """Smallest loop count in 1, 2, 5, 10, 20, ... whose loop takes >= min_time seconds."""
+    number = 1
+    while True:
+        for k in (1, 2, 5):
+            if loop_time(fn, number * k) >= min_time:
+                return number * k
+        number *= 10
+
+
+def bench(fns, repeats, min_time):
+    """{name: fn or None} -> {name: best seconds per call}, competitors interleaved."""
+    fns = {k: f for k, f in fns.items() if f is not None}
+    numbers = {k: autorange(f, min_time) for k, f in fns.items()}
+    best, names = dict.fromkeys(fns, float("inf")), list(fns)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                best[k] = min(best[k], loop_time(fns[k], numbers[k]) / numbers[k])
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return best
+
+
+def ratio(a, b, width=10):
+    return f"{a / b:{width}.2f}" if a and b else f"{'n/a':>{width}}"
+
+
+def gflops(n, t):
+    return 2.0 * n ** 3 / t / 1e9
+
+
+def rtol_for(dtype, n):
+    return (1e-5 if dtype == np.float32 else 1e-12) * max(1, n) ** 0.5 * 10
+
+
+def plain_case(pyet, n, dtype, repeats, min_time):
+    from pyet import _blas
+
+    rng = np.random.default_rng(n)
+    a, b = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
+    c = np.empty((n, n), dtype)
+    A, B, C = pyet.asarray(a), pyet.asarray(b), pyet.asarray(c)
+    a3, b3, c3 = a[None], b[None], c[None]
+
+    def f_pyet():
+        C[...] = pyet.dot(A, B)
+
+    fns = {
+        "pyet": f_pyet,
+        "gemm": lambda: _blas.gemm_into(c3, a3, b3, 1.0, 0.0),
+        "np_out": lambda: np.matmul(a, b, out=c),
+        "np": lambda: a @ b,
+    }
+    want = a @ b
+    for k in ("pyet", "gemm", "np_out"):
+        c[...] = np.nan
+        fns[k]()
+        np.testing.assert_allclose(c, want, rtol=rtol_for(dtype, n), err_msg=f"{k} n={n}")
+    return bench(fns, repeats, min_time)
+
+
+def fused_case(pyet, n, dtype, repeats, min_time):
+    rng = np.random.default_rng(n + 1)
+    a, b = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
+    c0 = rng.random((n, n)).astype(dtype)
+    c, tmp = c0.copy(), np.empty((n, n), dtype)
+    A, B, C = pyet.asarray(a), pyet.asarray(b), pyet.asarray(c)
+
+    def f_pyet():
+        C[...] = 0.5 * pyet.dot(A.T, B) + C
+
+    def f_np_out():
+        np.matmul(a.T, b, out=tmp)
+        np.multiply(tmp, 0.5, out=tmp)
+        np.add(tmp, c, out=c)
+
+    fns = {
+        "pyet": f_pyet,
+        "np": lambda: 0.5 * (a.T @ b) + c,
+        "np_AtB": lambda: a.T @ b,
+        "np_out": f_np_out,
+    }
+    want = 0.5 * (a.T @ b) + c0
+    f_pyet()
+    np.testing.assert_allclose(c, want, rtol=rtol_for(dtype, n), err_msg=f"fused n={n}")
+    c[...] = c0
+    f_np_out()
+    np.testing.assert_allclose(c, want, rtol=rtol_for(dtype, n), err_msg=f"np_out n={n}")
+    c[...] = c0  # C grows by 0.5*A.T@B per call: linear, no overflow in any timing loop
+    return bench(fns, repeats, min_time)
+
+
+def blas_description():
+    try:
+        import threadpoolctl
+    except ImportError:
+        return ["threadpoolctl not installed: BLAS builds and thread counts unknown"]
+    lines = []
+    for info in threadpoolctl.threadpool_info():
+        owner = Path(info.get("filepath", "?")).parent.name.replace(".libs", "")
+        lines.append(f"  {info.get('internal_api')} {info.get('version')} "
+                     f"({owner}: {Path(info.get('filepath', '?')).name}), "
+                     f"{info.get('num_threads')} threads"
+                     + (f", {info['architecture']} kernels" if info.get("architecture") else ""))
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="limit every BLAS/OpenMP pool to N threads (threadpoolctl)")
+    opts = parser.parse_args()
+    repeats, min_time = (3, 0.005) if opts.quick else (7, 0.02)
+    import scipy
+
+    import pyet
+
+    limiter = None
+    if opts.threads is not None:
+        import threadpoolctl
+        limiter = threadpoolctl.threadpool_limits(opts.threads)
+
+    print(f"pyet matrix-product benchmark, {datetime.datetime.now():%Y-%m-%d %H:%M}")
+    print(f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs), {platform.system()}")
+    print(f"Python {platform.python_version()}, pyet {getattr(pyet, '__version__', '?')}, "
+          f"numpy {np.__version__}, scipy {scipy.__version__}")
+    print("BLAS/OpenMP pools (threadpoolctl"
+          + (f", limited to {opts.threads} threads" if limiter else ", defaults") + "):")
+    print("\n".join(blas_description()))
+    print(f"min of {repeats} interleaved repeats of >= {min_time * 1e3:g} ms loops; "
+          "ratio < 1: pyet faster\n")
+
+    print("C[...] = pyet.dot(A, B)   (np-out: np.matmul(A, B, out=C); np: A @ B; "
+          "gemm: pyet._blas.gemm_into alone)")
+    head = ["dtype", "n", "pyet [s]", "GFLOP/s", "pyet/np", "pyet/np-out", "pyet/gemm",
+            "gemm/np-out"]
+    print(f"{head[0]:<8}{head[1]:>6}{head[2]:>11}{head[3]:>9}"
+          + "".join(f"{h:>12}" for h in head[4:]))
+    for dtype in DTYPES:
+        for n in SIZES:
+            t = plain_case(pyet, n, dtype, repeats, min_time)
+            print(f"{np.dtype(dtype).name:<8}{n:>6}{t['pyet']:>11.3e}{gflops(n, t['pyet']):>9.1f}"
+                  f"{ratio(t['pyet'], t['np'], 12)}{ratio(t['pyet'], t['np_out'], 12)}"
+                  f"{ratio(t['pyet'], t['gemm'], 12)}{ratio(t['gemm'], t['np_out'], 12)}",
+                  flush=True)
+    print("sanity: pyet's, gemm's and np-out's results equal NumPy's (assert_allclose) "
+          "before timing\n")
+
+    print("C[...] = 0.5 * pyet.dot(A.T, B) + C   (np: 0.5 * (A.T @ B) + C; np-AtB: A.T @ B "
+          "alone; np-out: matmul/multiply/add with out=)")
+    head = ["dtype", "n", "pyet [s]", "pyet/np", "pyet/np-AtB", "pyet/np-out"]
+    print(f"{head[0]:<8}{head[1]:>6}{head[2]:>11}" + "".join(f"{h:>12}" for h in head[3:]))
+    for dtype in DTYPES:
+        for n in SIZES:
+            t = fused_case(pyet, n, dtype, repeats, min_time)
+            print(f"{np.dtype(dtype).name:<8}{n:>6}{t['pyet']:>11.3e}"
+                  f"{ratio(t['pyet'], t['np'], 12)}{ratio(t['pyet'], t['np_AtB'], 12)}"
+                  f"{ratio(t['pyet'], t['np_out'], 12)}", flush=True)
+    print("sanity: pyet's and np-out's results equal NumPy's (assert_allclose) before timing")
+    if limiter is not None:
+        limiter.restore_original_limits()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
