@@ -91,6 +91,11 @@ def matmul_into(out, a, b, alpha=1.0, beta=0.0):
     never copying an operand BLAS can read; an exact loop for bool and ints
     (alpha 1, beta 0 only)."""
     c3, a3, b3 = _stacks(out, a, b)
+    if c3.size == 0:
+        return out
+    if a3.shape[2] == 0:  # empty sums: C := beta*C
+        c3[...] = c3 * beta if beta else 0
+        return out
     if out.dtype not in _FLOATS:
         _blas_module().loop_matmul_into(c3, a3, b3)
         return out
@@ -132,7 +137,8 @@ def _is_view_of(d, dst):
 def assign(dst, e):
     """Evaluate a tree containing products into ndarray dst (checks done)."""
     form = _gemm_form(e)
-    if form is not None:
+    # alpha 0 would let BLAS skip the product, losing NumPy's 0*inf = nan
+    if form is not None and form[1] != 0:
         node, alpha, d, beta = form
         if (node.shape == dst.shape and dst.dtype in _FLOATS
                 and _expr.DTYPES[node.dt] == dst.dtype and node.cdt == node.dt):

@@ -515,8 +515,17 @@ cdef Expr permute(Expr e, tuple axes):
     if e.op == OP_dot:
         if nd == 2 and not e.value:  # (A @ B).T == B.T @ A.T
             return dot(permute(e.args[1], (1, 0)), permute(e.args[0], (1, 0)))
-        return wrap(np.asarray(e).transpose(axes))
+        if e.value and axes == (0, 2, 1):  # per matrix: (A[i] @ B[i]).T
+            return batch_dot(_matrix_t(e.args[1]), _matrix_t(e.args[0]))
+        return wrap(np.asarray(e).transpose(axes))  # any other permutation: computed
     return with_args(e, tuple([permute(pad_to(a, nd), axes) for a in e.args]))
+
+
+cdef Expr _matrix_t(Expr e):
+    # transpose the last two axes of a matrix or a stack of matrices
+    if len(e.shape) == 2:
+        return permute(e, (1, 0))
+    return permute(e, (0, 2, 1))
 
 
 def transpose(e, axes=None):
