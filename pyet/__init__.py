@@ -15,6 +15,8 @@ from pyet._expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
 from pyet._plan import get_num_threads, set_num_threads
+from pyet._reduce import *  # noqa: F403
+from pyet._reduce import __all__ as _reduce_names
 from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
 
 __version__ = "0.1.0"
@@ -22,5 +24,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
-    *_function_names,
+    *_function_names, *_reduce_names,
 ]

@@ -12,7 +12,7 @@ import numpy as np
 from pyet import _expr, _plan
 
 _OPS = _expr.OPCODES
-_DOT, _SCALAR, _LEAF = _OPS["dot"], _OPS["scalar"], _OPS["leaf"]
+_DOT, _SCALAR, _LEAF, _REDUCE = _OPS["dot"], _OPS["scalar"], _OPS["leaf"], _OPS["reduce"]
 _MUL, _ADD, _SUB, _NEG = _OPS["multiply"], _OPS["add"], _OPS["subtract"], _OPS["negative"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -112,20 +112,23 @@ def matmul_into(out, a, b, alpha=1.0, beta=0.0):
 def _product(node):
     """The value of a dot node, computed into a new array."""
     cdtype = _expr.DTYPES[node.cdt]
-    a = _as_matrix(node.args[0], cdtype)
-    b = _as_matrix(node.args[1], cdtype)
+    a = _as_matrix(materialize(node.args[0]), cdtype)
+    b = _as_matrix(materialize(node.args[1]), cdtype)
     out = np.empty(node.shape, cdtype)
     matmul_into(out, a, b)
     return out if node.cdt == node.dt else out.astype(_expr.DTYPES[node.dt])
 
 
-def _materialize(e):
-    """e with every product replaced by a leaf holding its value."""
+def materialize(e):
+    """e with every product and reduction replaced by a leaf holding its value."""
     if not e.flags:
         return e
     if e.op == _DOT:
         return _expr.tensor(_product(e))
-    return _expr.with_args(e, tuple(_materialize(a) for a in e.args))
+    if e.op == _REDUCE:
+        from pyet._reduce import value
+        return _expr.tensor(value(e))
+    return _expr.with_args(e, tuple(materialize(a) for a in e.args))
 
 
 def _is_view_of(d, dst):
@@ -148,7 +151,7 @@ def assign(dst, e):
                 _plan.assign(dst, d)
             matmul_into(dst, a, b, alpha, beta if d is not None else 0.0)
             return
-    _plan.assign(dst, _materialize(e))
+    _plan.assign(dst, materialize(e))
 
 
 _plan.set_dot_assigner(assign)

@@ -15,7 +15,7 @@ from pyet._ops import OPS_BY_NAME, UFUNC_TO_OP
 
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_COUNT, OP_dot, OP_leaf,
-    OP_pyfunc, OP_scalar, OP_where, pyet_op_names,
+    OP_pyfunc, OP_reduce, OP_scalar, OP_where, pyet_op_names,
 )
 
 cnp.import_array()
@@ -379,6 +379,7 @@ cdef Expr cast(Expr e, int dt):
 
 
 HAS_DOT = 1
+HAS_REDUCE = 2  # flags: nodes the elementwise evaluator computes into a scratch first
 
 
 cpdef Expr with_args(Expr e, tuple args):
@@ -490,6 +491,76 @@ cdef Expr _flat(Expr e):
     return wrap(np.ravel(np.asarray(e)))
 
 
+# ------------------------------------------------------------ reductions
+
+_REDUCE_NAMES = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+                 "argmax": "argmax", "argmin": "argmin", "mean": "mean", "all": "all",
+                 "any": "any"}
+
+
+cdef int _reduce_dtype(str kind, int dt):
+    # NumPy 2's result dtypes: sums of bools and small ints are int64,
+    # means of integers float64, arg* int64
+    if kind in ("sum", "prod"):
+        return DT_I64 if dt <= DT_I64 else dt
+    if kind == "mean":
+        return DT_F64 if dt <= DT_I64 else dt
+    if kind in ("argmax", "argmin"):
+        return DT_I64
+    if kind in ("all", "any"):
+        return DT_BOOL
+    return dt
+
+
+def reduction(str kind, e, axis=None, bint keepdims=False):
+    """A lazy reduction node (MShadow's kComplex) of ``kind`` over ``axis``."""
+    cdef Expr x = as_operand(e)
+    if x.op == OP_scalar:
+        x = wrap(np.asarray(x.value, dtype=DTYPES[x.dt]))
+    cdef int nd = len(x.shape)
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        if kind in ("argmax", "argmin") and not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{kind} takes one integer axis or None, got {axis!r}")
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        axes = tuple(normalize_axis(operator.index(a), nd) for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axis': {axis!r}")
+    axes = tuple(sorted(axes))
+    if kind in ("max", "min", "argmax", "argmin"):
+        empty = any(x.shape[a] == 0 for a in axes) if axes else False
+        if empty or (axis is None and nd and 0 in x.shape):
+            if kind.startswith("arg"):
+                raise ValueError(f"attempt to get {kind} of an empty sequence")
+            raise ValueError(f"zero-size array to reduction operation {_REDUCE_NAMES[kind]} "
+                             "which has no identity")
+    cdef tuple shape
+    if kind in ("argmax", "argmin") and axis is None:
+        shape = (1,) * nd if keepdims else ()
+    elif keepdims:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    else:
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    cdef Expr r = Expr.__new__(Expr)
+    r.op = OP_reduce
+    r.args = (x,)
+    r.shape = shape
+    r.cdt = x.dt
+    r.dt = _reduce_dtype(kind, x.dt)
+    r.weak = 0
+    r.value = (kind, axes, keepdims, axis is None)
+    r.flags = x.flags | HAS_REDUCE
+    r.key = intern_key((OP_reduce, kind, axes, keepdims, axis is None, x.key))
+    return r
+
+
+cdef int normalize_axis(int a, int nd) except? -1:
+    if not -nd <= a < nd:
+        raise np.exceptions.AxisError(a, nd)
+    return a + nd if a < 0 else a  # (C division: no % on negatives)
+
+
 # ------------------------------------------------------------ transposes
 
 cdef Expr pad_to(Expr e, int nd):
@@ -499,8 +570,8 @@ cdef Expr pad_to(Expr e, int nd):
         return e
     if e.op == OP_leaf:
         return wrap(e.value[(None,) * k])
-    if e.op == OP_dot:
-        return wrap(np.asarray(e)[(None,) * k])  # a product padded by broadcasting: compute it
+    if e.op == OP_dot or e.op == OP_reduce:  # padded by broadcasting: compute it
+        return wrap(np.asarray(e)[(None,) * k])
     return with_args(e, tuple([pad_to(a, nd) for a in e.args]))
 
 
@@ -512,6 +583,8 @@ cdef Expr permute(Expr e, tuple axes):
         return e
     if e.op == OP_leaf:
         return wrap(e.value.transpose(axes))
+    if e.op == OP_reduce:
+        return wrap(np.asarray(e).transpose(axes))
     if e.op == OP_dot:
         if nd == 2 and not e.value:  # (A @ B).T == B.T @ A.T
             return dot(permute(e.args[1], (1, 0)), permute(e.args[0], (1, 0)))
@@ -775,6 +848,10 @@ cdef str _node_repr(Expr e):
     name = OPNAMES[e.op]
     if e.op == OP_cast:
         return f"astype({_node_repr(e.args[0])}, {DTYPES[e.dt]})"
+    if e.op == OP_reduce:
+        kind, axes, keepdims, whole = e.value
+        return (f"{kind}({_node_repr(e.args[0])}, axis={None if whole else axes}"
+                + (", keepdims=True)" if keepdims else ")"))
     if e.op == OP_pyfunc:
         name = "F[" + getattr(e.value, "__name__", repr(e.value)) + "]"
     return name + "(" + ", ".join(_node_repr(a) for a in e.args) + ")"

@@ -28,7 +28,8 @@ from pyet._expr cimport Expr, Tensor, as_operand, wrap
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, PYET_MAX_IN, SRC_LEAF, SRC_REG, SRC_SCALAR,
-    pyet_cast, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
+    RED_NONE, pyet_cast, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
+    pyet_reduce_store,
 )
 
 cnp.import_array()
@@ -407,11 +408,13 @@ cdef object prepare_leaf(cnp.ndarray a, cnp.ndarray dst, pyet_intp *bstrides):
 # ------------------------------------------------------------------ layout
 
 cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
-                    pyet_intp *oshape, pyet_intp *ostrides) noexcept nogil:
+                    pyet_intp *oshape, pyet_intp *ostrides, int key_op) noexcept nogil:
     """Drop size-1 dimensions, order the rest by the destination's stride
     (largest outer, like NumPy's iterator), and merge dimensions that are
-    contiguous in every operand.  strides is [nops][MAXD]; returns the new
-    ndim (at least 1), or 0 when the destination is empty."""
+    contiguous in every operand.  strides is [nops][MAXD]; operand key_op's
+    strides order the dimensions.  Returns the new ndim (at least 1), or 0
+    when the destination is empty."""
+    cdef pyet_intp *key = strides + key_op * MAXD
     cdef int dims[MAXD]
     cdef int n = 0, d, i, j, k, t
     cdef pyet_intp a, b
@@ -421,13 +424,13 @@ cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
         if shape[d] != 1:
             dims[n] = d
             n += 1
-    # stable insertion sort by |dst stride|, descending
+    # stable insertion sort by |key stride|, descending
     for i in range(1, n):
         t = dims[i]
-        a = strides[t] if strides[t] >= 0 else -strides[t]
+        a = key[t] if key[t] >= 0 else -key[t]
         j = i - 1
         while j >= 0:
-            b = strides[dims[j]] if strides[dims[j]] >= 0 else -strides[dims[j]]
+            b = key[dims[j]] if key[dims[j]] >= 0 else -key[dims[j]]
             if b >= a:
                 break
             dims[j + 1] = dims[j]
@@ -476,6 +479,7 @@ cdef struct Run:
     pyet_intp scratch_bytes # per thread
     pyet_intp block, nblocks  # block length; blocks per row
     pyet_intp nitems          # rows * nblocks: the work threads split
+    int red                   # RED_*: fold each block into dst instead of storing it
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
 
@@ -542,7 +546,9 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                 return -1
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
-    if r.gather[0] >= 0:  # scatter into a strided destination row
+    if r.red != RED_NONE:  # fold the block into the accumulators
+        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], dstp)
+    elif r.gather[0] >= 0:  # scatter into a strided destination row
         pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
     return 0
 
@@ -606,7 +612,8 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
     return -1 if rc else 0
 
 
-cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
+cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
+                 int red=RED_NONE) except -1:
     cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
@@ -639,11 +646,13 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) excep
             r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
         for k in range(len(scalars)):
             store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
+        # a reduction walks its input's memory order (dst has zero strides)
         r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
-                          r.shape, r.strides)
+                          r.shape, r.strides, 1 if red and nops > 1 else 0)
         if r.nd == 0:
             return 0
         r.nops = nops
+        r.red = red
         # one kernel reading leaves straight into dst keeps no block in L1,
         # so it takes long blocks: less per-block overhead
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
@@ -652,14 +661,15 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars) excep
         ngather = 0
         for k in range(nops):
             r.gather[k] = -1
-            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k == 0 and red):
                 r.gather[k] = ngather
                 ngather += 1
         r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block
         r.nitems = r.nblocks
         for d in range(r.nd - 1):
             r.nitems *= r.shape[d]
-        nthreads = 1 if prog.has_pyfunc else threads_for(r.nitems * r.block, r.nitems)
+        # threads would race on shared accumulators: reductions run on one
+        nthreads = 1 if prog.has_pyfunc or red else threads_for(r.nitems * r.block, r.nitems)
         r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
         buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
         if buf == NULL:
@@ -751,6 +761,15 @@ def assign(object dst, object value):
         np.copyto(d, tmp)
         return
     execute(prog, d, leaves, scalars)
+
+
+def reduce_into(cnp.ndarray acc, Expr e, int red):
+    """Fold e's values into ``acc``, a view of the accumulators with e's shape
+    and zero strides along the reduced axes (the caller initializes them)."""
+    cdef Program prog = get_program(e, array_dtype_code(acc))
+    cdef list leaves = [], scalars = []
+    collect(e, leaves, scalars)
+    execute(prog, acc, leaves, scalars, red)
 
 
 cdef object _dot_assign = None

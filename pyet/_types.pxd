@@ -17,6 +17,7 @@ cdef extern from "kernels.h" nogil:
         OP_scalar
         OP_pyfunc
         OP_dot
+        OP_reduce
         OP_copy
         OP_cast
         OP_where
@@ -57,5 +58,16 @@ cdef extern from "kernels.h" nogil:
                     void *const *inp) noexcept
     void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out,
                    const void *inp) noexcept
+    enum:
+        RED_NONE
+        RED_SUM
+        RED_PROD
+        RED_MAX
+        RED_MIN
+        RED_ALL
+        RED_ANY
+
+    void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
+                           const void *src) noexcept
     void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                            pyet_intp ss, pyet_intp n, int itemsize) noexcept

@@ -34,7 +34,7 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
  * gives each its NumPy reference; codes are shared through pyet_op_names. */
 #define PYET_OPS(X)                                                        \
     /* nodes that are not kernels */                                       \
-    X(leaf) X(scalar) X(pyfunc) X(dot)                                     \
+    X(leaf) X(scalar) X(pyfunc) X(dot) X(reduce)                           \
     /* data movement */                                                    \
     X(copy) X(cast)                                                        \
     /* unary, floating point */                                            \
@@ -541,6 +541,66 @@ static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     case 1: PYET_STRIDED_COPY(uint8_t); break;
     case 4: PYET_STRIDED_COPY(uint32_t); break;
     case 8: PYET_STRIDED_COPY(uint64_t); break;
+    }
+}
+
+/* ------------------------------------------------------------ reductions */
+
+enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_ALL = 5,
+       RED_ANY = 6 };
+
+#define PYET_COMBINE(T, SUF, red, a, b)                                     \
+    ((red) == RED_SUM ? (T)((a) + (b)) :                                    \
+     (red) == RED_PROD ? (T)((a) * (b)) :                                   \
+     (red) == RED_MAX ? pyet_max_##SUF((a), (b)) :                          \
+     (red) == RED_MIN ? pyet_min_##SUF((a), (b)) :                          \
+     (red) == RED_ALL ? (T)((a) && (b)) : (T)((a) || (b)))
+
+/* Fold a block of n values into the destination: into one element when
+ * its stride ds is 0 (the reduced axis runs along the block), else
+ * elementwise along ds.  A block folds in 8 lanes, combined pairwise. */
+#define PYET_REDUCE_STORE(T, SUF)                                           \
+    do {                                                                    \
+        const T *X_ = (const T *)src;                                       \
+        if (ds == 0) {                                                      \
+            T lane[8];                                                      \
+            pyet_intp i = 0;                                                \
+            if (n >= 8) {                                                   \
+                for (int l = 0; l < 8; l++) lane[l] = X_[l];                \
+                for (i = 8; i + 8 <= n; i += 8)                             \
+                    for (int l = 0; l < 8; l++)                             \
+                        lane[l] = PYET_COMBINE(T, SUF, red, lane[l], X_[i + l]);\
+                for (int w = 4; w >= 1; w /= 2)                             \
+                    for (int l = 0; l < w; l++)                             \
+                        lane[l] = PYET_COMBINE(T, SUF, red, lane[l], lane[l + w]);\
+            } else {                                                        \
+                lane[0] = X_[0];                                            \
+                i = 1;                                                      \
+            }                                                               \
+            for (; i < n; i++)                                              \
+                lane[0] = PYET_COMBINE(T, SUF, red, lane[0], X_[i]);        \
+            *(T *)dst = PYET_COMBINE(T, SUF, red, *(T *)dst, lane[0]);      \
+        } else {                                                            \
+            for (pyet_intp i = 0; i < n; i++) {                             \
+                T *d_ = (T *)(dst + i * ds);                                \
+                *d_ = PYET_COMBINE(T, SUF, red, *d_, X_[i]);                \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+PYET_INLINE pyet_bool pyet_max_b(pyet_bool a, pyet_bool b) { return a | b; }
+PYET_INLINE pyet_bool pyet_min_b(pyet_bool a, pyet_bool b) { return a & b; }
+
+PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst,
+                                            pyet_intp ds, const void *src)
+{
+    if (n <= 0) return;
+    switch (dt) {
+    case DT_BOOL: PYET_REDUCE_STORE(pyet_bool, b); break;
+    case DT_I32: PYET_REDUCE_STORE(int32_t, i32); break;
+    case DT_I64: PYET_REDUCE_STORE(int64_t, i64); break;
+    case DT_F32: PYET_REDUCE_STORE(float, f32); break;
+    case DT_F64: PYET_REDUCE_STORE(double, f64); break;
     }
 }
 

@@ -1,0 +1,109 @@
+"""Reductions as lazy nodes (MShadow's kComplex expressions, xtensor's lazy
+reducers): ``pyet.sum(a*b + c, axis=1)`` reads a, b and c once, block by block,
+folding each block into the result; no full-size temporary is made.
+
+A reduction inside a bigger tree (``x - pyet.max(x, axis=1, keepdims=True)``)
+is computed first, into a scratch array of the result's size, which then
+stands in the tree as a leaf.
+"""
+
+import numpy as np
+
+from pyet import _expr, _plan
+
+_DT = _expr.DTYPES
+_BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
+                           np.dtype(np.float64))
+_FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6}
+
+
+def _accumulator(kind, dtype):
+    """(accumulator dtype, initial value): float32 sums accumulate in float64,
+    which keeps them at NumPy's pairwise accuracy or better."""
+    if kind in ("sum", "prod", "mean"):
+        acc = _F64 if dtype in (_F32, _F64) or kind == "mean" else _I64
+        return acc, 0 if kind != "prod" else 1
+    if kind in ("all", "any"):
+        return _BOOL, kind == "all"
+    if dtype == _BOOL:
+        return _BOOL, kind == "min"
+    if dtype.kind == "f":
+        return dtype, -np.inf if kind == "max" else np.inf
+    info = np.iinfo(dtype)
+    return dtype, info.min if kind == "max" else info.max
+
+
+def value(node):
+    """The value of a reduction node, as a new ndarray."""
+    kind, axes, keepdims, _ = node.value
+    (child,) = node.args
+    child = _materialize(child)
+    dtype = _DT[child.dt]
+    if kind in ("argmax", "argmin"):
+        axis = None if len(axes) != 1 or node.value[3] else axes[0]
+        data = np.asarray(child)
+        return np.asarray(getattr(np, kind)(data, axis=axis, keepdims=keepdims))
+    acc_dtype, start = _accumulator(kind, dtype)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
+    acc = np.full(kept, start, acc_dtype)
+    strides = tuple(0 if i in axes else s for i, s in enumerate(acc.strides))
+    view = np.lib.stride_tricks.as_strided(acc, child.shape, strides, writeable=True)
+    if child.size:
+        _plan.reduce_into(view, child, _FOLD[kind])
+    if kind == "mean":
+        count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc = acc / count if count else np.full(kept, np.nan)
+    out = acc.astype(_DT[node.dt], copy=False)
+    return out.reshape(node.shape)
+
+
+def _materialize(e):
+    from pyet._dot import materialize
+    return materialize(e)
+
+
+def _make(kind):
+    def reduce(e, axis=None, keepdims=False):
+        return _expr.reduction(kind, e, axis, keepdims)
+
+    reduce.__name__ = reduce.__qualname__ = kind
+    reduce.__doc__ = (f"Lazy ``{kind}`` over ``axis`` (None: all axes), as NumPy's "
+                      f"``np.{kind}``; usable anywhere inside a tree.")
+    return reduce
+
+
+sum = _make("sum")  # noqa: A001  (NumPy's names)
+mean = _make("mean")
+prod = _make("prod")
+max = _make("max")  # noqa: A001
+min = _make("min")  # noqa: A001
+argmax = _make("argmax")
+argmin = _make("argmin")
+all = _make("all")  # noqa: A001
+any = _make("any")  # noqa: A001
+
+
+def sum_rows(e):
+    """Sum over every axis but the last (MShadow's ``sum_rows``)."""
+    nd = e.ndim if isinstance(e, _expr.Expr) else np.ndim(e)
+    return _expr.reduction("sum", e, tuple(range(nd - 1)))
+
+
+def reduce_except_dim(e, dim, op="sum"):
+    """Reduce every axis but ``dim`` with ``op`` (MShadow's ``reduce_except_dim``)."""
+    if op not in _FOLD:
+        raise ValueError(f"reduce_except_dim: unknown op {op!r}; one of {sorted(_FOLD)}")
+    nd = e.ndim if isinstance(e, _expr.Expr) else np.ndim(e)
+    if not -nd <= dim < nd:
+        raise np.exceptions.AxisError(dim, nd)
+    return _expr.reduction(op, e, tuple(a for a in range(nd) if a != dim % nd))
+
+
+def sumall_except_dim(e, dim):
+    """Sum over every axis but ``dim`` (MShadow's ``sumall_except_dim``)."""
+    return reduce_except_dim(e, dim, "sum")
+
+
+__all__ = ["all", "any", "argmax", "argmin", "max", "mean", "min", "prod", "reduce_except_dim",
+           "sum", "sum_rows", "sumall_except_dim"]
