@@ -171,13 +171,18 @@ def main():
 
     import pyet
 
+    # Evaluate one product first: pyet may load scipy's BLAS lazily, and threadpoolctl only sees
+    # (and limits) libraries already loaded.
+    np.asarray(pyet.dot(np.ones((2, 2)), np.ones((2, 2))))
+    np.asarray(pyet.dot(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32)))
     limiter = None
     if opts.threads is not None:
         import threadpoolctl
         limiter = threadpoolctl.threadpool_limits(opts.threads)
 
     print(f"pyet matrix-product benchmark, {datetime.datetime.now():%Y-%m-%d %H:%M}")
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs), {platform.system()}")
+    print(f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs), {platform.system()}, "
+          f"load average {os.getloadavg()[0]:.2f} (other processes compete with BLAS threads)")
     print(f"Python {platform.python_version()}, pyet {getattr(pyet, '__version__', '?')}, "
           f"numpy {np.__version__}, scipy {scipy.__version__}")
     print("BLAS/OpenMP pools (threadpoolctl"

@@ -127,6 +127,7 @@ cdef class Program:
     cdef int *scalar_dt
     cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
     cdef bint has_pyfunc
+    cdef bint copies_leaf      # the whole program is dst = leaf0 (same dtype)
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
@@ -297,6 +298,8 @@ def lower(Expr e, int dst_dt):
     p.nregs, p.nleaves, p.nscalars, p.dt_out = lw.nregs, lw.nleaves, lw.nscalars, dst_dt
     p.pyfuncs = lw.pyfuncs
     p.has_pyfunc = any(f is not None for f in lw.pyfuncs)
+    p.copies_leaf = (len(lw.code) == 1 and lw.code[0][0] == OP_copy
+                     and lw.code[0][4][0][0] == SRC_LEAF)
     for i, d in enumerate(lw.scalar_dt):
         p.scalar_dt[i] = d
     lines = []
@@ -529,6 +532,9 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             leafp[k - 1] = gathered + r.gather[k] * regbytes
             pyet_copy_strided(leafp[k - 1], r.itemsize[k], ptr[k],
                               r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
+    if r.red != RED_NONE and prog.copies_leaf:  # fold the leaf where it lies
+        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], leafp[0])
+        return 0
     for i in range(prog.ninstr):
         ins = &prog.code[i]
         for j in range(ins.nin):

@@ -107,3 +107,21 @@ def sumall_except_dim(e, dim):
 
 __all__ = ["all", "any", "argmax", "argmin", "max", "mean", "min", "prod", "reduce_except_dim",
            "sum", "sum_rows", "sumall_except_dim"]
+
+
+def softmax(e, axis=-1):
+    """``exp(e - max) / sum(exp(e - max))`` along ``axis``, lazily; subtracting
+    the maximum keeps it finite for inputs like 1e4 and -1e4."""
+    shifted = e - _expr.reduction("max", e, axis, True)
+    exps = _expr.apply("exp", (shifted,))
+    return exps / _expr.reduction("sum", exps, axis, True)
+
+
+def log_softmax(e, axis=-1):
+    """``e - max - log(sum(exp(e - max)))`` along ``axis``, lazily and finitely."""
+    shifted = e - _expr.reduction("max", e, axis, True)
+    total = _expr.reduction("sum", _expr.apply("exp", (shifted,)), axis, True)
+    return shifted - _expr.apply("log", (total,))
+
+
+__all__ += ["log_softmax", "softmax"]

@@ -306,15 +306,9 @@ def test_addend_overlapping_destination_differently():
 
 
 # ------------------------------------------------------------------ 0-size dimensions
-# Engine bug (reported): a 0-length dimension gives NumPy's zero-stride arrays, which
-# _blas.blas_layout rejects, so gemm_into raises "gemm_into needs BLAS layouts".  The int path
-# works.  strict xfail: remove the marks once fixed.
-
-ZERO_BUG = pytest.mark.xfail(raises=ValueError, strict=True,
-                             reason="engine bug: 0-size float dot -> 'gemm_into needs BLAS layouts'")
+# (a 0-length dimension gives NumPy's zero-stride arrays, which BLAS layout checks once rejected)
 
 
-@ZERO_BUG
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("sa,sb", [((0, 3), (3, 4)), ((3, 4), (4, 0)), ((0, 3), (3, 0))])
 def test_zero_size_result(dtype, sa, sb):
@@ -323,7 +317,6 @@ def test_zero_size_result(dtype, sa, sb):
     check(got, a @ b)
 
 
-@ZERO_BUG
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("sa,sb", [((3, 0), (0, 4)), ((3, 0), (0,)), ((0,), (0, 4))])
 def test_zero_inner_dimension_gives_zeros(dtype, sa, sb):
@@ -348,7 +341,6 @@ def test_zero_size_integer_products(dtype):
         check(np.asarray(pyet.dot(a, b)), a @ b)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: dst gets D written, then gemm_into raises")
 def test_zero_inner_dimension_with_addend_leaves_dst_consistent():
     a, b, d = np.ones((3, 0)), np.ones((0, 4)), rand(4, seed=1)
     dst = np.full((3, 4), 7.0)
@@ -475,7 +467,6 @@ def test_dot_broadcast_into_bigger_destination():
     check(row, np.broadcast_to(rand((1, 2), seed=3) @ rand((2, 4), seed=4), (3, 4)), 2)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: alpha 0 folded into gemm; BLAS skips A@B")
 def test_alpha_zero_propagates_nan_like_numpy():
     # 0 * dot(A, B) with a NaN/inf in A: NumPy gives NaN (0*nan, 0*inf)
     a = np.ones((2, 2))

@@ -107,13 +107,22 @@ def test_T_is_lazy():
     same(ev(e), np.full((4, 3), 5.0))
 
 
-@pytest.mark.xfail(strict=True, reason="engine note: transposing a batch_dot (or padding a dot for "
-                                        "N-D broadcasting) computes the product when built")
 def test_transposed_products_stay_lazy():
     a, b = rand((2, 3, 3), seed=1), rand((2, 3, 3), seed=2)
     e = pyet.swapaxes(pyet.batch_dot(a, b), 1, 2)
     a[...] = 0.0
     same(ev(e), np.zeros((2, 3, 3)))
+
+
+@pytest.mark.xfail(strict=True, reason="engine: permuting a 2-D dot broadcast into an N-D tree "
+                                        "(pad_to) computes the product when the tree is built")
+def test_transposed_broadcast_products_stay_lazy():
+    m, x = rand((3, 3), seed=3), rand((2, 3, 3), seed=4)
+    e = pyet.transpose(pyet.dot(m, m) + x, (2, 1, 0))  # the product is broadcast to 3-D
+    t = pyet.swapaxes(pyet.dot(m, m) * x, 0, 1)
+    m[...] = 1.0
+    same(ev(e), np.transpose(m @ m + x, (2, 1, 0)))
+    same(ev(t), np.swapaxes((m @ m) * x, 0, 1))
 
 
 def test_T_of_scalars_and_scalar_trees():

@@ -549,44 +549,56 @@ static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
 enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_ALL = 5,
        RED_ANY = 6 };
 
-#define PYET_COMBINE(T, SUF, red, a, b)                                     \
-    ((red) == RED_SUM ? (T)((a) + (b)) :                                    \
-     (red) == RED_PROD ? (T)((a) * (b)) :                                   \
-     (red) == RED_MAX ? pyet_max_##SUF((a), (b)) :                          \
-     (red) == RED_MIN ? pyet_min_##SUF((a), (b)) :                          \
-     (red) == RED_ALL ? (T)((a) && (b)) : (T)((a) || (b)))
-
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
- * elementwise along ds.  A block folds in 8 lanes, combined pairwise. */
-#define PYET_REDUCE_STORE(T, SUF)                                           \
+ * elementwise along ds.  A block folds in 8 independent lanes (which
+ * vectorize), combined pairwise at the end. */
+#define PYET_FOLD(T, COMBINE)                                               \
     do {                                                                    \
         const T *X_ = (const T *)src;                                       \
         if (ds == 0) {                                                      \
-            T lane[8];                                                      \
+            T lane[8], a, b;                                                \
             pyet_intp i = 0;                                                \
-            if (n >= 8) {                                                   \
+            if (n >= 16) {                                                  \
                 for (int l = 0; l < 8; l++) lane[l] = X_[l];                \
                 for (i = 8; i + 8 <= n; i += 8)                             \
-                    for (int l = 0; l < 8; l++)                             \
-                        lane[l] = PYET_COMBINE(T, SUF, red, lane[l], X_[i + l]);\
+                    for (int l = 0; l < 8; l++) {                           \
+                        a = lane[l]; b = X_[i + l]; lane[l] = (COMBINE);    \
+                    }                                                       \
                 for (int w = 4; w >= 1; w /= 2)                             \
-                    for (int l = 0; l < w; l++)                             \
-                        lane[l] = PYET_COMBINE(T, SUF, red, lane[l], lane[l + w]);\
+                    for (int l = 0; l < w; l++) {                           \
+                        a = lane[l]; b = lane[l + w]; lane[l] = (COMBINE);  \
+                    }                                                       \
             } else {                                                        \
                 lane[0] = X_[0];                                            \
                 i = 1;                                                      \
             }                                                               \
-            for (; i < n; i++)                                              \
-                lane[0] = PYET_COMBINE(T, SUF, red, lane[0], X_[i]);        \
-            *(T *)dst = PYET_COMBINE(T, SUF, red, *(T *)dst, lane[0]);      \
+            for (; i < n; i++) {                                            \
+                a = lane[0]; b = X_[i]; lane[0] = (COMBINE);                \
+            }                                                               \
+            a = *(T *)dst; b = lane[0]; *(T *)dst = (COMBINE);              \
+        } else if (ds == (pyet_intp)sizeof(T)) {                            \
+            T *D_ = (T *)dst;                                               \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T a = D_[i], b = X_[i]; D_[i] = (COMBINE);            \
+            }                                                               \
         } else {                                                            \
             for (pyet_intp i = 0; i < n; i++) {                             \
                 T *d_ = (T *)(dst + i * ds);                                \
-                *d_ = PYET_COMBINE(T, SUF, red, *d_, X_[i]);                \
+                const T a = *d_, b = X_[i]; *d_ = (COMBINE);                \
             }                                                               \
         }                                                                   \
     } while (0)
+
+#define PYET_FOLD_CASES(T, SUF)                                             \
+    switch (red) {                                                          \
+    case RED_SUM: PYET_FOLD(T, a + b); break;                               \
+    case RED_PROD: PYET_FOLD(T, a * b); break;                              \
+    case RED_MAX: PYET_FOLD(T, pyet_max_##SUF(a, b)); break;                \
+    case RED_MIN: PYET_FOLD(T, pyet_min_##SUF(a, b)); break;                \
+    case RED_ALL: PYET_FOLD(T, (T)(a && b)); break;                         \
+    case RED_ANY: PYET_FOLD(T, (T)(a || b)); break;                         \
+    }
 
 PYET_INLINE pyet_bool pyet_max_b(pyet_bool a, pyet_bool b) { return a | b; }
 PYET_INLINE pyet_bool pyet_min_b(pyet_bool a, pyet_bool b) { return a & b; }
@@ -596,11 +608,11 @@ PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *
 {
     if (n <= 0) return;
     switch (dt) {
-    case DT_BOOL: PYET_REDUCE_STORE(pyet_bool, b); break;
-    case DT_I32: PYET_REDUCE_STORE(int32_t, i32); break;
-    case DT_I64: PYET_REDUCE_STORE(int64_t, i64); break;
-    case DT_F32: PYET_REDUCE_STORE(float, f32); break;
-    case DT_F64: PYET_REDUCE_STORE(double, f64); break;
+    case DT_BOOL: PYET_FOLD_CASES(pyet_bool, b); break;
+    case DT_I32: PYET_FOLD_CASES(int32_t, i32); break;
+    case DT_I64: PYET_FOLD_CASES(int64_t, i64); break;
+    case DT_F32: PYET_FOLD_CASES(float, f32); break;
+    case DT_F64: PYET_FOLD_CASES(double, f64); break;
     }
 }
 
