@@ -170,3 +170,62 @@ def loop_matmul_into(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b):
             loop_matmul(<int64_t *>cnp.PyArray_DATA(a), a0, a1, a2,
                         <int64_t *>cnp.PyArray_DATA(b), b0, b1, b2,
                         <int64_t *>cnp.PyArray_DATA(c), c0, c1, c2, batch, m, n, k)
+
+
+# ---------------------------------------------------------------- fast path
+
+cdef inline bint _disjoint(cnp.ndarray x, cnp.ndarray y):
+    # byte extents do not intersect (so writing y cannot change x)
+    cdef Py_ssize_t xlo = <Py_ssize_t>cnp.PyArray_DATA(x), ylo = <Py_ssize_t>cnp.PyArray_DATA(y)
+    cdef Py_ssize_t xhi = xlo, yhi = ylo, d, s
+    for d in range(x.ndim):
+        s = x.strides[d] * (x.shape[d] - 1)
+        if s < 0:
+            xlo += s
+        else:
+            xhi += s
+    for d in range(y.ndim):
+        s = y.strides[d] * (y.shape[d] - 1)
+        if s < 0:
+            ylo += s
+        else:
+            yhi += s
+    return xhi + x.itemsize <= ylo or yhi + y.itemsize <= xlo
+
+
+cdef int gemm_2d_ready(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b) except -1:
+    """1 when C := alpha*A@B + beta*C can go to BLAS as it is: 2-D non-empty
+    float32/float64 operands of one dtype in BLAS layouts, A and B disjoint from C."""
+    cdef int ld
+    if c.ndim != 2 or a.ndim != 2 or b.ndim != 2:
+        return 0
+    if c.descr.type_num != a.descr.type_num or c.descr.type_num != b.descr.type_num:
+        return 0
+    if c.descr.type_num != cnp.NPY_FLOAT and c.descr.type_num != cnp.NPY_DOUBLE:
+        return 0
+    if c.size == 0 or a.shape[1] == 0:
+        return 0
+    if blas_layout(a, &ld) < 0 or blas_layout(b, &ld) < 0 or blas_layout(c, &ld) < 0:
+        return 0
+    return _disjoint(a, c) and _disjoint(b, c)
+
+
+cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
+                 double beta) except -1:
+    """C := alpha*A@B + beta*C for operands gemm_2d_ready accepted."""
+    cdef int lda, ldb, ldc
+    cdef int la = blas_layout(a, &lda), lb = blas_layout(b, &ldb), lc = blas_layout(c, &ldc)
+    cdef int m = <int>c.shape[0], n = <int>c.shape[1], k = <int>a.shape[1]
+    if c.descr.type_num == cnp.NPY_FLOAT:
+        with nogil:
+            gemm_stack(<float *>cnp.PyArray_DATA(a), 0, la == 1, lda,
+                       <float *>cnp.PyArray_DATA(b), 0, lb == 1, ldb,
+                       <float *>cnp.PyArray_DATA(c), 0, lc == 1, ldc,
+                       1, m, n, k, <float>alpha, <float>beta)
+    else:
+        with nogil:
+            gemm_stack(<double *>cnp.PyArray_DATA(a), 0, la == 1, lda,
+                       <double *>cnp.PyArray_DATA(b), 0, lb == 1, ldb,
+                       <double *>cnp.PyArray_DATA(c), 0, lc == 1, ldc,
+                       1, m, n, k, alpha, beta)
+    return 1

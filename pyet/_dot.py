@@ -9,19 +9,12 @@ stands in the tree as a leaf for the elementwise evaluator.
 
 import numpy as np
 
-from pyet import _expr, _plan
+from pyet import _blas, _expr, _plan
 
 _OPS = _expr.OPCODES
 _DOT, _SCALAR, _LEAF, _REDUCE = _OPS["dot"], _OPS["scalar"], _OPS["leaf"], _OPS["reduce"]
 _MUL, _ADD, _SUB, _NEG = _OPS["multiply"], _OPS["add"], _OPS["subtract"], _OPS["negative"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _blas_module():
-    # imported on first use: loading BLAS starts its thread pool, which
-    # elementwise-only programs should not pay for
-    from pyet import _blas
-    return _blas
 
 
 def _gemm_form(e):
@@ -82,7 +75,7 @@ def _stacks(out, a, b):
 
 
 def _blas_ready(arr):
-    return arr if _blas_module().blas_ok(arr) else np.ascontiguousarray(arr)
+    return arr if _blas.blas_ok(arr) else np.ascontiguousarray(arr)
 
 
 def matmul_into(out, a, b, alpha=1.0, beta=0.0):
@@ -97,14 +90,14 @@ def matmul_into(out, a, b, alpha=1.0, beta=0.0):
         c3[...] = c3 * beta if beta else 0
         return out
     if out.dtype not in _FLOATS:
-        _blas_module().loop_matmul_into(c3, a3, b3)
+        _blas.loop_matmul_into(c3, a3, b3)
         return out
     a3, b3 = _blas_ready(a3), _blas_ready(b3)
-    if _blas_module().blas_ok(c3):
-        _blas_module().gemm_into(c3, a3, b3, alpha, beta)
+    if _blas.blas_ok(c3):
+        _blas.gemm_into(c3, a3, b3, alpha, beta)
         return out
     tmp = np.array(c3, order="C") if beta else np.empty(c3.shape, out.dtype)
-    _blas_module().gemm_into(tmp, a3, b3, alpha, beta)
+    _blas.gemm_into(tmp, a3, b3, alpha, beta)
     c3[...] = tmp
     return out
 

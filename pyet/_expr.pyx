@@ -452,22 +452,28 @@ def batch_dot(a, b):
     return _dot_node(a, b, "batch")
 
 
+cdef dict _DOT_DTYPES = {}  # (dtype codes of A and B) -> (compute, result) codes
+
+
 cdef Expr _dot_node(object a, object b, object batch):
     cdef Expr x = as_operand(a), y = as_operand(b)
     for z in (x, y):
         if (<Expr>z).op == OP_scalar:
             raise ValueError("pyet.dot takes 1-D and 2-D operands, not scalars; use * to scale")
     cdef tuple shape = dot_shape(x.shape, y.shape, batch)
-    try:
-        dts = np.matmul.resolve_dtypes((DTYPES[x.dt], DTYPES[y.dt], None))
-    except Exception as exc:
-        raise TypeError(f"pyet.dot of {DTYPES[x.dt]} and {DTYPES[y.dt]}: {exc}") from None
+    cdef int k = x.dt * DT_COUNT + y.dt
+    dts = _DOT_DTYPES.get(k)
+    if dts is None:
+        try:
+            res = np.matmul.resolve_dtypes((DTYPES[x.dt], DTYPES[y.dt], None))
+        except Exception as exc:
+            raise TypeError(f"pyet.dot of {DTYPES[x.dt]} and {DTYPES[y.dt]}: {exc}") from None
+        dts = _DOT_DTYPES[k] = (dtype_code(res[0]), dtype_code(res[2]))
     cdef Expr e = Expr.__new__(Expr)
     e.op = OP_dot
     e.args = (x, y)
     e.shape = shape
-    e.cdt = dtype_code(dts[0])
-    e.dt = dtype_code(dts[2])
+    e.cdt, e.dt = dts
     e.weak = 0
     e.flags = x.flags | y.flags | HAS_DOT
     e.value = batch
@@ -978,7 +984,11 @@ cdef class Tensor(Expr):
     @property
     def T(self):
         """The transposed view (axes reversed); ``t.T.T is t``."""
-        return transpose(self)
+        if self.origin is not None or len(self.shape) < 2:
+            return transpose(self)
+        cdef Tensor t = wrap(self.value.T)
+        t.origin = (self, tuple(range(len(self.shape) - 1, -1, -1)))
+        return t
 
     def __reduce__(self):
         return (tensor, (self.value,))

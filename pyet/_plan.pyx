@@ -24,11 +24,12 @@ from cython.parallel cimport prange, threadid
 from pyet import _expr
 from pyet._rewrite import COMMUTATIVE, RULES
 
+from pyet._blas cimport gemm_2d, gemm_2d_ready
 from pyet._expr cimport Expr, Tensor, as_operand, wrap
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, PYET_MAX_IN, SRC_LEAF, SRC_REG, SRC_SCALAR,
-    RED_NONE, pyet_cast, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
+    OP_dot, RED_NONE, pyet_cast, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
     pyet_reduce_store,
 )
 
@@ -754,7 +755,9 @@ def assign(object dst, object value):
     if not cnp.PyArray_ISWRITEABLE(d):
         raise ValueError("assignment destination is read-only")
     check_target(e, d, dst_dt)
-    if e.flags:  # matrix products: BLAS first, then the elementwise rest
+    if e.flags:  # products and reductions first, then the elementwise rest
+        if e.flags == 1 and root_gemm(d, e, dst_dt):
+            return
         _dot_assign(d, e)
         return
     cdef Program prog = get_program(e, dst_dt)
@@ -767,6 +770,66 @@ def assign(object dst, object value):
         np.copyto(d, tmp)
         return
     execute(prog, d, leaves, scalars)
+
+
+cdef bint _is_product(Expr e):
+    return e.op == OP_dot and e.value is None and (<Expr>e.args[0]).op == OP_leaf \
+        and (<Expr>e.args[1]).op == OP_leaf
+
+
+cdef bint _same_view(Expr x, cnp.ndarray dst):
+    cdef cnp.ndarray v
+    if x.op != OP_leaf:
+        return False
+    v = <cnp.ndarray>x.value
+    return (cnp.PyArray_DATA(v) == cnp.PyArray_DATA(dst) and v.ndim == dst.ndim
+            and v.descr.type_num == dst.descr.type_num
+            and v.shape[0] == dst.shape[0] and v.shape[1] == dst.shape[1]
+            and v.strides[0] == dst.strides[0] and v.strides[1] == dst.strides[1])
+
+
+cdef bint root_gemm(cnp.ndarray d, Expr e, int dst_dt) except -1:
+    """The common product forms over 2-D leaves, straight to BLAS without
+    Python-level dispatch: C = [s*]dot(A, B) [+ D], D = C or any elementwise
+    tree.  False when e is not one of them (``_dot.py`` takes it then)."""
+    cdef Expr prod = e, rest = None, x
+    cdef double alpha = 1.0
+    if (e.op == OP_add_code) and e.args:
+        for i in range(2):
+            x = e.args[i]
+            if x.flags == 0:
+                rest = x
+                prod = e.args[1 - i]
+                break
+        if rest is None:
+            return False
+    if prod.op == OP_multiply_code:
+        x = prod.args[0]
+        if x.op != OP_scalar:
+            x = prod.args[1]
+            prod = prod.args[0]
+        else:
+            prod = prod.args[1]
+        if x.op != OP_scalar or isinstance(x.value, (bool, np.bool_)):
+            return False
+        alpha = float(x.value)
+        if alpha == 0.0:
+            return False
+    if not _is_product(prod) or prod.dt != dst_dt or prod.cdt != dst_dt or \
+            prod.shape != (<object>d).shape:
+        return False
+    a = (<Expr>prod.args[0]).value
+    b = (<Expr>prod.args[1]).value
+    if not gemm_2d_ready(d, a, b):
+        return False
+    if rest is not None and not _same_view(rest, d):
+        assign(d, rest)
+    gemm_2d(d, a, b, alpha, 0.0 if rest is None else 1.0)
+    return True
+
+
+cdef int OP_add_code = OPCODES["add"]
+cdef int OP_multiply_code = OPCODES["multiply"]
 
 
 def reduce_into(cnp.ndarray acc, Expr e, int red):
