@@ -484,6 +484,7 @@ cdef struct Run:
     pyet_intp block, nblocks  # block length; blocks per row
     pyet_intp nitems          # rows * nblocks: the work threads split
     int red                   # RED_*: fold each block into dst instead of storing it
+    pyet_intp red_stride      # bytes between the threads' private accumulators
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
 
@@ -561,7 +562,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
 
 
 cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
-                   char *regs) noexcept nogil:
+                   char *regs, pyet_intp dst_shift) noexcept nogil:
     """Run work items w0 <= w < w1: item w is block w % nblocks of row
     w // nblocks, rows numbered in C order over the outer dimensions."""
     cdef int nd = r.nd, nops = r.nops, d, k
@@ -575,6 +576,7 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     blk = w0 % r.nblocks
     for k in range(nops):
         row[k] = r.base[k]
+    row[0] += dst_shift  # a thread's own accumulators
     for d in range(nd - 2, -1, -1):
         idx[d] = rest % r.shape[d]
         rest //= r.shape[d]
@@ -610,17 +612,26 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
     cdef int rc = 0
     cdef pyet_intp c, nchunks, w0, w1
     if nthreads <= 1:
-        return run_items(r, prog, 0, r.nitems, r.scratch)
+        return run_items(r, prog, 0, r.nitems, r.scratch, 0)
+    if r.red != RED_NONE:
+        # reductions: thread t folds the t-th slice into its own accumulators;
+        # a static split keeps the order of additions the same every run
+        for c in prange(nthreads, num_threads=nthreads, schedule="static", chunksize=1):
+            w0 = r.nitems * c // nthreads
+            w1 = r.nitems * (c + 1) // nthreads
+            rc += run_items(r, prog, w0, w1, r.scratch + threadid() * r.scratch_bytes,
+                            c * r.red_stride) < 0
+        return -1 if rc else 0
     nchunks = min(r.nitems, 8 * nthreads)
     for c in prange(nchunks, num_threads=nthreads, schedule="dynamic", chunksize=1):
         w0 = r.nitems * c // nchunks
         w1 = r.nitems * (c + 1) // nchunks
-        rc += run_items(r, prog, w0, w1, r.scratch + threadid() * r.scratch_bytes) < 0
+        rc += run_items(r, prog, w0, w1, r.scratch + threadid() * r.scratch_bytes, 0) < 0
     return -1 if rc else 0
 
 
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
-                 int red=RED_NONE) except -1:
+                 int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0) except -1:
     cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
@@ -660,6 +671,7 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
             return 0
         r.nops = nops
         r.red = red
+        r.red_stride = red_stride
         # one kernel reading leaves straight into dst keeps no block in L1,
         # so it takes long blocks: less per-block overhead
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
@@ -675,8 +687,10 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
         r.nitems = r.nblocks
         for d in range(r.nd - 1):
             r.nitems *= r.shape[d]
-        # threads would race on shared accumulators: reductions run on one
-        nthreads = 1 if prog.has_pyfunc or red else threads_for(r.nitems * r.block, r.nitems)
+        if red:  # as many threads as the caller made accumulators for
+            nthreads = max(1, min(red_threads, r.nitems))
+        else:
+            nthreads = 1 if prog.has_pyfunc else threads_for(r.nitems * r.block, r.nitems)
         r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
         buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
         if buf == NULL:
@@ -832,13 +846,21 @@ cdef int OP_add_code = OPCODES["add"]
 cdef int OP_multiply_code = OPCODES["multiply"]
 
 
-def reduce_into(cnp.ndarray acc, Expr e, int red):
+def reduce_threads(pyet_intp size):
+    """How many threads (each with its own accumulators) a reduction of size
+    elements should use."""
+    return threads_for(size, size)
+
+
+def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape
-    and zero strides along the reduced axes (the caller initializes them)."""
+    and zero strides along the reduced axes (the caller initializes them).
+    With nthreads > 1, thread t folds into the accumulators ``t * stride``
+    bytes further on; the caller combines them."""
     cdef Program prog = get_program(e, array_dtype_code(acc))
     cdef list leaves = [], scalars = []
     collect(e, leaves, scalars)
-    execute(prog, acc, leaves, scalars, red)
+    execute(prog, acc, leaves, scalars, red, nthreads, stride)
 
 
 cdef object _dot_assign = None

@@ -15,14 +15,17 @@ _DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
                            np.dtype(np.float64))
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6}
+_COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
+            "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
 
 
 def _accumulator(kind, dtype):
-    """(accumulator dtype, initial value): float32 sums accumulate in float64,
-    which keeps them at NumPy's pairwise accuracy or better."""
-    if kind in ("sum", "prod", "mean"):
-        acc = _F64 if dtype in (_F32, _F64) or kind == "mean" else _I64
-        return acc, 0 if kind != "prod" else 1
+    """(accumulator dtype, initial value): float32 sums and means accumulate in
+    float64, which keeps them at NumPy's pairwise accuracy or better."""
+    if kind in ("sum", "mean"):
+        return (_F64 if dtype.kind == "f" or kind == "mean" else _I64), 0
+    if kind == "prod":  # in the result's dtype: over- and underflow as NumPy's
+        return (dtype if dtype.kind == "f" else _I64), 1
     if kind in ("all", "any"):
         return _BOOL, kind == "all"
     if dtype == _BOOL:
@@ -45,11 +48,16 @@ def value(node):
         return np.asarray(getattr(np, kind)(data, axis=axis, keepdims=keepdims))
     acc_dtype, start = _accumulator(kind, dtype)
     kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
-    acc = np.full(kept, start, acc_dtype)
-    strides = tuple(0 if i in axes else s for i, s in enumerate(acc.strides))
-    view = np.lib.stride_tricks.as_strided(acc, child.shape, strides, writeable=True)
+    # one set of accumulators per thread, combined in thread order after
+    nthreads = _plan.reduce_threads(child.size)
+    accs = np.full((nthreads,) + kept, start, acc_dtype)
+    strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[1:]))
+    view = np.lib.stride_tricks.as_strided(accs, child.shape, strides, writeable=True)
     if child.size:
-        _plan.reduce_into(view, child, _FOLD[kind])
+        _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0])
+    acc = accs[0]
+    for t in range(1, nthreads):
+        acc = _COMBINE[kind](acc, accs[t])
     if kind == "mean":
         count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
         with np.errstate(invalid="ignore", divide="ignore"):
