@@ -25,12 +25,11 @@ from pyet import _expr
 from pyet._rewrite import COMMUTATIVE, RULES
 
 from pyet._blas cimport gemm_2d, gemm_2d_ready
-from pyet._expr cimport Expr, Tensor, as_operand, wrap
+from pyet._expr cimport Expr, as_operand
 from pyet._types cimport (
-    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_leaf,
-    OP_pyfunc, OP_scalar, OP_where, PYET_MAX_IN, SRC_LEAF, SRC_REG, SRC_SCALAR,
-    OP_dot, RED_NONE, pyet_cast, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
-    pyet_reduce_store,
+    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
+    OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
+    pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel, pyet_reduce_store,
 )
 
 cnp.import_array()
@@ -285,7 +284,7 @@ def lower(Expr e, int dst_dt):
     src = lw.operand(e, dst_dt)
     cdef Py_ssize_t last = len(lw.code) - 1
     if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1]:
-        op, dt, dt_out, r, srcs = lw.code[last]
+        op, dt, dt_out, _, srcs = lw.code[last]
         lw.code[last] = (op, dt, dt_out, -1, srcs)
     else:  # a bare leaf or scalar: copy (or fill)
         lw.code.append((OP_copy, dst_dt, dst_dt, -1, [src]))
@@ -480,7 +479,7 @@ cdef struct Run:
     int *gather             # [nops]: gather block index when the row is strided, else -1
     char *scalars           # 8 bytes per scalar
     char *scratch           # per thread: the program's registers, then gather blocks
-    pyet_intp scratch_bytes # per thread
+    pyet_intp scratch_bytes  # per thread
     pyet_intp block, nblocks  # block length; blocks per row
     pyet_intp nitems          # rows * nblocks: the work threads split
     int red                   # RED_*: fold each block into dst instead of storing it
@@ -569,7 +568,7 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef pyet_intp idx[MAXD]
     cdef char *row[256]
     cdef char *ptr[256]
-    cdef pyet_intp inner = r.shape[nd - 1], rest, w, blk, x0, n
+    cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n
     if w0 >= w1:
         return 0
     rest = w0 // r.nblocks
@@ -582,7 +581,7 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         rest //= r.shape[d]
         for k in range(nops):
             row[k] += idx[d] * r.strides[k * MAXD + d]
-    for w in range(w0, w1):
+    for _ in range(w0, w1):
         x0 = blk * r.block
         n = inner - x0 if inner - x0 < r.block else r.block
         for k in range(nops):

@@ -511,7 +511,7 @@ def test_aliasing_destination_is_an_operand(dtype):
         ("A=(A@B)*2+A", lambda A, B: A.__setitem__(..., (A @ B) * 2 + A),
          lambda a, b: (a @ b) * 2 + a, "a"),
     ]
-    for name, stmt, ref, which in cases:
+    for _name, stmt, ref, which in cases:
         a, b = a0.copy(), b0.copy()
         want = np.asarray(ref(a0, b0), dtype)
         stmt(pyet.asarray(a), pyet.asarray(b))
@@ -598,7 +598,8 @@ def test_outer_forms():
 def test_batch_dot(case, dtype):
     B, m, k, n = 3, 4, 5, 2
     a, b = rand((B, m, k), dtype, 1), rand((B, k, n), dtype, 2)
-    a_sw, b_sw = np.ascontiguousarray(a.transpose(0, 2, 1)), np.ascontiguousarray(b.transpose(0, 2, 1))
+    a_sw = np.ascontiguousarray(a.transpose(0, 2, 1))
+    b_sw = np.ascontiguousarray(b.transpose(0, 2, 1))
     a1, a2, b2 = a[:1].copy(), a[0].copy(), b[0].copy()
     cases = {
         "3x3": (lambda: pyet.batch_dot(a, pyet.asarray(b)), a @ b),
@@ -705,7 +706,7 @@ def test_errors_raise_before_evaluation_and_leave_dst_untouched():
     np.testing.assert_array_equal(ro, 5.0)
 
 
-# ------------------------------------------------------------------ no copies of BLAS-readable operands
+# ---------------------------------------------------------- no copies of BLAS-readable operands
 
 
 def _peak_bytes(fn):

@@ -286,7 +286,7 @@ def test_hypothesis_random_permutations(shape, data):
     nd = len(shape)
     axes = tuple(data.draw(st.permutations(range(nd))))
     neg = data.draw(st.lists(st.booleans(), min_size=nd, max_size=nd))
-    axes_arg = tuple(a - nd if flip else a for a, flip in zip(axes, neg))
+    axes_arg = tuple(a - nd if flip else a for a, flip in zip(axes, neg, strict=True))
     k = data.draw(st.integers(0, nd))  # the second operand broadcasts over the leading axes
     x, y = rand(tuple(shape), seed=1), rand(tuple(shape[k:]), seed=2)
     kind = data.draw(st.sampled_from(["C", "neg", "step2", "F"]))
