@@ -228,6 +228,12 @@ cdef Expr as_operand(object obj):
     return wrap(np.asarray(obj))
 
 
+def as_expr(obj):
+    """``obj`` as an Expr: expressions as they are, scalars as scalar nodes,
+    array-likes as leaves (no copy)."""
+    return as_operand(obj)
+
+
 cdef object _check_weak_int(Expr s, int cdt):
     # NEP 50: a Python int must fit the integer dtype it meets.
     if s.weak == 1 and (cdt == DT_I32 or cdt == DT_I64):
