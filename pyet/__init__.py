@@ -18,11 +18,13 @@ from pyet._plan import get_num_threads, set_num_threads
 from pyet._reduce import *  # noqa: F403
 from pyet._reduce import __all__ as _reduce_names
 from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
+from pyet._views import *  # noqa: F403
+from pyet._views import __all__ as _view_names
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
-    *_function_names, *_reduce_names,
+    *_function_names, *_reduce_names, *_view_names,
 ]

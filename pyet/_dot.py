@@ -10,9 +10,11 @@ stands in the tree as a leaf for the elementwise evaluator.
 import numpy as np
 
 from pyet import _blas, _expr, _plan
+from pyet._special import leaves_overlap
 
 _OPS = _expr.OPCODES
 _DOT, _SCALAR, _LEAF, _REDUCE = _OPS["dot"], _OPS["scalar"], _OPS["leaf"], _OPS["reduce"]
+_SPECIAL = _OPS["special"]
 _MUL, _ADD, _SUB, _NEG = _OPS["multiply"], _OPS["add"], _OPS["subtract"], _OPS["negative"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -113,7 +115,8 @@ def _product(node):
 
 
 def materialize(e):
-    """e with every product and reduction replaced by a leaf holding its value."""
+    """e with every product, reduction and special node replaced by a leaf
+    holding its value."""
     if not e.flags:
         return e
     if e.op == _DOT:
@@ -121,6 +124,8 @@ def materialize(e):
     if e.op == _REDUCE:
         from pyet._reduce import value
         return _expr.tensor(value(e))
+    if e.op == _SPECIAL:
+        return _expr.tensor(e.value.value(e.args))
     return _expr.with_args(e, tuple(materialize(a) for a in e.args))
 
 
@@ -131,7 +136,12 @@ def _is_view_of(d, dst):
 
 
 def assign(dst, e):
-    """Evaluate a tree containing products into ndarray dst (checks done)."""
+    """Evaluate a tree containing products, reductions or special nodes into
+    ndarray dst (checks done)."""
+    if e.op == _SPECIAL and e.shape == dst.shape and _expr.DTYPES[e.dt] == dst.dtype \
+            and not leaves_overlap(e, dst):
+        e.value.into(dst, e.args)  # straight into dst, no scratch
+        return
     form = _gemm_form(e)
     # alpha 0 would let BLAS skip the product, losing NumPy's 0*inf = nan
     if form is not None and form[1] != 0:

@@ -15,7 +15,7 @@ from pyet._ops import OPS_BY_NAME, UFUNC_TO_OP
 
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_COUNT, OP_dot, OP_leaf,
-    OP_pyfunc, OP_reduce, OP_scalar, OP_where, pyet_op_names,
+    OP_pyfunc, OP_reduce, OP_scalar, OP_special, OP_where, pyet_op_names,
 )
 
 cnp.import_array()
@@ -228,6 +228,12 @@ cdef Expr as_operand(object obj):
     return wrap(np.asarray(obj))
 
 
+def as_expr(obj):
+    """``obj`` as an Expr: expressions as they are, scalars as scalar nodes,
+    array-likes as leaves (no copy)."""
+    return as_operand(obj)
+
+
 cdef object _check_weak_int(Expr s, int cdt):
     # NEP 50: a Python int must fit the integer dtype it meets.
     if s.weak == 1 and (cdt == DT_I32 or cdt == DT_I64):
@@ -378,8 +384,36 @@ cdef Expr cast(Expr e, int dt):
     return c
 
 
+# flags: nodes the elementwise evaluator computes into a scratch first
 HAS_DOT = 1
-HAS_REDUCE = 2  # flags: nodes the elementwise evaluator computes into a scratch first
+HAS_REDUCE = 2
+HAS_SPECIAL = 4
+
+
+def special(object kernel, tuple args, tuple shape, object dtype):
+    """A node the elementwise evaluator cannot run at (y, x) (MShadow's
+    kComplex): ``kernel`` (a ``_special.Special``) computes its value from its
+    child expressions ``args``; checks are the caller's, done before this."""
+    cdef Expr e = Expr.__new__(Expr), a
+    cdef list keys = [OP_special, type(kernel), kernel.params(), shape]
+    for a in args:
+        keys.append(a.key)
+        e.flags |= a.flags
+    e.op = OP_special
+    e.args = args
+    e.shape = tuple(shape)
+    e.dt = e.cdt = dtype_code(dtype)
+    e.weak = 0
+    e.value = kernel
+    e.flags |= HAS_SPECIAL
+    e.key = intern_key(tuple(keys))
+    return e
+
+
+cdef Expr _view_node(Expr e, str kind, object arg, tuple shape):
+    # a lazy view of a node that cannot push views down to its leaves
+    from pyet._special import view_node
+    return view_node(e, kind, arg, shape)
 
 
 cpdef Expr with_args(Expr e, tuple args):
@@ -494,7 +528,10 @@ cdef Expr _flat(Expr e):
         return e
     if e.op == OP_leaf or e.op == OP_scalar:
         return wrap(np.ravel(np.asarray(e.value)))
-    return wrap(np.ravel(np.asarray(e)))
+    cdef Py_ssize_t n = 1
+    for d in e.shape:
+        n *= d
+    return _view_node(e, "reshape", (n,), (n,))
 
 
 # ------------------------------------------------------------ reductions
@@ -576,8 +613,8 @@ cdef Expr pad_to(Expr e, int nd):
         return e
     if e.op == OP_leaf:
         return wrap(e.value[(None,) * k])
-    if e.op == OP_dot or e.op == OP_reduce:  # padded by broadcasting: compute it
-        return wrap(np.asarray(e)[(None,) * k])
+    if e.op == OP_dot or e.op == OP_reduce or e.op == OP_special:
+        return _view_node(e, "reshape", (1,) * k + e.shape, (1,) * k + e.shape)
     return with_args(e, tuple([pad_to(a, nd) for a in e.args]))
 
 
@@ -589,14 +626,14 @@ cdef Expr permute(Expr e, tuple axes):
         return e
     if e.op == OP_leaf:
         return wrap(e.value.transpose(axes))
-    if e.op == OP_reduce:
-        return wrap(np.asarray(e).transpose(axes))
+    if e.op == OP_reduce or e.op == OP_special:
+        return _view_node(e, "transpose", axes, tuple([e.shape[a] for a in axes]))
     if e.op == OP_dot:
         if nd == 2 and not e.value:  # (A @ B).T == B.T @ A.T
             return dot(permute(e.args[1], (1, 0)), permute(e.args[0], (1, 0)))
         if e.value and axes == (0, 2, 1):  # per matrix: (A[i] @ B[i]).T
             return batch_dot(_matrix_t(e.args[1]), _matrix_t(e.args[0]))
-        return wrap(np.asarray(e).transpose(axes))  # any other permutation: computed
+        return _view_node(e, "transpose", axes, tuple([e.shape[a] for a in axes]))
     return with_args(e, tuple([permute(pad_to(a, nd), axes) for a in e.args]))
 
 
@@ -858,9 +895,13 @@ cdef str _node_repr(Expr e):
         kind, axes, keepdims, whole = e.value
         return (f"{kind}({_node_repr(e.args[0])}, axis={None if whole else axes}"
                 + (", keepdims=True)" if keepdims else ")"))
+    parts = [_node_repr(a) for a in e.args]
     if e.op == OP_pyfunc:
         name = "F[" + getattr(e.value, "__name__", repr(e.value)) + "]"
-    return name + "(" + ", ".join(_node_repr(a) for a in e.args) + ")"
+    elif e.op == OP_special:
+        name = e.value.name
+        parts.extend(e.value.describe())
+    return name + "(" + ", ".join(parts) + ")"
 
 
 # ------------------------------------------------------------------ Tensor

@@ -18,6 +18,7 @@ cdef extern from "kernels.h" nogil:
         OP_pyfunc
         OP_dot
         OP_reduce
+        OP_special
         OP_copy
         OP_cast
         OP_where

@@ -114,8 +114,6 @@ def test_transposed_products_stay_lazy():
     same(ev(e), np.zeros((2, 3, 3)))
 
 
-@pytest.mark.xfail(strict=True, reason="engine: permuting a 2-D dot broadcast into an N-D tree "
-                                        "(pad_to) computes the product when the tree is built")
 def test_transposed_broadcast_products_stay_lazy():
     m, x = rand((3, 3), seed=3), rand((2, 3, 3), seed=4)
     e = pyet.transpose(pyet.dot(m, m) + x, (2, 1, 0))  # the product is broadcast to 3-D

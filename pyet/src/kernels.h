@@ -34,7 +34,7 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
  * gives each its NumPy reference; codes are shared through pyet_op_names. */
 #define PYET_OPS(X)                                                        \
     /* nodes that are not kernels */                                       \
-    X(leaf) X(scalar) X(pyfunc) X(dot) X(reduce)                           \
+    X(leaf) X(scalar) X(pyfunc) X(dot) X(reduce) X(special)               \
     /* data movement */                                                    \
     X(copy) X(cast)                                                        \
     /* unary, floating point */                                            \

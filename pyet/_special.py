@@ -1,0 +1,114 @@
+"""Special nodes (MShadow's kComplex expressions): nodes the elementwise
+evaluator cannot run at (y, x) -- padding, concatenation, pooling, gathers --
+each computed by a kernel object into its own array.
+
+Inside a bigger tree a special node is computed first and stands in the tree
+as a leaf (``Special.value``); as the root of an assignment it writes straight
+into the destination (``Special.into``) when the destination has its shape and
+dtype and no leaf below it overlaps the destination.
+
+Views (transpose, flip, crop, broadcast, reshape) of a node that cannot push
+them down to its leaves -- a product, a reduction, another special node --
+are the ``View`` kernel: NumPy's view of the node's computed value.
+"""
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from pyet import _expr, _plan
+
+_OPS = _expr.OPCODES
+_LEAF, _SCALAR, _SPECIAL = _OPS["leaf"], _OPS["scalar"], _OPS["special"]
+
+
+class Special(ABC):
+    """The kernel of a special node; instances hold the node's parameters."""
+
+    __slots__ = ()
+    name = "special"
+
+    @abstractmethod
+    def params(self):
+        """The parameters as a hashable tuple (part of the node's structure key)."""
+
+    @abstractmethod
+    def value(self, args):
+        """The node's value, an ndarray of its shape and dtype, from its children."""
+
+    def into(self, dst, args):
+        """Write the node's value into ndarray ``dst`` (the node's shape and dtype)."""
+        _plan.assign(dst, _expr.tensor(self.value(args)))
+
+    def describe(self):
+        """The parameters as strings, for ``repr`` of the tree."""
+        return [repr(p) for p in self.params()]
+
+
+def node(kernel, args, shape, dtype):
+    """A lazy special node of ``shape`` and ``dtype`` over child expressions ``args``."""
+    return _expr.special(kernel, tuple(args), tuple(shape), dtype)
+
+
+def array_of(e, dtype=None):
+    """The value of expression ``e`` as an ndarray: a leaf's own array (no
+    copy unless a dtype conversion is asked for), anything else computed."""
+    if e.op == _LEAF:
+        arr = e.value
+    elif e.op == _SCALAR:
+        arr = np.asarray(e.value, dtype=_expr.DTYPES[e.dt])
+    else:
+        arr = np.asarray(e)
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def leaves_overlap(e, dst):
+    """True when any array below ``e`` may share memory with ``dst``."""
+    if e.op == _LEAF:
+        return np.may_share_memory(e.value, dst)
+    return any(leaves_overlap(a, dst) for a in e.args)
+
+
+# ------------------------------------------------------------------- views
+
+def _crop(a, box):
+    y0, y1, x0, x1 = box
+    return a[..., y0:y1, x0:x1]
+
+
+# NumPy's view for each kind of view node: (array, parameter) -> view
+VIEWS = {
+    "broadcast_to": lambda a, shape: np.broadcast_to(a, shape),
+    "transpose": lambda a, axes: a.transpose(axes),
+    "flip": lambda a, axes: np.flip(a, axes),
+    "crop": _crop,
+    "expand": lambda a, axis: np.expand_dims(a, axis),
+    "reshape": lambda a, shape: a.reshape(shape),
+}
+
+
+class View(Special):
+    """NumPy's view (``VIEWS[kind]``) of the child's computed value."""
+
+    __slots__ = ("kind", "arg")
+
+    def __init__(self, kind, arg):
+        self.kind, self.arg = kind, arg
+
+    @property
+    def name(self):
+        return self.kind
+
+    def params(self):
+        return (self.kind, self.arg)
+
+    def describe(self):
+        return [repr(self.arg)]
+
+    def value(self, args):
+        return VIEWS[self.kind](array_of(args[0]), self.arg)
+
+
+def view_node(e, kind, arg, shape):
+    """A lazy ``kind`` view of node ``e`` with the resulting ``shape``."""
+    return node(View(kind, arg), (e,), shape, _expr.DTYPES[e.dt])

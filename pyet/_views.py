@@ -1,0 +1,388 @@
+"""Shape-changing expressions (MShadow's kChainer expressions, xtensor's
+views): broadcast_to, broadcast_with_axis, repmat, reshape, flip, crop, pad,
+concatenate and stack, each usable anywhere inside a tree.
+
+A view of an elementwise tree is pushed down to the tree's leaves, where it
+is NumPy's view of the leaf's memory (strides, 0 for a broadcast axis,
+negative for a flip): ``flip(a*b + c, 0)`` evaluates as ``flip(a)*flip(b) +
+flip(c)``, in one pass, with no copy.  Below a product, a reduction or a
+special node the view applies to that node's computed value.  Padding and
+concatenation are special nodes that write their pieces into slices of the
+destination.
+"""
+
+import operator
+
+import numpy as np
+
+from pyet import _expr, _plan
+from pyet._special import VIEWS, Special, array_of, node, view_node
+
+_OPS = _expr.OPCODES
+_LEAF, _SCALAR = _OPS["leaf"], _OPS["scalar"]
+# nodes whose value at an index depends only on their children at that index
+_NOT_ELEMENTWISE = frozenset({_OPS["dot"], _OPS["reduce"], _OPS["special"]})
+
+
+class _NoView(Exception):
+    """A leaf's memory cannot be viewed with the asked-for shape."""
+
+
+def _fmt(shape):
+    return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _view_leaf(arr, kind, arg):
+    if kind == "reshape":
+        out = arr.reshape(arg)
+        if arr.size and not np.may_share_memory(out, arr):  # NumPy had to copy
+            raise _NoView
+        return out
+    return VIEWS[kind](arr, arg)
+
+
+def _push(e, kind, arg, shape):
+    """``e`` seen through the view (kind, arg), of the new ``shape``: pushed
+    down to the leaves of elementwise nodes, a View node above others."""
+    if e.op == _LEAF:
+        return _expr.tensor(_view_leaf(e.value, kind, arg))
+    if e.op == _SCALAR:
+        return _expr.tensor(_view_leaf(array_of(e), kind, arg))
+    if e.op in _NOT_ELEMENTWISE:
+        return view_node(e, kind, arg, shape)
+    args = []
+    for a in e.args:
+        if a.op != _SCALAR:
+            if a.shape != e.shape:  # align every operand with the node first
+                a = _push(a, "broadcast_to", e.shape, e.shape)
+            a = _push(a, kind, arg, shape)
+        args.append(a)
+    return _expr.with_args(e, tuple(args))
+
+
+_operand = _expr.as_expr
+
+
+def _axis(axis, ndim):
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim
+
+
+# ------------------------------------------------------------- views
+
+def broadcast_to(e, shape):
+    """``e`` broadcast to ``shape`` by NumPy's rules, lazily (NumPy's ``broadcast_to``).
+
+    Parameters
+    ----------
+    e : Expr, array_like or scalar
+    shape : int or tuple of ints
+
+    Returns
+    -------
+    Expr
+        Of ``shape``; a broadcast axis reads its operand with stride 0, no copy.
+
+    Raises
+    ------
+    ValueError
+        If ``e``'s shape cannot be broadcast to ``shape``.
+    """
+    x = _operand(e)
+    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
+        operator.index(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"broadcast_to: all elements of the shape must be non-negative, "
+                         f"got {_fmt(shape)}")
+    k = len(shape) - x.ndim
+    if k < 0 or any(a != 1 and a != b for a, b in zip(x.shape, shape[k:], strict=True)):
+        raise ValueError(f"cannot broadcast an expression of shape {_fmt(x.shape)} to shape "
+                         f"{_fmt(shape)}")
+    if x.shape == shape:
+        return x
+    return _push(x, "broadcast_to", shape, shape)
+
+
+def broadcast_with_axis(e, axis, n):
+    """``e`` with a new axis of length ``n`` inserted after ``axis``, its
+    values repeated along it (MShadow's ``broadcast_with_axis``).
+
+    ``axis`` runs from -1 (insert in front) to ``e.ndim - 1`` (insert last):
+    for ``e`` of shape (2, 3), ``broadcast_with_axis(e, 0, 4)`` has shape (2, 4, 3).
+    """
+    x = _operand(e)
+    axis = operator.index(axis)
+    n = operator.index(n)
+    if not -1 <= axis < x.ndim:
+        raise ValueError(f"broadcast_with_axis: axis must be between -1 and {x.ndim - 1} for "
+                         f"an expression of {x.ndim} dimensions, got {axis}")
+    if n < 0:
+        raise ValueError(f"broadcast_with_axis: the new axis' length must be >= 0, got {n}")
+    expanded = x.shape[:axis + 1] + (1,) + x.shape[axis + 1:]
+    shape = x.shape[:axis + 1] + (n,) + x.shape[axis + 1:]
+    return broadcast_to(_push(x, "expand", axis + 1, expanded), shape)
+
+
+def repmat(v, n):
+    """``n`` copies of ``v`` stacked along a new first axis (MShadow's ``repmat``):
+    for ``v`` of shape (m,) the result has shape (n, m), row i equal to ``v``."""
+    x = _operand(v)
+    return broadcast_with_axis(x, -1, n)
+
+
+def reshape(e, shape):
+    """``e`` with a new ``shape`` of the same size, in C order (NumPy's ``reshape``).
+
+    One axis may be -1 (inferred).  A contiguous tensor is viewed, not copied;
+    a tree stays lazy: the new shape is pushed down to its leaves when each can
+    be viewed that way, else the tree is computed once, when evaluated.
+    """
+    x = _operand(e)
+    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
+        operator.index(n) for n in shape)
+    if sum(n == -1 for n in shape) > 1:
+        raise ValueError("can only specify one unknown dimension (-1)")
+    if any(n < -1 for n in shape):
+        raise ValueError(f"reshape: negative dimensions not allowed, got {_fmt(shape)}")
+    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+    if -1 in shape:
+        if known == 0 or x.size % known:
+            raise ValueError(f"cannot reshape an expression of size {x.size} into shape "
+                             f"{_fmt(shape)}")
+        shape = tuple(x.size // known if n == -1 else n for n in shape)
+    elif known != x.size:
+        raise ValueError(f"cannot reshape an expression of size {x.size} into shape "
+                         f"{_fmt(shape)}")
+    if shape == x.shape:
+        return x
+    if x.op == _LEAF:
+        return _expr.tensor(np.reshape(x.value, shape))  # NumPy's: a view when it can
+    try:
+        return _push(x, "reshape", shape, shape)
+    except _NoView:
+        return view_node(x, "reshape", shape, shape)
+
+
+def flip(e, axis=None):
+    """``e`` reversed along ``axis`` (an int, a tuple, or None for every axis),
+    lazily (NumPy's ``flip``): leaves are read through negative strides."""
+    x = _operand(e)
+    if axis is None:
+        axes = tuple(range(x.ndim))
+    else:
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        axes = tuple(_axis(a, x.ndim) for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"flip: repeated axis in {axis!r}")
+    if not axes:
+        return x
+    return _push(x, "flip", axes, x.shape)
+
+
+def _two_axes(x, fname):
+    if x.ndim < 2:
+        raise ValueError(f"{fname} works on the last two axes; got an expression of shape "
+                         f"{_fmt(x.shape)}")
+
+
+def crop(e, shape, offset=None):
+    """The (h, w) window of ``e``'s last two axes (MShadow's ``crop``).
+
+    Parameters
+    ----------
+    e : Expr or array_like, at least 2-D
+    shape : (int, int)
+        Height and width of the window.
+    offset : (int, int), optional
+        Its top-left corner; by default the window is centred (MShadow's
+        ``(H - h) // 2, (W - w) // 2``).
+    """
+    x = _operand(e)
+    _two_axes(x, "crop")
+    h, w = (operator.index(n) for n in shape)
+    H, W = x.shape[-2:]
+    if offset is None:
+        y0, x0 = (H - h) // 2, (W - w) // 2
+    else:
+        y0, x0 = (operator.index(n) for n in offset)
+    if h < 0 or w < 0 or y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W:
+        raise ValueError(f"crop: a ({h}, {w}) window at offset ({y0}, {x0}) does not fit in "
+                         f"the last two axes of shape {_fmt(x.shape)}")
+    out = x.shape[:-2] + (h, w)
+    return _push(x, "crop", (y0, y0 + h, x0, x0 + w), out)
+
+
+# ------------------------------------------------------ special nodes
+
+def _pad_widths(pad_width):
+    """((top, bottom), (left, right)) from p, (py, px) or ((t, b), (l, r))."""
+    pw = np.asarray(pad_width)
+    if pw.dtype.kind not in "iu" or pw.shape not in ((), (2,), (2, 2)):
+        raise ValueError("pad_width must be an int p, a pair (py, px) or a pair of pairs "
+                         f"((top, bottom), (left, right)), got {pad_width!r}")
+    if pw.ndim == 0:
+        pw = np.full((2, 2), pw)
+    elif pw.ndim == 1:
+        pw = np.stack([pw, pw], axis=1)
+    if (pw < 0).any():
+        raise ValueError(f"pad_width must be non-negative, got {pad_width!r}")
+    return tuple(tuple(int(v) for v in row) for row in pw)
+
+
+class Pad(Special):
+    """``value`` around the last two axes of the child, the child inside."""
+
+    __slots__ = ("widths", "fill")
+    name = "pad"
+
+    def __init__(self, widths, fill):
+        self.widths, self.fill = widths, fill
+
+    def params(self):
+        return (self.widths, self.fill.dtype.str, self.fill.tobytes())
+
+    def describe(self):
+        return [f"pad_width={self.widths}", f"value={self.fill!r}"]
+
+    def value(self, args):
+        out = np.empty(self.out_shape(args[0].shape), self.fill.dtype)
+        self.into(out, args)
+        return out
+
+    def out_shape(self, shape):
+        (top, bottom), (left, right) = self.widths
+        return shape[:-2] + (shape[-2] + top + bottom, shape[-1] + left + right)
+
+    def into(self, dst, args):
+        (top, _), (left, _) = self.widths
+        H, W = args[0].shape[-2:]
+        rows, cols = slice(top, top + H), slice(left, left + W)
+        for border in (dst[..., :top, :], dst[..., top + H:, :], dst[..., rows, :left],
+                       dst[..., rows, left + W:]):
+            _plan.assign(border, self.fill)
+        _plan.assign(dst[..., rows, cols], args[0])
+
+
+def pad(e, pad_width, value=0):
+    """``e`` with a border of ``value`` around its last two axes (MShadow's ``pad``).
+
+    Parameters
+    ----------
+    e : Expr or array_like, at least 2-D
+    pad_width : int, (int, int) or ((int, int), (int, int))
+        ``p`` pads every side by p; ``(py, px)`` pads top and bottom by py, left
+        and right by px; ``((top, bottom), (left, right))`` gives each side.
+    value : scalar
+        Converted to ``e``'s dtype, as NumPy's ``pad`` does with ``constant_values``.
+
+    Returns
+    -------
+    Expr
+        Of shape (..., H + top + bottom, W + left + right), ``e``'s dtype.  As the
+        root of an assignment it fills the border and evaluates ``e`` straight
+        into the destination's interior.
+    """
+    x = _operand(e)
+    _two_axes(x, "pad")
+    widths = _pad_widths(pad_width)
+    fill = np.asarray(value).astype(x.dtype)
+    if fill.ndim:
+        raise ValueError(f"pad: value must be a scalar, got an array of shape {fill.shape}")
+    kernel = Pad(widths, fill[()])
+    return node(kernel, (x,), kernel.out_shape(x.shape), x.dtype)
+
+
+class Concat(Special):
+    """The children side by side along ``axis``."""
+
+    __slots__ = ("axis",)
+    name = "concatenate"
+
+    def __init__(self, axis):
+        self.axis = axis
+
+    def params(self):
+        return (self.axis,)
+
+    def describe(self):
+        return [f"axis={self.axis}"]
+
+    def value(self, args):
+        shape = list(args[0].shape)
+        shape[self.axis] = sum(a.shape[self.axis] for a in args)
+        out = np.empty(shape, np.result_type(*[a.dtype for a in args]))
+        self.into(out, args)
+        return out
+
+    def into(self, dst, args):
+        lead = (slice(None),) * self.axis
+        start = 0
+        for a in args:
+            stop = start + a.shape[self.axis]
+            _plan.assign(dst[lead + (slice(start, stop),)], a)
+            start = stop
+
+
+def _pieces(seq, fname):
+    try:
+        pieces = [_operand(p) for p in seq]
+    except TypeError:
+        raise TypeError(f"{fname} takes a sequence of expressions or arrays") from None
+    if not pieces:
+        raise ValueError(f"need at least one array to {fname.split('.')[-1]}")
+    return pieces
+
+
+def concatenate(seq, axis=0):
+    """The expressions of ``seq`` joined along an existing ``axis`` (NumPy's
+    ``concatenate``; ``axis=None`` flattens them first), lazily.
+
+    The result's dtype is NumPy's ``result_type`` of the pieces.  As the root
+    of an assignment each piece is evaluated straight into its slice of the
+    destination.
+    """
+    pieces = _pieces(seq, "concatenate")
+    if axis is None:
+        pieces = [reshape(p, -1) for p in pieces]
+        axis = 0
+    first = pieces[0]
+    if first.ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = _axis(axis, first.ndim)
+    for i, p in enumerate(pieces[1:], 1):
+        if p.ndim != first.ndim:
+            raise ValueError("all the input arrays must have same number of dimensions, but the "
+                             f"array at index 0 has {first.ndim} dimension(s) and the array at "
+                             f"index {i} has {p.ndim} dimension(s)")
+        for d in range(first.ndim):
+            if d != axis and p.shape[d] != first.shape[d]:
+                raise ValueError("all the input array dimensions except for the concatenation "
+                                 f"axis must match exactly, but along dimension {d}, the array "
+                                 f"at index 0 has size {first.shape[d]} and the array at index "
+                                 f"{i} has size {p.shape[d]}")
+    dtype = np.result_type(*[p.dtype for p in pieces])
+    _expr.dtype_code(dtype)
+    shape = list(first.shape)
+    shape[axis] = sum(p.shape[axis] for p in pieces)
+    return node(Concat(axis), pieces, shape, dtype)
+
+
+def stack(seq, axis=0):
+    """The expressions of ``seq``, all of one shape, joined along a new ``axis``
+    (NumPy's ``stack``), lazily."""
+    pieces = _pieces(seq, "stack")
+    shape = pieces[0].shape
+    for i, p in enumerate(pieces[1:], 1):
+        if p.shape != shape:
+            raise ValueError(f"all input arrays must have the same shape: the array at index 0 "
+                             f"has shape {_fmt(shape)} and the array at index {i} has shape "
+                             f"{_fmt(p.shape)}")
+    axis = _axis(axis, len(shape) + 1)
+    new = shape[:axis] + (1,) + shape[axis:]
+    return concatenate([_push(p, "expand", axis, new) for p in pieces], axis)
+
+
+__all__ = ["broadcast_to", "broadcast_with_axis", "concatenate", "crop", "flip", "pad", "repmat",
+           "reshape", "stack"]
