@@ -10,6 +10,7 @@ callers: the kernels trust their shapes.
 
 cimport numpy as cnp
 from cython.parallel cimport prange
+from libc.math cimport NAN
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from pyet._nn_kernels cimport at, copy_row, get, item_t, num_t, ref, threads_for
@@ -159,21 +160,35 @@ cdef inline void pool_line(num_t *out, const pyet_intp *o, const num_t *src,
     cdef pyet_intp p = line // g.pH, oy = line % g.pH, ox, y, x, x0, x1
     cdef pyet_intp y0 = oy * g.sy, y1 = min(y0 + g.ky, g.H)
     cdef const num_t *plane = <const num_t *>ref(<num_t *>src, p * s[0])
+    cdef const num_t *row
+    cdef num_t *dst = ref(out, p * o[0] + oy * o[1])
     cdef num_t acc, v
+    cdef bint nan
     for ox in range(g.pW):
         x0 = ox * g.sx
         x1 = min(x0 + g.kx, g.W)
-        acc = get(plane, y0 * s[1] + x0 * s[2]) if g.op == POOL_MAX else 0
-        for y in range(y0, y1):
-            for x in range(x0, x1):
-                v = get(plane, y * s[1] + x * s[2])
-                if g.op != POOL_MAX:
-                    acc += v
-                elif v > acc or v != v:  # NaN wins, as in NumPy's max
-                    acc = v
-        if g.op == POOL_AVG:
-            acc = acc / <num_t>(g.ky * g.kx)
-        ref(out, p * o[0] + oy * o[1] + ox * o[2])[0] = acc
+        if g.op == POOL_MAX:
+            acc = get(plane, y0 * s[1] + x0 * s[2])
+            nan = False
+            for y in range(y0, y1):
+                row = <const num_t *>ref(<num_t *>plane, y * s[1])
+                for x in range(x0, x1):
+                    v = get(row, x * s[2])
+                    acc = acc if acc > v else v  # branch-free (maxss)
+                    if num_t is float or num_t is double:
+                        nan = nan | (v != v)
+            if num_t is float or num_t is double:
+                if nan:  # NaN wins, as in NumPy's max
+                    acc = <num_t>NAN
+        else:
+            acc = 0
+            for y in range(y0, y1):
+                row = <const num_t *>ref(<num_t *>plane, y * s[1])
+                for x in range(x0, x1):
+                    acc += get(row, x * s[2])
+            if g.op == POOL_AVG:
+                acc = acc / <num_t>(g.ky * g.kx)
+        ref(dst, ox * o[2])[0] = acc
 
 
 cdef void pool_kernel(num_t *out, const pyet_intp *o, const num_t *src, const pyet_intp *s,
@@ -191,24 +206,39 @@ cdef inline void unpool_line(num_t *out, const pyet_intp *o, const num_t *src,
                              const pyet_intp *s, const num_t *pooled, const pyet_intp *ps,
                              const num_t *grad, const pyet_intp *gs, const pool_geom *g,
                              pyet_intp line) noexcept nogil:
-    # line = (plane p, input row y): each input element sums the gradients of
-    # the windows containing it (for max: those whose pooled value it equals)
-    cdef pyet_intp p = line // g.H, y = line % g.H, x, py, px, pos
+    # line = (plane p, input row y): each window containing row y adds its
+    # gradient into the row's elements it covers (for max: those equal to the
+    # window's pooled value), windows taken in the order of (py, px)
+    cdef pyet_intp p = line // g.H, y = line % g.H, x, x0, x1, py, px
     cdef pyet_intp py0 = 0 if y < g.ky else (y - g.ky) // g.sy + 1
-    cdef pyet_intp py1 = min(y // g.sy + 1, g.pH), px0, px1
-    cdef num_t acc, v
+    cdef pyet_intp py1 = min(y // g.sy + 1, g.pH)
+    cdef num_t *dst = ref(out, p * o[0] + y * o[1])
+    cdef const num_t *row = <const num_t *>ref(<num_t *>src, p * s[0] + y * s[1])
+    cdef const num_t *prow
+    cdef const num_t *grow
+    cdef num_t gv, pv
+    cdef num_t pick[2]
+    pick[0] = 0
     for x in range(g.W):
-        px0 = 0 if x < g.kx else (x - g.kx) // g.sx + 1
-        px1 = min(x // g.sx + 1, g.pW)
-        v = get(src, p * s[0] + y * s[1] + x * s[2])
-        acc = 0
-        for py in range(py0, py1):
-            for px in range(px0, px1):
-                if g.op != POOL_MAX or v == get(pooled, p * ps[0] + py * ps[1] + px * ps[2]):
-                    acc += get(grad, p * gs[0] + py * gs[1] + px * gs[2])
-        if g.op == POOL_AVG:
-            acc = acc / <num_t>(g.ky * g.kx)
-        ref(out, p * o[0] + y * o[1] + x * o[2])[0] = acc
+        ref(dst, x * o[2])[0] = 0
+    for py in range(py0, py1):
+        prow = <const num_t *>ref(<num_t *>pooled, p * ps[0] + py * ps[1])
+        grow = <const num_t *>ref(<num_t *>grad, p * gs[0] + py * gs[1])
+        for px in range(g.pW):
+            x0 = px * g.sx
+            x1 = min(x0 + g.kx, g.W)
+            gv = get(grow, px * gs[2])
+            if g.op == POOL_MAX:
+                pv = get(prow, px * ps[2])
+                pick[1] = gv
+                for x in range(x0, x1):  # branch-free; adding 0 leaves the (+0-started) sum
+                    ref(dst, x * o[2])[0] += pick[get(row, x * s[2]) == pv]
+            else:
+                for x in range(x0, x1):
+                    ref(dst, x * o[2])[0] += gv
+    if g.op == POOL_AVG:
+        for x in range(g.W):
+            ref(dst, x * o[2])[0] /= <num_t>(g.ky * g.kx)
 
 
 cdef void unpool_kernel(num_t *out, const pyet_intp *o, const num_t *src, const pyet_intp *s,
