@@ -32,12 +32,22 @@ def _fmt(shape):
     return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _reshaped_view(arr, shape):
+    """NumPy's reshape of ``arr`` when it is a view; _NoView when it would copy."""
+    try:
+        return np.reshape(arr, shape, copy=False)
+    except ValueError:
+        raise _NoView from None
+    except TypeError:  # NumPy 2.0: no copy argument; reshape, then see whether it copied
+        out = arr.reshape(shape)
+        if arr.size and not np.may_share_memory(out, arr):
+            raise _NoView from None
+        return out
+
+
 def _view_leaf(arr, kind, arg):
     if kind == "reshape":
-        out = arr.reshape(arg)
-        if arr.size and not np.may_share_memory(out, arr):  # NumPy had to copy
-            raise _NoView
-        return out
+        return _reshaped_view(arr, arg)
     return VIEWS[kind](arr, arg)
 
 
@@ -157,9 +167,7 @@ def reshape(e, shape):
                          f"{_fmt(shape)}")
     if shape == x.shape:
         return x
-    if x.op == _LEAF:
-        return _expr.tensor(np.reshape(x.value, shape))  # NumPy's: a view when it can
-    try:
+    try:  # a view of a leaf's memory when NumPy can make one, never a copy made now
         return _push(x, "reshape", shape, shape)
     except _NoView:
         return view_node(x, "reshape", shape, shape)
