@@ -195,6 +195,13 @@ def _two_axes(x, fname):
                          f"{_fmt(x.shape)}")
 
 
+def _pair(p, what):
+    if np.ndim(p) != 1 or len(p) != 2:
+        raise ValueError(f"crop: {what} must be a pair of ints (along the last two axes), "
+                         f"got {p!r}")
+    return operator.index(p[0]), operator.index(p[1])
+
+
 def crop(e, shape, offset=None):
     """The (h, w) window of ``e``'s last two axes (MShadow's ``crop``).
 
@@ -209,12 +216,12 @@ def crop(e, shape, offset=None):
     """
     x = _operand(e)
     _two_axes(x, "crop")
-    h, w = (operator.index(n) for n in shape)
+    h, w = _pair(shape, "shape")
     H, W = x.shape[-2:]
     if offset is None:
         y0, x0 = (H - h) // 2, (W - w) // 2
     else:
-        y0, x0 = (operator.index(n) for n in offset)
+        y0, x0 = _pair(offset, "offset")
     if h < 0 or w < 0 or y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W:
         raise ValueError(f"crop: a ({h}, {w}) window at offset ({y0}, {x0}) does not fit in "
                          f"the last two axes of shape {_fmt(x.shape)}")
@@ -226,7 +233,10 @@ def crop(e, shape, offset=None):
 
 def _pad_widths(pad_width):
     """((top, bottom), (left, right)) from p, (py, px) or ((t, b), (l, r))."""
-    pw = np.asarray(pad_width)
+    try:
+        pw = np.asarray(pad_width)
+    except ValueError:  # ragged nesting
+        pw = np.asarray(0.0)
     if pw.dtype.kind not in "iu" or pw.shape not in ((), (2,), (2, 2)):
         raise ValueError("pad_width must be an int p, a pair (py, px) or a pair of pairs "
                          f"((top, bottom), (left, right)), got {pad_width!r}")
@@ -335,9 +345,11 @@ class Concat(Special):
 
 def _pieces(seq, fname):
     try:
-        pieces = [_operand(p) for p in seq]
+        seq = list(seq)
     except TypeError:
-        raise TypeError(f"{fname} takes a sequence of expressions or arrays") from None
+        raise TypeError(f"{fname} takes a sequence of expressions or arrays, got "
+                        f"{type(seq).__name__}") from None
+    pieces = [_operand(p) for p in seq]  # TypeError naming an unsupported dtype
     if not pieces:
         raise ValueError(f"need at least one array to {fname.split('.')[-1]}")
     return pieces
