@@ -305,9 +305,12 @@ def pad(e, pad_width, value=0):
     x = _operand(e)
     _two_axes(x, "pad")
     widths = _pad_widths(pad_width)
-    fill = np.asarray(value).astype(x.dtype)
-    if fill.ndim:
-        raise ValueError(f"pad: value must be a scalar, got an array of shape {fill.shape}")
+    if np.ndim(value):
+        raise ValueError(f"pad: value must be a scalar, got an array of shape {np.shape(value)}")
+    if np.iscomplexobj(value):
+        raise TypeError(f"pad: pyet does not support complex values, got {value!r}")
+    fill = np.empty((), x.dtype)
+    fill[()] = value  # NumPy's scalar assignment, as np.pad does: errors on overflow and NaN
     kernel = Pad(widths, fill[()])
     return node(kernel, (x,), kernel.out_shape(x.shape), x.dtype)
 
