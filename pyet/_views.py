@@ -145,9 +145,10 @@ def repmat(v, n):
 def reshape(e, shape):
     """``e`` with a new ``shape`` of the same size, in C order (NumPy's ``reshape``).
 
-    One axis may be -1 (inferred).  A contiguous tensor is viewed, not copied;
-    a tree stays lazy: the new shape is pushed down to its leaves when each can
-    be viewed that way, else the tree is computed once, when evaluated.
+    One axis may be -1 (inferred).  A tensor NumPy can view with the new shape
+    (a contiguous one, say) is viewed, not copied; anything else stays lazy:
+    the new shape is pushed down to a tree's leaves when each can be viewed
+    that way, else the tensor or tree is read (copied) once, when evaluated.
     """
     x = _operand(e)
     shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
