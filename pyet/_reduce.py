@@ -62,8 +62,8 @@ def value(node):
         count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
         with np.errstate(invalid="ignore", divide="ignore"):
             acc = acc / count if count else np.full(kept, np.nan)
-    out = acc.astype(_DT[node.dt], copy=False)
-    return out.reshape(node.shape)
+    # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
+    return np.asarray(acc, dtype=_DT[node.dt]).reshape(node.shape)
 
 
 def _materialize(e):
