@@ -7,6 +7,8 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
+import warnings
+
 import numpy as np
 
 from pyet import _expr, _plan
@@ -60,6 +62,8 @@ def value(node):
         acc = _COMBINE[kind](acc, accs[t])
     if kind == "mean":
         count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
+        if count == 0:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
         with np.errstate(invalid="ignore", divide="ignore"):
             acc = acc / count if count else np.full(kept, np.nan)
     # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
