@@ -484,6 +484,7 @@ cdef struct Run:
     pyet_intp nitems          # rows * nblocks: the work threads split
     int red                   # RED_*: fold each block into dst instead of storing it
     pyet_intp red_stride      # bytes between the threads' private accumulators
+    pyet_intp red_comp        # bytes from an accumulator to its compensation (0: none)
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
 
@@ -534,7 +535,8 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             pyet_copy_strided(leafp[k - 1], r.itemsize[k], ptr[k],
                               r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     if r.red != RED_NONE and prog.copies_leaf:  # fold the leaf where it lies
-        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], leafp[0])
+        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], r.red_comp,
+                          leafp[0])
         return 0
     for i in range(prog.ninstr):
         ins = &prog.code[i]
@@ -554,7 +556,8 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     if r.red != RED_NONE:  # fold the block into the accumulators
-        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], dstp)
+        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], r.red_comp,
+                          dstp)
     elif r.gather[0] >= 0:  # scatter into a strided destination row
         pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
     return 0
@@ -630,7 +633,8 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
 
 
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
-                 int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0) except -1:
+                 int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
+                 pyet_intp red_comp=0) except -1:
     cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
@@ -671,6 +675,7 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
         r.nops = nops
         r.red = red
         r.red_stride = red_stride
+        r.red_comp = red_comp
         # one kernel reading leaves straight into dst keeps no block in L1,
         # so it takes long blocks: less per-block overhead
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
@@ -851,15 +856,18 @@ def reduce_threads(pyet_intp size):
     return threads_for(size, size)
 
 
-def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0):
+def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0,
+                pyet_intp comp=0):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape
     and zero strides along the reduced axes (the caller initializes them).
     With nthreads > 1, thread t folds into the accumulators ``t * stride``
-    bytes further on; the caller combines them."""
+    bytes further on; the caller combines them.  Float64 sums take a
+    compensation term ``comp`` bytes after each accumulator (zeroed by the
+    caller, added to it after)."""
     cdef Program prog = get_program(e, array_dtype_code(acc))
     cdef list leaves = [], scalars = []
     collect(e, leaves, scalars)
-    execute(prog, acc, leaves, scalars, red, nthreads, stride)
+    execute(prog, acc, leaves, scalars, red, nthreads, stride, comp)
 
 
 cdef object _dot_assign = None

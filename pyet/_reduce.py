@@ -50,16 +50,23 @@ def value(node):
         return np.asarray(getattr(np, kind)(data, axis=axis, keepdims=keepdims))
     acc_dtype, start = _accumulator(kind, dtype)
     kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
-    # one set of accumulators per thread, combined in thread order after
+    # one set of accumulators per thread, combined in thread order after;
+    # float64 sums keep a compensation term beside each (accs[t, 1])
     nthreads = _plan.reduce_threads(child.size)
-    accs = np.full((nthreads,) + kept, start, acc_dtype)
-    strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[1:]))
+    compensated = kind in ("sum", "mean") and acc_dtype == _F64
+    accs = np.full((nthreads, 1 + compensated) + kept, start, acc_dtype)
+    strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[2:]))
     view = np.lib.stride_tricks.as_strided(accs, child.shape, strides, writeable=True)
     if child.size:
-        _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0])
-    acc = accs[0]
+        _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0],
+                          accs.strides[1] if compensated else 0)
+    parts = accs[:, 0]
+    if compensated:  # after an inf the compensation is nan: leave it out
+        with np.errstate(invalid="ignore"):
+            parts = np.where(np.isfinite(parts), parts + accs[:, 1], parts)
+    acc = parts[0]
     for t in range(1, nthreads):
-        acc = _COMBINE[kind](acc, accs[t])
+        acc = _COMBINE[kind](acc, parts[t])
     if kind == "mean":
         count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
         if count == 0:

@@ -68,6 +68,6 @@ cdef extern from "kernels.h" nogil:
         RED_ANY
 
     void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
-                           const void *src) noexcept
+                           pyet_intp comp, const void *src) noexcept
     void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                            pyet_intp ss, pyet_intp n, int itemsize) noexcept

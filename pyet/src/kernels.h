@@ -603,10 +603,64 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
 PYET_INLINE pyet_bool pyet_max_b(pyet_bool a, pyet_bool b) { return a | b; }
 PYET_INLINE pyet_bool pyet_min_b(pyet_bool a, pyet_bool b) { return a & b; }
 
+/* NumPy's pairwise summation (pairwise_sum in its loops): 8 lanes over
+ * chunks of 128, then the chunk sums combined pairwise (a binary counter),
+ * so each element meets O(log n) roundings instead of O(n). */
+PYET_INLINE double pyet_sum_chunk_f64(const double *x, pyet_intp n)
+{
+    double r[8], res = 0.;
+    pyet_intp i = 0;
+    if (n >= 8) {
+        for (int l = 0; l < 8; l++) r[l] = x[l];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; l++) r[l] += x[i + l];
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    }
+    for (; i < n; i++) res += x[i];
+    return res;
+}
+
+PYET_INLINE double pyet_pairwise_sum_f64(const double *x, pyet_intp n)
+{
+    double stack[64], s;
+    int level[64], top = 0, l;
+    for (pyet_intp i = 0; i < n; i += 128) {
+        s = pyet_sum_chunk_f64(x + i, n - i < 128 ? n - i : 128);
+        for (l = 0; top > 0 && level[top - 1] == l; l++) s = stack[--top] + s;
+        stack[top] = s;
+        level[top++] = l;
+    }
+    s = stack[--top];
+    while (top > 0) s = stack[--top] + s;
+    return s;
+}
+
+/* Float sums accumulate in double.  A block along the reduced axis (ds 0)
+ * is summed pairwise and added to the accumulator with Neumaier's
+ * compensation, kept comp bytes further on (0: none): the blocks of a long
+ * axis arrive one after another, and plain adds would lose accuracy with
+ * their count.  Across the reduced axis (ds != 0) the values add in order,
+ * as NumPy's do. */
+PYET_INLINE void pyet_fold_sum_f64(pyet_intp n, char *dst, pyet_intp comp, const double *x)
+{
+    double *acc = (double *)dst, *c = (double *)(dst + comp), s, t;
+    s = pyet_pairwise_sum_f64(x, n);
+    t = *acc + s;
+    if (fabs(*acc) >= fabs(s))
+        *c += (*acc - t) + s;
+    else
+        *c += (s - t) + *acc;
+    *acc = t;
+}
+
 PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst,
-                                            pyet_intp ds, const void *src)
+                                            pyet_intp ds, pyet_intp comp, const void *src)
 {
     if (n <= 0) return;
+    if (red == RED_SUM && dt == DT_F64 && ds == 0 && comp != 0) {
+        pyet_fold_sum_f64(n, dst, comp, (const double *)src);
+        return;
+    }
     switch (dt) {
     case DT_BOOL: PYET_FOLD_CASES(pyet_bool, b); break;
     case DT_I32: PYET_FOLD_CASES(int32_t, i32); break;
