@@ -551,21 +551,23 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
- * elementwise along ds.  A block folds in 8 independent lanes (which
- * vectorize), combined pairwise at the end. */
+ * elementwise along ds.  A block folds in 32 independent lanes, combined
+ * pairwise at the end: a lane loop of 32 is vectorized as a loop (with its
+ * selects if-converted), where 8 lanes were unrolled and left scalar, with
+ * a branch per NaN-aware max or min. */
 #define PYET_FOLD(T, COMBINE)                                               \
     do {                                                                    \
         const T *X_ = (const T *)src;                                       \
         if (ds == 0) {                                                      \
-            T lane[8], a, b;                                                \
+            T lane[32], a, b;                                               \
             pyet_intp i = 0;                                                \
-            if (n >= 16) {                                                  \
-                for (int l = 0; l < 8; l++) lane[l] = X_[l];                \
-                for (i = 8; i + 8 <= n; i += 8)                             \
-                    for (int l = 0; l < 8; l++) {                           \
+            if (n >= 64) {                                                  \
+                for (int l = 0; l < 32; l++) lane[l] = X_[l];               \
+                for (i = 32; i + 32 <= n; i += 32)                          \
+                    PYET_IVDEP for (int l = 0; l < 32; l++) {               \
                         a = lane[l]; b = X_[i + l]; lane[l] = (COMBINE);    \
                     }                                                       \
-                for (int w = 4; w >= 1; w /= 2)                             \
+                for (int w = 16; w >= 1; w /= 2)                            \
                     for (int l = 0; l < w; l++) {                           \
                         a = lane[l]; b = lane[l + w]; lane[l] = (COMBINE);  \
                     }                                                       \
