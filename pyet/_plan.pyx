@@ -632,6 +632,21 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
     return -1 if rc else 0
 
 
+cdef int reduce_key(int nops, int nd, cnp.ndarray dst, pyet_intp *bstrides) noexcept:
+    # The operand whose memory order a reduction walks: the first leaf
+    # broadcast along the fewest dimensions (a broadcast row such as
+    # arange(n)[None, :] would order a full leaf's dimensions backwards).
+    cdef int k, d, zeros, best = 0, fewest = nd + 1
+    for k in range(1, nops):
+        zeros = 0
+        for d in range(nd):
+            if cnp.PyArray_DIMS(dst)[d] > 1 and bstrides[k * MAXD + d] == 0:
+                zeros += 1
+        if zeros < fewest:
+            fewest, best = zeros, k
+    return best
+
+
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
                  int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
                  pyet_intp red_comp=0) except -1:
@@ -669,7 +684,7 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
             store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
         # a reduction walks its input's memory order (dst has zero strides)
         r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
-                          r.shape, r.strides, 1 if red and nops > 1 else 0)
+                          r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else 0)
         if r.nd == 0:
             return 0
         r.nops = nops
