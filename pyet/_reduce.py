@@ -16,6 +16,7 @@ from pyet import _expr, _plan
 _DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
                            np.dtype(np.float64))
+_LEAF = _expr.OPCODES["leaf"]
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6}
 _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
             "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
@@ -45,9 +46,7 @@ def value(node):
     child = _materialize(child)
     dtype = _DT[child.dt]
     if kind in ("argmax", "argmin"):
-        axis = None if len(axes) != 1 or node.value[3] else axes[0]
-        data = np.asarray(child)
-        return np.asarray(getattr(np, kind)(data, axis=axis, keepdims=keepdims))
+        return _arg_value(kind, child, axes, keepdims, node.value[3])
     acc_dtype, start = _accumulator(kind, dtype)
     kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
     # one set of accumulators per thread, combined in thread order after;
@@ -75,6 +74,29 @@ def value(node):
             acc = acc / count if count else np.full(kept, np.nan)
     # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
     return np.asarray(acc, dtype=_DT[node.dt]).reshape(node.shape)
+
+
+def _arg_value(kind, child, axes, keepdims, whole):
+    """argmax/argmin: NumPy's on a leaf (read in place); on a tree two fused
+    passes and no full-size temporary: the max (min), then the least index
+    holding it or, for floats, holding a NaN (max and min propagate NaN)."""
+    if child.op == _LEAF or child.ndim == 0 or child.size == 0:
+        axis = None if whole or not axes else axes[0]
+        data = np.asarray(child)
+        return np.asarray(getattr(np, kind)(data, axis=axis, keepdims=keepdims))
+    best = _expr.tensor(value(_expr.reduction(kind[3:], child, axes, True)))
+    hits = child == best
+    if _DT[child.dt].kind == "f":
+        hits = hits | (child != child)
+    # the C-order index over the reduced axes, built from broadcast aranges
+    index, step = 0, 1
+    for a in reversed(axes):
+        n = child.shape[a]
+        ramp = np.arange(0, n * step, step, dtype=np.int64)
+        index = _expr.tensor(ramp.reshape([n if i == a else 1 for i in range(child.ndim)])) + index
+        step *= n
+    first = _expr.where(hits, index, step)
+    return value(_expr.reduction("min", first, None if whole else axes, keepdims))
 
 
 def _materialize(e):
