@@ -29,7 +29,8 @@ from pyet._expr cimport Expr, as_operand
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
-    pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel, pyet_reduce_store,
+    RED_ARGMAX, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
+    pyet_reduce_arg, pyet_reduce_store,
 )
 
 cnp.import_array()
@@ -515,6 +516,16 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
             return -1
 
 
+cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *src,
+                            char **leafp) noexcept nogil:
+    # argmax/argmin read each value's index from the last leaf (reduce_into's)
+    if r.red >= RED_ARGMAX:
+        pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
+                        <const int64_t *>leafp[r.nops - 2])
+    else:
+        pyet_reduce_store(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src)
+
+
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                    char *regs) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
@@ -535,8 +546,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             pyet_copy_strided(leafp[k - 1], r.itemsize[k], ptr[k],
                               r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     if r.red != RED_NONE and prog.copies_leaf:  # fold the leaf where it lies
-        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], r.red_comp,
-                          leafp[0])
+        fold_block(r, prog.dt_out, n, ptr[0], leafp[0], leafp)
         return 0
     for i in range(prog.ninstr):
         ins = &prog.code[i]
@@ -556,8 +566,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     if r.red != RED_NONE:  # fold the block into the accumulators
-        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], r.red_comp,
-                          dstp)
+        fold_block(r, prog.dt_out, n, ptr[0], dstp, leafp)
     elif r.gather[0] >= 0:  # scatter into a strided destination row
         pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
     return 0
@@ -872,16 +881,22 @@ def reduce_threads(pyet_intp size):
 
 
 def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0,
-                pyet_intp comp=0):
+                pyet_intp comp=0, cnp.ndarray index=None):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape
     and zero strides along the reduced axes (the caller initializes them).
     With nthreads > 1, thread t folds into the accumulators ``t * stride``
     bytes further on; the caller combines them.  Float64 sums take a
     compensation term ``comp`` bytes after each accumulator (zeroed by the
-    caller, added to it after)."""
+    caller, added to it after); argmax and argmin keep there the int64 index
+    of the accumulated value, read from ``index`` (int64, broadcast to e's
+    shape)."""
     cdef Program prog = get_program(e, array_dtype_code(acc))
     cdef list leaves = [], scalars = []
     collect(e, leaves, scalars)
+    if red >= RED_ARGMAX:
+        if index is None or index.dtype != np.int64:
+            raise TypeError("argmax and argmin fold an int64 index array")
+        leaves.append(index)
     execute(prog, acc, leaves, scalars, red, nthreads, stride, comp)
 
 

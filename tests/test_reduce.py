@@ -325,6 +325,7 @@ def test_nan_as_numpy(kind, dtype):
     X = pyet.asarray(x)
     for axis in (None, 0, 1, -1):
         check(kind, getattr(pyet, kind)(X, axis=axis), x, axis)
+        check(kind, getattr(pyet, kind)(X * 1.0, axis=axis), x, axis, tree="x * 1")
     check(kind, getattr(pyet, kind)(X[:, 4000:4400], axis=1), x[:, 4000:4400], 1)
 
 
@@ -336,6 +337,21 @@ def test_arg_reductions_return_the_first_nan(kind):
     check(kind, getattr(pyet, kind)(x, axis=1), x, 1)
     check(kind, getattr(pyet, kind)(x), x)
     check(kind, getattr(pyet, kind)(x + 1.0, axis=0), x + 1.0, 0, tree="x + 1")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ARG)
+def test_arg_reductions_over_all_axes_of_trees(kind, dtype):
+    # a tree is folded along its last axis, or along its longest when the last is short, and
+    # the first flat index is picked among the candidates left: many ties, NaN on some rows
+    for seed, shape in enumerate(((70, 3), (5, 80, 3), (3, 2, 100), (66,), (2, 3, 4, 5))):
+        x = layout(rand(shape, dtype, seed), "F" if seed % 2 else "C")
+        if dtype in FLOATS and seed >= 2:
+            x = x.copy()
+            x.flat[[7, 40]] = np.nan
+        for keepdims in (False, True):
+            e = getattr(pyet, kind)(pyet.asarray(x) * 1, keepdims=keepdims)
+            check(kind, e, x, None, keepdims, tree="x * 1")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

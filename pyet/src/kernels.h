@@ -547,7 +547,7 @@ static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
 /* ------------------------------------------------------------ reductions */
 
 enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_ALL = 5,
-       RED_ANY = 6 };
+       RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8 };
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
@@ -669,6 +669,75 @@ PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *
     case DT_I64: PYET_FOLD_CASES(int64_t, i64); break;
     case DT_F32: PYET_FOLD_CASES(float, f32); break;
     case DT_F64: PYET_FOLD_CASES(double, f64); break;
+    }
+}
+
+/* argmax and argmin: fold values and their indices (idx, one int64 per
+ * value) into (value, index) accumulators in 8-byte slots, the index comp
+ * bytes after the value.  A candidate wins when it is greater (argmax) or less, or NaN
+ * where the accumulator is not, or ties (NaN with NaN) with a smaller
+ * index: a total order, so lanes, blocks and threads may meet the values
+ * in any order and still find NumPy's answer, the first extreme or the
+ * first NaN.  32 lanes, as the other folds, so the selects vectorize. */
+#define PYET_ARG_WINS(GT, v, j, a, aj)                                      \
+    ((GT) | (((v) != (v)) & ((a) == (a))) |                                 \
+     ((((v) == (a)) | (((v) != (v)) & ((a) != (a)))) & ((j) < (aj))))
+
+#define PYET_ARG_STEP(T, GT, V, J, A, AJ)                                  \
+    do {                                                                    \
+        const T v = (V), a = (A);                                           \
+        const int64_t j = (J), aj = (AJ);                                   \
+        const int w = PYET_ARG_WINS(GT, v, j, a, aj);                       \
+        (A) = w ? v : a;                                                    \
+        (AJ) = w ? j : aj;                                                  \
+    } while (0)
+
+#define PYET_ARG_FOLD(T, GT)                                                \
+    do {                                                                    \
+        const T *X_ = (const T *)src;                                       \
+        if (ds == 0) {                                                      \
+            T lv[32];                                                       \
+            int64_t lj[32];                                                 \
+            pyet_intp i = 0;                                                \
+            for (int l = 0; l < 32; l++) {                                  \
+                lv[l] = *(T *)dst;                                          \
+                lj[l] = *(int64_t *)(dst + comp);                           \
+            }                                                               \
+            for (; i + 32 <= n; i += 32)                                    \
+                PYET_IVDEP for (int l = 0; l < 32; l++)                     \
+                    PYET_ARG_STEP(T, GT, X_[i + l], idx[i + l], lv[l], lj[l]); \
+            for (; i < n; i++)                                              \
+                PYET_ARG_STEP(T, GT, X_[i], idx[i], lv[0], lj[0]);          \
+            for (int l = 1; l < 32; l++)                                    \
+                PYET_ARG_STEP(T, GT, lv[l], lj[l], lv[0], lj[0]);           \
+            *(T *)dst = lv[0];                                              \
+            *(int64_t *)(dst + comp) = lj[0];                               \
+        } else if (ds == 8) { /* 8-byte slots in a row: vectorizes */      \
+            T *D_ = (T *)dst;                                               \
+            int64_t *J_ = (int64_t *)(dst + comp);                          \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                PYET_ARG_STEP(T, GT, X_[i], idx[i], D_[i * (8 / sizeof(T))], J_[i]); \
+        } else {                                                            \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                PYET_ARG_STEP(T, GT, X_[i], idx[i], *(T *)(dst + i * ds),   \
+                              *(int64_t *)(dst + comp + i * ds));           \
+        }                                                                   \
+    } while (0)
+
+#define PYET_ARG_CASES(T)                                                   \
+    if (red == RED_ARGMAX) PYET_ARG_FOLD(T, v > a);                         \
+    else PYET_ARG_FOLD(T, v < a)
+
+PYET_DISPATCH static void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
+                                          pyet_intp comp, const void *src, const int64_t *idx)
+{
+    if (n <= 0) return;
+    switch (dt) {
+    case DT_BOOL: PYET_ARG_CASES(pyet_bool); break;
+    case DT_I32: PYET_ARG_CASES(int32_t); break;
+    case DT_I64: PYET_ARG_CASES(int64_t); break;
+    case DT_F32: PYET_ARG_CASES(float); break;
+    case DT_F64: PYET_ARG_CASES(double); break;
     }
 }
 
