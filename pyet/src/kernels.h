@@ -581,6 +581,7 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
             a = *(T *)dst; b = lane[0]; *(T *)dst = (COMBINE);              \
         } else if (ds == (pyet_intp)sizeof(T)) {                            \
             T *D_ = (T *)dst;                                               \
+            _Pragma("GCC unroll 4")                                         \
             PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
                 const T a = D_[i], b = X_[i]; D_[i] = (COMBINE);            \
             }                                                               \
