@@ -566,8 +566,12 @@ def reduction(str kind, e, axis=None, bint keepdims=False):
     else:
         if kind in ("argmax", "argmin") and not isinstance(axis, (int, np.integer)):
             raise TypeError(f"{kind} takes one integer axis or None, got {axis!r}")
-        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-        axes = tuple(normalize_axis(operator.index(a), nd) for a in axes)
+        if nd == 0 and kind != "mean" and isinstance(axis, (int, np.integer)) and \
+                axis in (0, -1):
+            axes = ()  # as NumPy's: axis 0 or -1 of a 0-d array (np.mean refuses it)
+        else:
+            axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+            axes = tuple(normalize_axis(operator.index(a), nd) for a in axes)
         if len(set(axes)) != len(axes):
             raise ValueError(f"duplicate value in 'axis': {axis!r}")
     axes = tuple(sorted(axes))

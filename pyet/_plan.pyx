@@ -29,7 +29,8 @@ from pyet._expr cimport Expr, as_operand
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
-    pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel, pyet_reduce_store,
+    RED_ARGMAX, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
+    pyet_reduce_arg, pyet_reduce_store,
 )
 
 cnp.import_array()
@@ -484,6 +485,7 @@ cdef struct Run:
     pyet_intp nitems          # rows * nblocks: the work threads split
     int red                   # RED_*: fold each block into dst instead of storing it
     pyet_intp red_stride      # bytes between the threads' private accumulators
+    pyet_intp red_comp        # bytes from an accumulator to its compensation (0: none)
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
 
@@ -514,6 +516,16 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
             return -1
 
 
+cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *src,
+                            char **leafp) noexcept nogil:
+    # argmax/argmin read each value's index from the last leaf (reduce_into's)
+    if r.red >= RED_ARGMAX:
+        pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
+                        <const int64_t *>leafp[r.nops - 2])
+    else:
+        pyet_reduce_store(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src)
+
+
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                    char *regs) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
@@ -534,7 +546,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             pyet_copy_strided(leafp[k - 1], r.itemsize[k], ptr[k],
                               r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     if r.red != RED_NONE and prog.copies_leaf:  # fold the leaf where it lies
-        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], leafp[0])
+        fold_block(r, prog.dt_out, n, ptr[0], leafp[0], leafp)
         return 0
     for i in range(prog.ninstr):
         ins = &prog.code[i]
@@ -554,7 +566,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     if r.red != RED_NONE:  # fold the block into the accumulators
-        pyet_reduce_store(r.red, prog.dt_out, n, ptr[0], r.strides[r.nd - 1], dstp)
+        fold_block(r, prog.dt_out, n, ptr[0], dstp, leafp)
     elif r.gather[0] >= 0:  # scatter into a strided destination row
         pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
     return 0
@@ -629,8 +641,24 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
     return -1 if rc else 0
 
 
+cdef int reduce_key(int nops, int nd, cnp.ndarray dst, pyet_intp *bstrides) noexcept:
+    # The operand whose memory order a reduction walks: the first leaf
+    # broadcast along the fewest dimensions (a broadcast row such as
+    # arange(n)[None, :] would order a full leaf's dimensions backwards).
+    cdef int k, d, zeros, best = 0, fewest = nd + 1
+    for k in range(1, nops):
+        zeros = 0
+        for d in range(nd):
+            if cnp.PyArray_DIMS(dst)[d] > 1 and bstrides[k * MAXD + d] == 0:
+                zeros += 1
+        if zeros < fewest:
+            fewest, best = zeros, k
+    return best
+
+
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
-                 int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0) except -1:
+                 int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
+                 pyet_intp red_comp=0) except -1:
     cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
@@ -665,12 +693,13 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
             store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
         # a reduction walks its input's memory order (dst has zero strides)
         r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
-                          r.shape, r.strides, 1 if red and nops > 1 else 0)
+                          r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else 0)
         if r.nd == 0:
             return 0
         r.nops = nops
         r.red = red
         r.red_stride = red_stride
+        r.red_comp = red_comp
         # one kernel reading leaves straight into dst keeps no block in L1,
         # so it takes long blocks: less per-block overhead
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
@@ -851,15 +880,24 @@ def reduce_threads(pyet_intp size):
     return threads_for(size, size)
 
 
-def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0):
+def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0,
+                pyet_intp comp=0, cnp.ndarray index=None):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape
     and zero strides along the reduced axes (the caller initializes them).
     With nthreads > 1, thread t folds into the accumulators ``t * stride``
-    bytes further on; the caller combines them."""
+    bytes further on; the caller combines them.  Float64 sums take a
+    compensation term ``comp`` bytes after each accumulator (zeroed by the
+    caller, added to it after); argmax and argmin keep there the int64 index
+    of the accumulated value, read from ``index`` (int64, broadcast to e's
+    shape)."""
     cdef Program prog = get_program(e, array_dtype_code(acc))
     cdef list leaves = [], scalars = []
     collect(e, leaves, scalars)
-    execute(prog, acc, leaves, scalars, red, nthreads, stride)
+    if red >= RED_ARGMAX:
+        if index is None or index.dtype != np.int64:
+            raise TypeError("argmax and argmin fold an int64 index array")
+        leaves.append(index)
+    execute(prog, acc, leaves, scalars, red, nthreads, stride, comp)
 
 
 cdef object _dot_assign = None

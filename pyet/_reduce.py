@@ -7,6 +7,8 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
+import warnings
+
 import numpy as np
 
 from pyet import _expr, _plan
@@ -14,7 +16,9 @@ from pyet import _expr, _plan
 _DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
                            np.dtype(np.float64))
-_FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6}
+_LEAF = _expr.OPCODES["leaf"]
+_FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
+         "argmax": 7, "argmin": 8}
 _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
             "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
 
@@ -43,27 +47,93 @@ def value(node):
     child = _materialize(child)
     dtype = _DT[child.dt]
     if kind in ("argmax", "argmin"):
-        axis = None if len(axes) != 1 or node.value[3] else axes[0]
-        data = np.asarray(child)
-        return np.asarray(getattr(np, kind)(data, axis=axis, keepdims=keepdims))
+        return _arg_value(kind, child, axes, keepdims, node.value[3])
     acc_dtype, start = _accumulator(kind, dtype)
     kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
-    # one set of accumulators per thread, combined in thread order after
+    # one set of accumulators per thread, combined in thread order after;
+    # float64 sums keep a compensation term beside each (accs[t, 1])
     nthreads = _plan.reduce_threads(child.size)
-    accs = np.full((nthreads,) + kept, start, acc_dtype)
-    strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[1:]))
+    compensated = kind in ("sum", "mean") and acc_dtype == _F64
+    accs = np.full((nthreads, 1 + compensated) + kept, start, acc_dtype)
+    strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[2:]))
     view = np.lib.stride_tricks.as_strided(accs, child.shape, strides, writeable=True)
     if child.size:
-        _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0])
-    acc = accs[0]
+        _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0],
+                          accs.strides[1] if compensated else 0)
+    parts = accs[:, 0]
+    if compensated:  # after an inf the compensation is nan: leave it out
+        with np.errstate(invalid="ignore"):
+            parts = np.where(np.isfinite(parts), parts + accs[:, 1], parts)
+    acc = parts[0]
     for t in range(1, nthreads):
-        acc = _COMBINE[kind](acc, accs[t])
+        acc = _COMBINE[kind](acc, parts[t])
     if kind == "mean":
         count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
+        if count == 0:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
         with np.errstate(invalid="ignore", divide="ignore"):
             acc = acc / count if count else np.full(kept, np.nan)
-    out = acc.astype(_DT[node.dt], copy=False)
-    return out.reshape(node.shape)
+    # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
+    return np.asarray(acc, dtype=_DT[node.dt]).reshape(node.shape)
+
+
+def _arg_value(kind, child, axes, keepdims, whole):
+    """argmax/argmin in one fused pass, no full-size temporary: each value is
+    folded with its index along the reduced axis.  NumPy's own argmax where it
+    reads the memory in place (a leaf contiguous along the reduced axis, which
+    NumPy moves last), and for 0-d and empty operands."""
+    nd = child.ndim
+    if nd == 0 or child.size == 0 or (child.op == _LEAF and (
+            child.value if whole else np.moveaxis(child.value, axes[0], -1)).flags.c_contiguous):
+        axis = None if whole or not axes else axes[0]
+        return np.asarray(getattr(np, kind)(np.asarray(child), axis=axis, keepdims=keepdims))
+    # all axes: fold along the last axis (the fast lanes) or, when it is
+    # short, the longest; then pick among the few candidates left
+    k = nd - 1 if child.shape[-1] >= 64 else int(np.argmax(child.shape))
+    k = k if whole else axes[0]
+    best, index = _arg_fold(kind, child, k)
+    if not whole:
+        return np.expand_dims(index, k) if keepdims else index
+    shape = child.shape
+    flat = index * int(np.prod(shape[k + 1:], dtype=np.int64))
+    for d in range(nd):  # the C-order flat index of each candidate
+        if d != k:
+            ramp = np.arange(shape[d], dtype=np.int64) * int(np.prod(shape[d + 1:], dtype=np.int64))
+            flat = flat + ramp.reshape([shape[d] if i == d else 1 for i in range(nd) if i != k])
+    with np.errstate(invalid="ignore"):
+        extreme = best.max() if kind == "argmax" else best.min()  # NaN propagates
+    hits = np.isnan(best) if extreme != extreme else best == extreme
+    first = flat[hits].min()
+    return np.full((1,) * nd, first) if keepdims else np.asarray(first)
+
+
+def _arg_fold(kind, child, k):
+    """(extreme values, their first indices) along axis k of child."""
+    dtype = _DT[child.dt]
+    kept = tuple(1 if i == k else d for i, d in enumerate(child.shape))
+    nthreads = _plan.reduce_threads(child.size)
+    # per thread, two 8-byte slots per accumulator: the value, its int64 index
+    raw = np.empty((nthreads, 2) + kept, np.int64)
+    raw[:, 1] = np.iinfo(np.int64).max
+    vals = [np.ndarray(kept, dtype, raw, t * raw.strides[0], raw.strides[2:])
+            for t in range(nthreads)]
+    for v in vals:
+        v[...] = _accumulator(kind[3:], dtype)[1]
+    view = np.ndarray(child.shape, dtype, raw, 0,
+                      tuple(0 if i == k else s for i, s in enumerate(raw.strides[2:])))
+    n = child.shape[k]
+    index = np.arange(n, dtype=np.int64).reshape([n if i == k else 1 for i in range(child.ndim)])
+    _plan.reduce_into(view, child, _FOLD[kind], nthreads, raw.strides[0], raw.strides[1], index)
+    best, first = vals[0], raw[0, 1]
+    for t in range(1, nthreads):  # the fold's order: extreme, then NaN, then least index
+        v, j = vals[t], raw[t, 1]
+        with np.errstate(invalid="ignore"):
+            wins = (v > best) if kind == "argmax" else (v < best)
+            wins |= (v != v) & (best == best)
+            wins |= ((v == best) | ((v != v) & (best != best))) & (j < first)
+        best, first = np.where(wins, v, best), np.where(wins, j, first)
+    out_shape = child.shape[:k] + child.shape[k + 1:]
+    return np.asarray(best).reshape(out_shape), np.asarray(first).reshape(out_shape)
 
 
 def _materialize(e):
@@ -100,8 +170,9 @@ def sum_rows(e):
 
 def reduce_except_dim(e, dim, op="sum"):
     """Reduce every axis but ``dim`` with ``op`` (MShadow's ``reduce_except_dim``)."""
-    if op not in _FOLD:
-        raise ValueError(f"reduce_except_dim: unknown op {op!r}; one of {sorted(_FOLD)}")
+    ops = sorted(k for k in _FOLD if not k.startswith("arg"))
+    if op not in ops:
+        raise ValueError(f"reduce_except_dim: unknown op {op!r}; one of {ops}")
     nd = e.ndim if isinstance(e, _expr.Expr) else np.ndim(e)
     if not -nd <= dim < nd:
         raise np.exceptions.AxisError(dim, nd)

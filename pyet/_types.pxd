@@ -1,5 +1,7 @@
 # C types and kernels shared by every compiled module (declared once here).
 
+from libc.stdint cimport int64_t
+
 cdef extern from "kernels.h" nogil:
     ctypedef Py_ssize_t pyet_intp
     ctypedef unsigned char pyet_bool
@@ -67,8 +69,12 @@ cdef extern from "kernels.h" nogil:
         RED_MIN
         RED_ALL
         RED_ANY
+        RED_ARGMAX
+        RED_ARGMIN
 
     void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
-                           const void *src) noexcept
+                           pyet_intp comp, const void *src) noexcept
+    void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
+                         pyet_intp comp, const void *src, const int64_t *idx) noexcept
     void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                            pyet_intp ss, pyet_intp n, int itemsize) noexcept

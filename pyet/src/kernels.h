@@ -547,25 +547,27 @@ static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
 /* ------------------------------------------------------------ reductions */
 
 enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_ALL = 5,
-       RED_ANY = 6 };
+       RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8 };
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
- * elementwise along ds.  A block folds in 8 independent lanes (which
- * vectorize), combined pairwise at the end. */
+ * elementwise along ds.  A block folds in 32 independent lanes, combined
+ * pairwise at the end: a lane loop of 32 is vectorized as a loop (with its
+ * selects if-converted), where 8 lanes were unrolled and left scalar, with
+ * a branch per NaN-aware max or min. */
 #define PYET_FOLD(T, COMBINE)                                               \
     do {                                                                    \
         const T *X_ = (const T *)src;                                       \
         if (ds == 0) {                                                      \
-            T lane[8], a, b;                                                \
+            T lane[32], a, b;                                               \
             pyet_intp i = 0;                                                \
-            if (n >= 16) {                                                  \
-                for (int l = 0; l < 8; l++) lane[l] = X_[l];                \
-                for (i = 8; i + 8 <= n; i += 8)                             \
-                    for (int l = 0; l < 8; l++) {                           \
+            if (n >= 64) {                                                  \
+                for (int l = 0; l < 32; l++) lane[l] = X_[l];               \
+                for (i = 32; i + 32 <= n; i += 32)                          \
+                    PYET_IVDEP for (int l = 0; l < 32; l++) {               \
                         a = lane[l]; b = X_[i + l]; lane[l] = (COMBINE);    \
                     }                                                       \
-                for (int w = 4; w >= 1; w /= 2)                             \
+                for (int w = 16; w >= 1; w /= 2)                            \
                     for (int l = 0; l < w; l++) {                           \
                         a = lane[l]; b = lane[l + w]; lane[l] = (COMBINE);  \
                     }                                                       \
@@ -579,6 +581,7 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
             a = *(T *)dst; b = lane[0]; *(T *)dst = (COMBINE);              \
         } else if (ds == (pyet_intp)sizeof(T)) {                            \
             T *D_ = (T *)dst;                                               \
+            _Pragma("GCC unroll 4")                                         \
             PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
                 const T a = D_[i], b = X_[i]; D_[i] = (COMBINE);            \
             }                                                               \
@@ -603,16 +606,139 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
 PYET_INLINE pyet_bool pyet_max_b(pyet_bool a, pyet_bool b) { return a | b; }
 PYET_INLINE pyet_bool pyet_min_b(pyet_bool a, pyet_bool b) { return a & b; }
 
+/* NumPy's pairwise summation (pairwise_sum in its loops): 8 lanes over
+ * chunks of 128, then the chunk sums combined pairwise (a binary counter),
+ * so each element meets O(log n) roundings instead of O(n). */
+PYET_INLINE double pyet_sum_chunk_f64(const double *x, pyet_intp n)
+{
+    double r[8], res = 0.;
+    pyet_intp i = 0;
+    if (n >= 8) {
+        for (int l = 0; l < 8; l++) r[l] = x[l];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; l++) r[l] += x[i + l];
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    }
+    for (; i < n; i++) res += x[i];
+    return res;
+}
+
+PYET_INLINE double pyet_pairwise_sum_f64(const double *x, pyet_intp n)
+{
+    double stack[64], s;
+    int level[64], top = 0, l;
+    for (pyet_intp i = 0; i < n; i += 128) {
+        s = pyet_sum_chunk_f64(x + i, n - i < 128 ? n - i : 128);
+        for (l = 0; top > 0 && level[top - 1] == l; l++) s = stack[--top] + s;
+        stack[top] = s;
+        level[top++] = l;
+    }
+    s = stack[--top];
+    while (top > 0) s = stack[--top] + s;
+    return s;
+}
+
+/* Float sums accumulate in double.  A block along the reduced axis (ds 0)
+ * is summed pairwise and added to the accumulator with Neumaier's
+ * compensation, kept comp bytes further on (0: none): the blocks of a long
+ * axis arrive one after another, and plain adds would lose accuracy with
+ * their count.  Across the reduced axis (ds != 0) the values add in order,
+ * as NumPy's do. */
+PYET_INLINE void pyet_fold_sum_f64(pyet_intp n, char *dst, pyet_intp comp, const double *x)
+{
+    double *acc = (double *)dst, *c = (double *)(dst + comp), s, t;
+    s = pyet_pairwise_sum_f64(x, n);
+    t = *acc + s;
+    if (fabs(*acc) >= fabs(s))
+        *c += (*acc - t) + s;
+    else
+        *c += (s - t) + *acc;
+    *acc = t;
+}
+
 PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst,
-                                            pyet_intp ds, const void *src)
+                                            pyet_intp ds, pyet_intp comp, const void *src)
 {
     if (n <= 0) return;
+    if (red == RED_SUM && dt == DT_F64 && ds == 0 && comp != 0) {
+        pyet_fold_sum_f64(n, dst, comp, (const double *)src);
+        return;
+    }
     switch (dt) {
     case DT_BOOL: PYET_FOLD_CASES(pyet_bool, b); break;
     case DT_I32: PYET_FOLD_CASES(int32_t, i32); break;
     case DT_I64: PYET_FOLD_CASES(int64_t, i64); break;
     case DT_F32: PYET_FOLD_CASES(float, f32); break;
     case DT_F64: PYET_FOLD_CASES(double, f64); break;
+    }
+}
+
+/* argmax and argmin: fold values and their indices (idx, one int64 per
+ * value) into (value, index) accumulators in 8-byte slots, the index comp
+ * bytes after the value.  A candidate wins when it is greater (argmax) or less, or NaN
+ * where the accumulator is not, or ties (NaN with NaN) with a smaller
+ * index: a total order, so lanes, blocks and threads may meet the values
+ * in any order and still find NumPy's answer, the first extreme or the
+ * first NaN.  32 lanes, as the other folds, so the selects vectorize. */
+#define PYET_ARG_WINS(GT, v, j, a, aj)                                      \
+    ((GT) | (((v) != (v)) & ((a) == (a))) |                                 \
+     ((((v) == (a)) | (((v) != (v)) & ((a) != (a)))) & ((j) < (aj))))
+
+#define PYET_ARG_STEP(T, GT, V, J, A, AJ)                                  \
+    do {                                                                    \
+        const T v = (V), a = (A);                                           \
+        const int64_t j = (J), aj = (AJ);                                   \
+        const int w = PYET_ARG_WINS(GT, v, j, a, aj);                       \
+        (A) = w ? v : a;                                                    \
+        (AJ) = w ? j : aj;                                                  \
+    } while (0)
+
+#define PYET_ARG_FOLD(T, GT)                                                \
+    do {                                                                    \
+        const T *X_ = (const T *)src;                                       \
+        if (ds == 0) {                                                      \
+            T lv[32];                                                       \
+            int64_t lj[32];                                                 \
+            pyet_intp i = 0;                                                \
+            for (int l = 0; l < 32; l++) {                                  \
+                lv[l] = *(T *)dst;                                          \
+                lj[l] = *(int64_t *)(dst + comp);                           \
+            }                                                               \
+            for (; i + 32 <= n; i += 32)                                    \
+                PYET_IVDEP for (int l = 0; l < 32; l++)                     \
+                    PYET_ARG_STEP(T, GT, X_[i + l], idx[i + l], lv[l], lj[l]); \
+            for (; i < n; i++)                                              \
+                PYET_ARG_STEP(T, GT, X_[i], idx[i], lv[0], lj[0]);          \
+            for (int l = 1; l < 32; l++)                                    \
+                PYET_ARG_STEP(T, GT, lv[l], lj[l], lv[0], lj[0]);           \
+            *(T *)dst = lv[0];                                              \
+            *(int64_t *)(dst + comp) = lj[0];                               \
+        } else if (ds == 8) { /* 8-byte slots in a row: vectorizes */      \
+            T *D_ = (T *)dst;                                               \
+            int64_t *J_ = (int64_t *)(dst + comp);                          \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                PYET_ARG_STEP(T, GT, X_[i], idx[i], D_[i * (8 / sizeof(T))], J_[i]); \
+        } else {                                                            \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                PYET_ARG_STEP(T, GT, X_[i], idx[i], *(T *)(dst + i * ds),   \
+                              *(int64_t *)(dst + comp + i * ds));           \
+        }                                                                   \
+    } while (0)
+
+#define PYET_ARG_CASES(T)                                                   \
+    if (red == RED_ARGMAX) PYET_ARG_FOLD(T, v > a);                         \
+    else PYET_ARG_FOLD(T, v < a)
+
+PYET_DISPATCH static void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
+                                          pyet_intp comp, const void *src, const int64_t *idx)
+{
+    if (n <= 0) return;
+    switch (dt) {
+    case DT_BOOL: PYET_ARG_CASES(pyet_bool); break;
+    case DT_I32: PYET_ARG_CASES(int32_t); break;
+    case DT_I64: PYET_ARG_CASES(int64_t); break;
+    case DT_F32: PYET_ARG_CASES(float); break;
+    case DT_F64: PYET_ARG_CASES(double); break;
     }
 }
 
