@@ -7,6 +7,8 @@ Any other product in a tree is computed into a scratch array, which then
 stands in the tree as a leaf for the elementwise evaluator.
 """
 
+import threading
+
 import numpy as np
 
 from pyet import _blas, _expr, _plan
@@ -114,19 +116,31 @@ def _product(node):
     return out if node.cdt == node.dt else out.astype(_expr.DTYPES[node.dt])
 
 
+# the nodes computed so far by this thread's evaluation: a node that appears
+# twice in a tree (softmax's max, MetaNN's shared subtrees) is computed once
+_evaluation = threading.local()
+
+
 def materialize(e):
     """e with every product, reduction and special node replaced by a leaf
     holding its value."""
     if not e.flags:
         return e
+    done = getattr(_evaluation, "done", None)
+    if done is not None and id(e) in done:
+        return done[id(e)][1]
     if e.op == _DOT:
-        return _expr.tensor(_product(e))
-    if e.op == _REDUCE:
+        leaf = _expr.tensor(_product(e))
+    elif e.op == _REDUCE:
         from pyet._reduce import value
-        return _expr.tensor(value(e))
-    if e.op == _SPECIAL:
-        return _expr.tensor(e.value.value(e.args))
-    return _expr.with_args(e, tuple(materialize(a) for a in e.args))
+        leaf = _expr.tensor(value(e))
+    elif e.op == _SPECIAL:
+        leaf = _expr.tensor(e.value.value(e.args))
+    else:
+        leaf = _expr.with_args(e, tuple(materialize(a) for a in e.args))
+    if done is not None:
+        done[id(e)] = (e, leaf)  # e kept alive: its id stays its own
+    return leaf
 
 
 def _is_view_of(d, dst):
@@ -138,6 +152,17 @@ def _is_view_of(d, dst):
 def assign(dst, e):
     """Evaluate a tree containing products, reductions or special nodes into
     ndarray dst (checks done)."""
+    if getattr(_evaluation, "done", None) is not None:  # nested: inside an evaluation
+        _assign(dst, e)
+        return
+    _evaluation.done = {}
+    try:
+        _assign(dst, e)
+    finally:
+        _evaluation.done = None
+
+
+def _assign(dst, e):
     if e.op == _SPECIAL and e.shape == dst.shape and _expr.DTYPES[e.dt] == dst.dtype \
             and not leaves_overlap(e, dst):
         e.value.into(dst, e.args)  # straight into dst, no scratch
