@@ -91,12 +91,14 @@ typedef struct {
 
 /* ---------------------------------------------------------------- loops */
 
-/* Where the toolchain can, compile each kernel twice, for the x86-64
- * baseline and for AVX2 (x86-64-v3), and pick one at load time, as NumPy's
- * dispatch does.  FMA stays off: the build passes -ffp-contract=off. */
+/* Where the toolchain can, compile each kernel three times, for the x86-64
+ * baseline, AVX2 (x86-64-v3) and AVX-512 (x86-64-v4), and pick one at load
+ * time, as NumPy's dispatch does.  FMA stays off (the build passes
+ * -ffp-contract=off), so every clone rounds alike. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__linux__) && !defined(PYET_NO_DISPATCH)
-#define PYET_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define PYET_DISPATCH __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+                                                   "default")))
 #else
 #define PYET_DISPATCH
 #endif
