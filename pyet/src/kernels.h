@@ -62,7 +62,7 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     X(where)                                                               \
     /* fused patterns (see _rewrite.py for the rules that produce them) */ \
     X(axpy) X(scale_sum) X(scale_axpy) X(axpby) X(muladd) X(mulsub)        \
-    X(submul)
+    X(submul) X(logistic)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -383,7 +383,13 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_ceil: PYET_LOOP1(T, T, M(ceil)(x)); return 1;                   \
     case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;                 \
     case OP_sigmoid:                                                        \
-        PYET_LOOP1(T, T, (T)1 / ((T)1 + (T)pyet_exp(-(double)x))); return 1;
+        PYET_LOOP1(T, T, (T)1 / ((T)1 + (T)pyet_exp(-(double)x))); return 1;  \
+    case OP_logistic: { /* s1/(s2 + exp(-x)), rounded as the unfused tree */ \
+        const T s1 = *(const T *)in[0], s2 = *(const T *)in[1];             \
+        const T *X_ = (const T *)in[2]; T *O_ = (T *)out;                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T e = (T)pyet_exp(-(double)X_[i]); O_[i] = s1 / (s2 + e); }\
+        return 1; }
 
 /* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
 #define PYET_BOOL_CASES                                                     \
