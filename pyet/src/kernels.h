@@ -245,9 +245,10 @@ PYET_INT_FUNCS(int64_t, i64)
     }
 
 /* exp(x) without branches, so loops over it vectorize: Cody-Waite reduction
- * by ln 2, a degree-13 Taylor polynomial on |r| <= ln2/2, and 2^n built from
- * the bits in two steps (so subnormal results come out right).  Within 1 ulp
- * of NumPy's exp; inf, -inf, NaN and the overflow/underflow edges as NumPy. */
+ * by ln 2, the degree-13 Taylor polynomial on |r| <= ln2/2, and 2^n built
+ * from the bits in two steps (so subnormal results come out right).  Within
+ * 1 ulp of NumPy's exp; inf, -inf, NaN and the overflow/underflow edges as
+ * NumPy. */
 PYET_INLINE double pyet_bits2d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 PYET_INLINE uint64_t pyet_d2bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 
@@ -256,25 +257,33 @@ PYET_INLINE double pyet_pow2i(double k) /* 2^k, k integral in [-1022, 1023] */
     return pyet_bits2d((pyet_d2bits(k + 0x1.8p52) + 1023) << 52);
 }
 
+/* round(x / ln2) and the reduced argument r = x - n ln2, |r| <= ln2/2 */
+PYET_INLINE double pyet_exp_reduce(double x, double *n)
+{
+    *n = (x * 1.4426950408889634 + 0x1.8p52) - 0x1.8p52;
+    return (x - *n * 6.93147180369123816490e-01) - *n * 1.90821492927058770002e-10;
+}
+
+/* exp(r) = 1 + (r + r^2 q(r)), q of degree 11 evaluated by Estrin's scheme:
+ * a short dependency chain (Horner's is latency-bound), and q's rounding
+ * is damped by r^2 <= 0.12. */
+PYET_INLINE double pyet_exp_poly(double r)
+{
+    const double r2 = r * r, r4 = r2 * r2;
+    const double c01 = 1.0 / 2 + r * (1.0 / 6), c23 = 1.0 / 24 + r * (1.0 / 120);
+    const double c45 = 1.0 / 720 + r * (1.0 / 5040), c67 = 1.0 / 40320 + r * (1.0 / 362880);
+    const double c89 = 1.0 / 3628800 + r * (1.0 / 39916800);
+    const double cab = 1.0 / 479001600 + r * (1.0 / 6227020800.0);
+    const double c03 = c01 + r2 * c23, c47 = c45 + r2 * c67, c8b = c89 + r2 * cab;
+    const double q = c03 + r4 * (c47 + r4 * c8b);
+    return 1.0 + (r + r2 * q);
+}
+
 PYET_INLINE double pyet_exp(double x)
 {
     const double xc = x < -746.0 ? -746.0 : (x > 710.0 ? 710.0 : x);
-    const double n = (xc * 1.4426950408889634 + 0x1.8p52) - 0x1.8p52; /* round(x/ln2) */
-    const double r = (xc - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    double n;
+    const double p = pyet_exp_poly(pyet_exp_reduce(xc, &n));
     const double n1 = floor(n * 0.5);
     double y = p * pyet_pow2i(n1) * pyet_pow2i(n - n1);
     y = x > 709.782712893384 ? (double)INFINITY : y;
@@ -282,20 +291,24 @@ PYET_INLINE double pyet_exp(double x)
     return x != x ? x : y;
 }
 
-/* tanh as Cephes computes it (within 2 ulp): a rational function for
- * |x| < 0.625, 1 - 2/(exp(2|x|) + 1) above; both computed, one selected. */
+/* tanh as Cephes computes it (within 2 ulp): a rational function p/q for
+ * |x| < 0.625, 1 - 2/(exp(2|x|) + 1) above.  Both are computed and one
+ * division serves the one selected.  exp(2|x|) is taken on [0, 44], where
+ * 2^n needs no edge handling (and equals pyet_exp's). */
 PYET_INLINE double pyet_tanh(double x)
 {
     const double a = fabs(x);
-    const double s = pyet_exp(2.0 * (a < 22.0 ? a : 22.0)); /* tanh(22) rounds to 1 */
-    const double big = copysign(1.0 - 2.0 / (s + 1.0), x);
+    const int big = a >= 0.625;
+    double n;
+    const double r = pyet_exp_reduce(2.0 * (a < 22.0 ? a : 22.0), &n); /* tanh(22) rounds to 1 */
+    const double s = pyet_exp_poly(r) * pyet_pow2i(n);
     const double z = x * x;
     const double p = (-9.64399179425052238628E-1 * z - 9.92877231001918586564E1) * z
                      - 1.61468768441708447952E3;
     const double q = ((z + 1.12811678491632931402E2) * z + 2.23548839060100448583E3) * z
                      + 4.84406305325125486048E3;
-    const double small = x + x * (z * (p / q));
-    return a >= 0.625 ? big : small;
+    const double d = (big ? 2.0 : p) / (big ? s + 1.0 : q);
+    return big ? copysign(1.0 - d, x) : x + x * (z * d);
 }
 
 #define PYET_M32(name) name##f
