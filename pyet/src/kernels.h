@@ -245,22 +245,20 @@ PYET_INT_FUNCS(int64_t, i64)
     }
 
 /* exp(x) without branches, so loops over it vectorize: Cody-Waite reduction
- * by ln 2, the degree-13 Taylor polynomial on |r| <= ln2/2, and 2^n built
- * from the bits in two steps (so subnormal results come out right).  Within
- * 1 ulp of NumPy's exp; inf, -inf, NaN and the overflow/underflow edges as
- * NumPy. */
+ * by ln 2, the degree-13 Taylor polynomial on |r| <= ln2/2, and 2^n applied
+ * in two exact steps, 2^floor(n/2) then 2^(n - floor(n/2)), so results that
+ * overflow, underflow or are subnormal round once, as NumPy's.  x is clamped
+ * to [-746, 710] (NaN passes), which takes inf, -inf and the edges there.
+ * Within 1 ulp of NumPy's exp. */
 PYET_INLINE double pyet_bits2d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 PYET_INLINE uint64_t pyet_d2bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 
-PYET_INLINE double pyet_pow2i(double k) /* 2^k, k integral in [-1022, 1023] */
+/* n = round(x / ln2) and the reduced argument r = x - n ln2, |r| <= ln2/2;
+ * *t gets x/ln2 + 1.5 * 2^52, whose low bits hold n as an integer. */
+PYET_INLINE double pyet_exp_reduce(double x, double *n, double *t)
 {
-    return pyet_bits2d((pyet_d2bits(k + 0x1.8p52) + 1023) << 52);
-}
-
-/* round(x / ln2) and the reduced argument r = x - n ln2, |r| <= ln2/2 */
-PYET_INLINE double pyet_exp_reduce(double x, double *n)
-{
-    *n = (x * 1.4426950408889634 + 0x1.8p52) - 0x1.8p52;
+    *t = x * 1.4426950408889634 + 0x1.8p52;
+    *n = *t - 0x1.8p52;
     return (x - *n * 6.93147180369123816490e-01) - *n * 1.90821492927058770002e-10;
 }
 
@@ -282,13 +280,11 @@ PYET_INLINE double pyet_exp_poly(double r)
 PYET_INLINE double pyet_exp(double x)
 {
     const double xc = x < -746.0 ? -746.0 : (x > 710.0 ? 710.0 : x);
-    double n;
-    const double p = pyet_exp_poly(pyet_exp_reduce(xc, &n));
-    const double n1 = floor(n * 0.5);
-    double y = p * pyet_pow2i(n1) * pyet_pow2i(n - n1);
-    y = x > 709.782712893384 ? (double)INFINITY : y;
-    y = x < -745.1332191019412 ? 0.0 : y;
-    return x != x ? x : y;
+    double n, t;
+    const double p = pyet_exp_poly(pyet_exp_reduce(xc, &n, &t));
+    /* exponent fields from n's bits: u = n + 2048 > 0, h = floor(n/2) + 1024 */
+    const uint64_t u = pyet_d2bits(t) - 0x4338000000000000ull + 2048, h = u >> 1;
+    return p * pyet_bits2d((h - 1) << 52) * pyet_bits2d((u - h - 1) << 52);
 }
 
 /* tanh as Cephes computes it (within 2 ulp): a rational function p/q for
@@ -299,9 +295,9 @@ PYET_INLINE double pyet_tanh(double x)
 {
     const double a = fabs(x);
     const int big = a >= 0.625;
-    double n;
-    const double r = pyet_exp_reduce(2.0 * (a < 22.0 ? a : 22.0), &n); /* tanh(22) rounds to 1 */
-    const double s = pyet_exp_poly(r) * pyet_pow2i(n);
+    double n, t;
+    const double r = pyet_exp_reduce(2.0 * (a < 22.0 ? a : 22.0), &n, &t); /* tanh(22) = 1 */
+    const double s = pyet_exp_poly(r) * pyet_bits2d((pyet_d2bits(t) + 1023) << 52); /* 2^n */
     const double z = x * x;
     const double p = (-9.64399179425052238628E-1 * z - 9.92877231001918586564E1) * z
                      - 1.61468768441708447952E3;
