@@ -304,8 +304,61 @@ PYET_INLINE double pyet_tanh(double x)
     const double q = ((z + 1.12811678491632931402E2) * z + 2.23548839060100448583E3) * z
                      + 4.84406305325125486048E3;
     const double d = (big ? 2.0 : p) / (big ? s + 1.0 : q);
-    return big ? copysign(1.0 - d, x) : x + x * (z * d);
+    return copysign(big ? 1.0 - d : x + x * (z * d), x); /* tanh(-0) = -0 */
 }
+
+/* float32 exp and tanh in float arithmetic (16 lanes at AVX-512, where
+ * double would give 8).  exp: Cody-Waite by ln 2 (0.693359375 has 9 bits,
+ * so n * it is exact), the degree-7 Taylor polynomial, 2^n in two exact
+ * steps as above; within 1.05 ulp of the exact result.  tanh: Cephes's
+ * tanhf, within 1.33 ulp.  NumPy's own float32 exp and tanh are up to 2.4
+ * and 1.4 ulp off, so results differ from NumPy's by at most 2 ulp, and
+ * in rare cases (about one in a million) 3 ulp for exp. */
+PYET_INLINE float pyet_bits2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+PYET_INLINE uint32_t pyet_f2bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* as pyet_exp_reduce: *t = x/ln2 + 1.5 * 2^23, whose low bits hold n */
+PYET_INLINE float pyet_expf_reduce(float x, float *t)
+{
+    *t = x * 1.44269504f + 0x1.8p23f;
+    const float n = *t - 0x1.8p23f;
+    return (x - n * 0.693359375f) - n * -2.12194440e-4f;
+}
+
+PYET_INLINE float pyet_expf_poly(float r)
+{
+    const float r2 = r * r, r4 = r2 * r2;
+    const float c01 = 1.0f / 2 + r * (1.0f / 6), c23 = 1.0f / 24 + r * (1.0f / 120);
+    const float c45 = 1.0f / 720 + r * (1.0f / 5040);
+    return 1.0f + (r + r2 * ((c01 + r2 * c23) + r4 * c45));
+}
+
+PYET_INLINE float pyet_expf(float x)
+{
+    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    float t;
+    const float p = pyet_expf_poly(pyet_expf_reduce(xc, &t));
+    /* u = n + 256 > 0, h = floor(n/2) + 128 */
+    const uint32_t u = pyet_f2bits(t) - 0x4b400000u + 256, h = u >> 1;
+    return p * pyet_bits2f((h - 1) << 23) * pyet_bits2f((u - h - 1) << 23);
+}
+
+PYET_INLINE float pyet_tanhf(float x)
+{
+    const float a = fabsf(x), z = x * x;
+    float t;
+    const float r = pyet_expf_reduce(2.0f * (a < 10.0f ? a : 10.0f), &t); /* tanhf(10) = 1 */
+    const float s = pyet_expf_poly(r) * pyet_bits2f((pyet_f2bits(t) - 0x4b400000u + 127) << 23);
+    const float small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
+                          + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+    return copysignf(a >= 0.625f ? 1.0f - 2.0f / (s + 1.0f) : small, x); /* tanh(-0) = -0 */
+}
+
+/* per-dtype names for the kernel macros */
+#define pyet_exp_f64 pyet_exp
+#define pyet_exp_f32 pyet_expf
+#define pyet_tanh_f64 pyet_tanh
+#define pyet_tanh_f32 pyet_tanhf
 
 #define PYET_M32(name) name##f
 #define PYET_M64(name) name
@@ -368,7 +421,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_absolute: PYET_LOOP1(T, T, M(fabs)(x)); return 1;               \
     case OP_isinf: PYET_LOOP1(T, pyet_bool, isinf(x) != 0); return 1;       \
     case OP_isfinite: PYET_LOOP1(T, pyet_bool, isfinite(x) != 0); return 1; \
-    case OP_exp: PYET_LOOP1(T, T, (T)pyet_exp((double)x)); return 1;       \
+    case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
     case OP_log: PYET_LOOP1(T, T, M(log)(x)); return 1;                     \
     case OP_log1p: PYET_LOOP1(T, T, M(log1p)(x)); return 1;                 \
     case OP_expm1: PYET_LOOP1(T, T, M(expm1)(x)); return 1;                 \
@@ -383,7 +436,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_arctan: PYET_LOOP1(T, T, M(atan)(x)); return 1;                 \
     case OP_sinh: PYET_LOOP1(T, T, M(sinh)(x)); return 1;                   \
     case OP_cosh: PYET_LOOP1(T, T, M(cosh)(x)); return 1;                   \
-    case OP_tanh: PYET_LOOP1(T, T, (T)pyet_tanh((double)x)); return 1;     \
+    case OP_tanh: PYET_LOOP1(T, T, pyet_tanh_##SUF(x)); return 1;           \
     case OP_arcsinh: PYET_LOOP1(T, T, M(asinh)(x)); return 1;               \
     case OP_arccosh: PYET_LOOP1(T, T, M(acosh)(x)); return 1;               \
     case OP_arctanh: PYET_LOOP1(T, T, M(atanh)(x)); return 1;               \
@@ -392,12 +445,12 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_ceil: PYET_LOOP1(T, T, M(ceil)(x)); return 1;                   \
     case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;                 \
     case OP_sigmoid:                                                        \
-        PYET_LOOP1(T, T, (T)1 / ((T)1 + (T)pyet_exp(-(double)x))); return 1;  \
+        PYET_LOOP1(T, T, (T)1 / ((T)1 + pyet_exp_##SUF(-x))); return 1;       \
     case OP_logistic: { /* s1/(s2 + exp(-x)), rounded as the unfused tree */ \
         const T s1 = *(const T *)in[0], s2 = *(const T *)in[1];             \
         const T *X_ = (const T *)in[2]; T *O_ = (T *)out;                   \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
-            const T e = (T)pyet_exp(-(double)X_[i]); O_[i] = s1 / (s2 + e); }\
+            const T e = pyet_exp_##SUF(-X_[i]); O_[i] = s1 / (s2 + e); }     \
         return 1; }
 
 /* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
