@@ -91,16 +91,22 @@ typedef struct {
 
 /* ---------------------------------------------------------------- loops */
 
-/* Where the toolchain can, compile each kernel three times, for the x86-64
- * baseline, AVX2 (x86-64-v3) and AVX-512 (x86-64-v4), and pick one at load
- * time, as NumPy's dispatch does.  FMA stays off (the build passes
- * -ffp-contract=off), so every clone rounds alike. */
+/* Where the toolchain can, compile each kernel twice, for the x86-64
+ * baseline and for AVX2 (x86-64-v3), and pick one at load time, as NumPy's
+ * dispatch does.  The compute-bound loops (pyet_kernel_wide) get an AVX-512
+ * (x86-64-v4) clone too: twice the lanes.  The other loops are memory-bound
+ * and stay at 256 bits: NumPy's large arrays start 16 bytes into a cache
+ * line, and 512-bit loads and stores that split lines made them up to 1.6x
+ * slower on AMD Zen 5.  FMA stays off (the build passes -ffp-contract=off),
+ * so every clone rounds alike. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__linux__) && !defined(PYET_NO_DISPATCH)
-#define PYET_DISPATCH __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
-                                                   "default")))
+#define PYET_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define PYET_DISPATCH_WIDE \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PYET_DISPATCH
+#define PYET_DISPATCH_WIDE
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -421,13 +427,11 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_absolute: PYET_LOOP1(T, T, M(fabs)(x)); return 1;               \
     case OP_isinf: PYET_LOOP1(T, pyet_bool, isinf(x) != 0); return 1;       \
     case OP_isfinite: PYET_LOOP1(T, pyet_bool, isfinite(x) != 0); return 1; \
-    case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
     case OP_log: PYET_LOOP1(T, T, M(log)(x)); return 1;                     \
     case OP_log1p: PYET_LOOP1(T, T, M(log1p)(x)); return 1;                 \
     case OP_expm1: PYET_LOOP1(T, T, M(expm1)(x)); return 1;                 \
     case OP_log2: PYET_LOOP1(T, T, M(log2)(x)); return 1;                   \
     case OP_log10: PYET_LOOP1(T, T, M(log10)(x)); return 1;                 \
-    case OP_sqrt: PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                   \
     case OP_sin: PYET_LOOP1(T, T, M(sin)(x)); return 1;                     \
     case OP_cos: PYET_LOOP1(T, T, M(cos)(x)); return 1;                     \
     case OP_tan: PYET_LOOP1(T, T, M(tan)(x)); return 1;                     \
@@ -436,22 +440,39 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_arctan: PYET_LOOP1(T, T, M(atan)(x)); return 1;                 \
     case OP_sinh: PYET_LOOP1(T, T, M(sinh)(x)); return 1;                   \
     case OP_cosh: PYET_LOOP1(T, T, M(cosh)(x)); return 1;                   \
-    case OP_tanh: PYET_LOOP1(T, T, pyet_tanh_##SUF(x)); return 1;           \
     case OP_arcsinh: PYET_LOOP1(T, T, M(asinh)(x)); return 1;               \
     case OP_arccosh: PYET_LOOP1(T, T, M(acosh)(x)); return 1;               \
     case OP_arctanh: PYET_LOOP1(T, T, M(atanh)(x)); return 1;               \
     case OP_rint: PYET_LOOP1(T, T, M(rint)(x)); return 1;                   \
     case OP_floor: PYET_LOOP1(T, T, M(floor)(x)); return 1;                 \
     case OP_ceil: PYET_LOOP1(T, T, M(ceil)(x)); return 1;                   \
-    case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;                 \
+    case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;
+
+/* The compute-bound float loops (see PYET_DISPATCH_WIDE). */
+#define PYET_WIDE_CASES(T, SUF, M)                                          \
+    case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
+    case OP_tanh: PYET_LOOP1(T, T, pyet_tanh_##SUF(x)); return 1;           \
+    case OP_sqrt: PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                   \
     case OP_sigmoid:                                                        \
-        PYET_LOOP1(T, T, (T)1 / ((T)1 + pyet_exp_##SUF(-x))); return 1;       \
+        PYET_LOOP1(T, T, (T)1 / ((T)1 + pyet_exp_##SUF(-x))); return 1;     \
     case OP_logistic: { /* s1/(s2 + exp(-x)), rounded as the unfused tree */ \
         const T s1 = *(const T *)in[0], s2 = *(const T *)in[1];             \
         const T *X_ = (const T *)in[2]; T *O_ = (T *)out;                   \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
-            const T e = pyet_exp_##SUF(-X_[i]); O_[i] = s1 / (s2 + e); }     \
+            const T e = pyet_exp_##SUF(-X_[i]); O_[i] = s1 / (s2 + e); }   \
         return 1; }
+
+PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
+                                               void *out, void *const *in)
+{
+    if (dt == DT_F32) {
+        switch (op) { PYET_WIDE_CASES(float, f32, PYET_M32) default: return 0; }
+    }
+    if (dt == DT_F64) {
+        switch (op) { PYET_WIDE_CASES(double, f64, PYET_M64) default: return 0; }
+    }
+    return 0;
+}
 
 /* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
 #define PYET_BOOL_CASES                                                     \
@@ -530,12 +551,9 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
         }                                                                   \
     } while (0)
 
-/* Run one op over n elements.  in[k] points at a contiguous block, or at
- * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
- * kernel, so the planner can refuse it before anything runs; with n == 0
- * it only answers that question. */
-PYET_DISPATCH static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out,
-                       void *const *in)
+/* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
+PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
+                                            void *out, void *const *in)
 {
     switch (dt) {
     case DT_BOOL:
@@ -559,6 +577,21 @@ PYET_DISPATCH static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, vo
                       PYET_FUSED_CASES(double) default: return 0; }
     }
     return 0;
+}
+
+/* Run one op over n elements.  in[k] points at a contiguous block, or at
+ * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
+ * kernel, so the planner can refuse it before anything runs; with n == 0
+ * it only answers that question.  Not itself cloned: a clone's calls to
+ * another cloned function are bound to that function's clone for the same
+ * target, so the wide kernels are reached from here, through their own
+ * load-time choice. */
+static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
+{
+    if ((dt == DT_F32 || dt == DT_F64) &&
+        (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic))
+        return pyet_kernel_wide(op, dt, sflags, n, out, in);
+    return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
 
 /* ------------------------------------------------------ data movement */
