@@ -25,6 +25,8 @@ RULES = (
     (("subtract", ("multiply", "x", "y"), "z"), "mulsub", ("x", "y", "z")),
     # z - x*y
     (("subtract", "z", ("multiply", "x", "y")), "submul", ("x", "y", "z")),
+    # s1/(s2 + exp(-x)): the logistic sigmoid 1/(1+exp(-x)) in one pass, not four
+    (("divide", "s1", ("add", "s2", ("exp", ("negative", "x")))), "logistic", ("s1", "s2", "x")),
 )
 
 COMMUTATIVE = frozenset({"add", "multiply"})

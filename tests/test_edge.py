@@ -99,6 +99,32 @@ def test_fused_patterns_exact_over_block_sizes(name, dtype, scalar):
         np.testing.assert_array_equal(got, ref, err_msg=f"n={n} layout={layout}")
 
 
+@pytest.mark.parametrize(
+    "s1,s2",
+    [(1, 1), (2.5, 0.5), (-1.0, 3), (np.float32(1), 1), (np.float64(1), np.float64(2))],
+    ids=["1,1", "2.5,0.5", "-1,3", "f32,1", "f64,f64"],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logistic_fused_rounds_as_unfused_tree(dtype, s1, s2):
+    """s1/(s2 + exp(-a)) lowers to one kernel with the roundings of the four-node tree."""
+    specials = np.array([0.0, -0.0, 800.0, -800.0, 90.0, -90.0, np.inf, -np.inf, np.nan])
+    for n in SIZES[::2]:
+        layout = ("contig", "strided", "mixed")[n % 3]
+        a = operands(n, dtype, layout, seed=n)[0] * 25
+        a[: min(n, specials.size)] = specials[: min(n, specials.size)]
+        ta = pyet.asarray(a)
+        ex = np.asarray(pyet.evaluate(pyet.exp(-ta)))  # the tree's exp(-a), evaluated on its own
+        with np.errstate(all="ignore"):
+            ref = s1 / (s2 + ex)
+        for e in (s1 / (s2 + pyet.exp(-ta)), s1 / (pyet.exp(-ta) + s2)):
+            assert e.dtype == ref.dtype
+            got = np.asarray(pyet.evaluate(e))
+            np.testing.assert_array_equal(got, ref, err_msg=f"n={n} layout={layout}")
+    if np.result_type(dtype, s1, s2) == dtype:
+        text = pyet._plan.lower(s1 / (s2 + pyet.exp(-ta)), pyet._expr.dtype_code(dtype)).text
+        assert text.split("\n") == [f"dst = logistic[{dtype}->{dtype}](s0, s1, leaf0)"]
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 @pytest.mark.parametrize("name", [k for k in PATTERNS if "/" not in k])
 def test_fused_patterns_integers(name, dtype):
