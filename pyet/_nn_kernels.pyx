@@ -172,3 +172,35 @@ def take_grad_into(cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
         else:
             take_grad_kernel(<int64_t *>po, os0, os1, <const int64_t *>pg, gs0, gs1, ip, n,
                              rows, m, nt)
+
+
+# ------------------------------------------------------------------ softmax
+
+cdef extern from "softmax.h" nogil:
+    void pyet_softmax_rows_f32(pyet_intp nrows, pyet_intp n, const float *x, pyet_intp xs,
+                               float *o, pyet_intp os, int take_log) noexcept
+    void pyet_softmax_rows_f64(pyet_intp nrows, pyet_intp n, const double *x, pyet_intp xs,
+                               double *o, pyet_intp os, int take_log) noexcept
+
+
+def softmax_rows(cnp.ndarray x, cnp.ndarray out, bint take_log):
+    """Softmax (or log-softmax) of each row of x into out: 2-D float32/float64
+    arrays of one dtype and shape whose rows are contiguous (n >= 1)."""
+    cdef pyet_intp nrows = x.shape[0], n = x.shape[1], r0, r1, c
+    cdef pyet_intp xs = x.strides[0] // x.itemsize, os = out.strides[0] // out.itemsize
+    cdef char *px = <char *>cnp.PyArray_DATA(x)
+    cdef char *po = <char *>cnp.PyArray_DATA(out)
+    cdef bint single = x.dtype.num == cnp.NPY_FLOAT
+    cdef int nt = threads_for(nrows * n, nrows), k = x.itemsize
+    # chunks handed out dynamically: a thread the OS delays does not hold the others up
+    cdef pyet_intp nchunks = min(nrows, 8 * nt) if nt > 1 else 1
+    with nogil:
+        for c in prange(nchunks, num_threads=nt, schedule="dynamic", chunksize=1):
+            r0 = nrows * c // nchunks
+            r1 = nrows * (c + 1) // nchunks
+            if single:
+                pyet_softmax_rows_f32(r1 - r0, n, <const float *>(px + r0 * xs * k), xs,
+                                      <float *>(po + r0 * os * k), os, take_log)
+            else:
+                pyet_softmax_rows_f64(r1 - r0, n, <const double *>(px + r0 * xs * k), xs,
+                                      <double *>(po + r0 * os * k), os, take_log)
