@@ -149,13 +149,26 @@ def softmax_cases(pyet):
     return [Case("softmax(x), rows, 1000x1000 f32", f_pyet, f_numpy, lambda: out, 1e-5, 0.5)]
 
 
-def extra_cases(pyet):
-    """Rows added by other work, each a Case, printed after the ones above.
+def im2col_numpy(img, ky, kx):
+    """im2col with NumPy: sliding_window_view, then one copy into MShadow's layout
+    (rows (c*ky + py)*kx + px, columns (n*oH + oy)*oW + ox)."""
+    win = np.lib.stride_tricks.sliding_window_view(img, (ky, kx), axis=(2, 3))
+    n, c, oh, ow = win.shape[:4]
+    return win.transpose(1, 4, 5, 0, 2, 3).reshape(c * ky * kx, n * oh * ow)
 
-    THE IM2COL ROW GOES HERE (added with the im2col work): build its inputs, pyet's and NumPy's
-    function, and return [Case(...)].  Until then there are no extra rows.
-    """
-    return []
+
+def nn_cases(pyet):
+    rng = np.random.default_rng(2)
+    img = rng.random((32, 16, 32, 32), dtype=np.float32)
+    Img = pyet.asarray(img)
+    out = np.empty((16 * 9, 32 * 30 * 30), np.float32)
+    Out = pyet.asarray(out)
+
+    def f_pyet():
+        Out[...] = pyet.unpack_patch2col(Img, 3, 3)
+
+    return [Case("im2col 3x3 of (32,16,32,32) f32", f_pyet, lambda: im2col_numpy(img, 3, 3),
+                 lambda: out, 0)]
 
 
 def ratio(a, b):
@@ -182,7 +195,7 @@ def main():
     print(f"{'case':<38}{'pyet 1T [s]':>12}{'numpy [s]':>12}{'1T/np':>8}{'target':>8}"
           f"{'pyet 2T [s]':>12}{'2T/np':>8}")
     missed = []
-    for case in sum_cases(pyet) + softmax_cases(pyet) + extra_cases(pyet):
+    for case in sum_cases(pyet) + softmax_cases(pyet) + nn_cases(pyet):
         case.check()
         t = bench({"pyet": case.f_pyet, "np": case.f_numpy}, repeats, min_time)
         t2 = None

@@ -24,26 +24,31 @@ cdef struct geom:
     pyet_intp N, C, H, W, ky, kx, sy, sx, dy, dx, oH, oW
 
 
-cdef inline void im2col_line(item_t *out, pyet_intp os0, pyet_intp os1, const item_t *img,
-                             const pyet_intp *s, const geom *g, pyet_intp line) noexcept nogil:
-    # line = (row r of the matrix, image n, patch row oy): oW columns of row r
-    cdef pyet_intp r = line // (g.N * g.oH), n = line // g.oH % g.N, oy = line % g.oH
-    cdef pyet_intp c = r // (g.ky * g.kx), py = r // g.kx % g.ky, px = r % g.kx
-    copy_row(at(out, r * os0 + (n * g.oH + oy) * g.oW * os1), os1,
-             <const item_t *>at(<item_t *>img, n * s[0] + c * s[1] + (oy * g.sy + py * g.dy) * s[2]
-                                + px * g.dx * s[3]),
-             g.sx * s[3], g.oW)
+cdef inline void im2col_row(item_t *out, pyet_intp os0, pyet_intp os1, const item_t *img,
+                            const pyet_intp *s, const geom *g, pyet_intp r) noexcept nogil:
+    # row r = (c, py, px) of the matrix: that kernel tap at every patch position
+    # of every image, one run of oW columns per (image, patch row)
+    cdef pyet_intp c = r // (g.ky * g.kx), py = r // g.kx % g.ky, px = r % g.kx, n, oy
+    cdef item_t *dst = at(out, r * os0)
+    cdef const item_t *src
+    for n in range(g.N):
+        src = <const item_t *>at(<item_t *>img, n * s[0] + c * s[1] + py * g.dy * s[2]
+                                 + px * g.dx * s[3])
+        for oy in range(g.oH):
+            copy_row(dst, os1, <const item_t *>at(<item_t *>src, oy * g.sy * s[2]),
+                     g.sx * s[3], g.oW)
+            dst = at(dst, g.oW * os1)
 
 
 cdef void im2col_kernel(item_t *out, pyet_intp os0, pyet_intp os1, const item_t *img,
                         const pyet_intp *s, const geom *g, int nthreads) noexcept nogil:
-    cdef pyet_intp line, lines = g.C * g.ky * g.kx * g.N * g.oH
+    cdef pyet_intp r, rows = g.C * g.ky * g.kx
     if nthreads > 1:
-        for line in prange(lines, num_threads=nthreads, schedule="static"):
-            im2col_line(out, os0, os1, img, s, g, line)
+        for r in prange(rows, num_threads=nthreads, schedule="dynamic"):
+            im2col_row(out, os0, os1, img, s, g, r)
     else:
-        for line in range(lines):
-            im2col_line(out, os0, os1, img, s, g, line)
+        for r in range(rows):
+            im2col_row(out, os0, os1, img, s, g, r)
 
 
 cdef inline void col2im_line(num_t *out, const pyet_intp *o, const num_t *col, pyet_intp cs0,
@@ -103,7 +108,7 @@ def im2col_into(cnp.ndarray out, cnp.ndarray img, pyet_intp ky, pyet_intp kx, py
         s[d] = img.strides[d]
     cdef void *po = cnp.PyArray_DATA(out)
     cdef const void *pi = cnp.PyArray_DATA(img)
-    cdef int nt = threads_for(out.size, out.shape[0] * g.N * g.oH), size = out.itemsize
+    cdef int nt = threads_for(out.size, out.shape[0]), size = out.itemsize
     if out.size == 0:
         return
     with nogil:
