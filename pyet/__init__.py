@@ -14,9 +14,13 @@ from pyet._blob import Blob
 from pyet._expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
+from pyet._nn import *  # noqa: F403
+from pyet._nn import __all__ as _nn_names
 from pyet._plan import get_num_threads, set_num_threads
 from pyet._reduce import *  # noqa: F403
 from pyet._reduce import __all__ as _reduce_names
+from pyet._spatial import *  # noqa: F403
+from pyet._spatial import __all__ as _spatial_names
 from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
 from pyet._views import *  # noqa: F403
 from pyet._views import __all__ as _view_names
@@ -26,5 +30,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
-    *_function_names, *_reduce_names, *_view_names,
+    *_function_names, *_nn_names, *_reduce_names, *_spatial_names, *_view_names,
 ]

@@ -32,12 +32,22 @@ def _fmt(shape):
     return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _reshaped_view(arr, shape):
+    """NumPy's reshape of ``arr`` when it is a view; _NoView when it would copy."""
+    try:
+        return np.reshape(arr, shape, copy=False)
+    except ValueError:
+        raise _NoView from None
+    except TypeError:  # NumPy 2.0: no copy argument; reshape, then see whether it copied
+        out = arr.reshape(shape)
+        if arr.size and not np.may_share_memory(out, arr):
+            raise _NoView from None
+        return out
+
+
 def _view_leaf(arr, kind, arg):
     if kind == "reshape":
-        out = arr.reshape(arg)
-        if arr.size and not np.may_share_memory(out, arr):  # NumPy had to copy
-            raise _NoView
-        return out
+        return _reshaped_view(arr, arg)
     return VIEWS[kind](arr, arg)
 
 
@@ -135,9 +145,10 @@ def repmat(v, n):
 def reshape(e, shape):
     """``e`` with a new ``shape`` of the same size, in C order (NumPy's ``reshape``).
 
-    One axis may be -1 (inferred).  A contiguous tensor is viewed, not copied;
-    a tree stays lazy: the new shape is pushed down to its leaves when each can
-    be viewed that way, else the tree is computed once, when evaluated.
+    One axis may be -1 (inferred).  A tensor NumPy can view with the new shape
+    (a contiguous one, say) is viewed, not copied; anything else stays lazy:
+    the new shape is pushed down to a tree's leaves when each can be viewed
+    that way, else the tensor or tree is read (copied) once, when evaluated.
     """
     x = _operand(e)
     shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
@@ -157,9 +168,7 @@ def reshape(e, shape):
                          f"{_fmt(shape)}")
     if shape == x.shape:
         return x
-    if x.op == _LEAF:
-        return _expr.tensor(np.reshape(x.value, shape))  # NumPy's: a view when it can
-    try:
+    try:  # a view of a leaf's memory when NumPy can make one, never a copy made now
         return _push(x, "reshape", shape, shape)
     except _NoView:
         return view_node(x, "reshape", shape, shape)
@@ -187,6 +196,13 @@ def _two_axes(x, fname):
                          f"{_fmt(x.shape)}")
 
 
+def _pair(p, what):
+    if np.ndim(p) != 1 or len(p) != 2:
+        raise ValueError(f"crop: {what} must be a pair of ints (along the last two axes), "
+                         f"got {p!r}")
+    return operator.index(p[0]), operator.index(p[1])
+
+
 def crop(e, shape, offset=None):
     """The (h, w) window of ``e``'s last two axes (MShadow's ``crop``).
 
@@ -201,12 +217,12 @@ def crop(e, shape, offset=None):
     """
     x = _operand(e)
     _two_axes(x, "crop")
-    h, w = (operator.index(n) for n in shape)
+    h, w = _pair(shape, "shape")
     H, W = x.shape[-2:]
     if offset is None:
         y0, x0 = (H - h) // 2, (W - w) // 2
     else:
-        y0, x0 = (operator.index(n) for n in offset)
+        y0, x0 = _pair(offset, "offset")
     if h < 0 or w < 0 or y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W:
         raise ValueError(f"crop: a ({h}, {w}) window at offset ({y0}, {x0}) does not fit in "
                          f"the last two axes of shape {_fmt(x.shape)}")
@@ -218,7 +234,10 @@ def crop(e, shape, offset=None):
 
 def _pad_widths(pad_width):
     """((top, bottom), (left, right)) from p, (py, px) or ((t, b), (l, r))."""
-    pw = np.asarray(pad_width)
+    try:
+        pw = np.asarray(pad_width)
+    except ValueError:  # ragged nesting
+        pw = np.asarray(0.0)
     if pw.dtype.kind not in "iu" or pw.shape not in ((), (2,), (2, 2)):
         raise ValueError("pad_width must be an int p, a pair (py, px) or a pair of pairs "
                          f"((top, bottom), (left, right)), got {pad_width!r}")
@@ -287,9 +306,12 @@ def pad(e, pad_width, value=0):
     x = _operand(e)
     _two_axes(x, "pad")
     widths = _pad_widths(pad_width)
-    fill = np.asarray(value).astype(x.dtype)
-    if fill.ndim:
-        raise ValueError(f"pad: value must be a scalar, got an array of shape {fill.shape}")
+    if np.ndim(value):
+        raise ValueError(f"pad: value must be a scalar, got an array of shape {np.shape(value)}")
+    if np.iscomplexobj(value):
+        raise TypeError(f"pad: pyet does not support complex values, got {value!r}")
+    fill = np.empty((), x.dtype)
+    fill[()] = value  # NumPy's scalar assignment, as np.pad does: errors on overflow and NaN
     kernel = Pad(widths, fill[()])
     return node(kernel, (x,), kernel.out_shape(x.shape), x.dtype)
 
@@ -327,9 +349,11 @@ class Concat(Special):
 
 def _pieces(seq, fname):
     try:
-        pieces = [_operand(p) for p in seq]
+        seq = list(seq)
     except TypeError:
-        raise TypeError(f"{fname} takes a sequence of expressions or arrays") from None
+        raise TypeError(f"{fname} takes a sequence of expressions or arrays, got "
+                        f"{type(seq).__name__}") from None
+    pieces = [_operand(p) for p in seq]  # TypeError naming an unsupported dtype
     if not pieces:
         raise ValueError(f"need at least one array to {fname.split('.')[-1]}")
     return pieces
