@@ -4,7 +4,7 @@ import numpy as np
 
 import pyet
 
-from ._common import DTYPES, rand
+from ._common import DTYPES, agree, rand
 
 
 class Broadcast:
@@ -17,6 +17,8 @@ class Broadcast:
         self.x = rand((n, n), dtype, seed=3)
         self.out = np.empty((n, n), dtype)
         self.C, self.R, self.X, self.Out = map(pyet.asarray, (self.col, self.row, self.x, self.out))
+        agree(lambda: self.time_pyet_broadcast(expr, n, dtype),
+              lambda: self.time_numpy_broadcast(expr, n, dtype), self.out)
 
     def time_pyet_broadcast(self, expr, n, dtype):
         C, R, X, Out = self.C, self.R, self.X, self.Out

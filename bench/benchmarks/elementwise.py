@@ -4,7 +4,7 @@ import numpy as np
 
 import pyet
 
-from ._common import DTYPES, ETA, LAM, rand
+from ._common import DTYPES, ETA, LAM, agree, rand
 
 
 class UpdateWeight:
@@ -17,6 +17,8 @@ class UpdateWeight:
         self.w = rand(n, dtype, seed=1)
         self.g = rand(n, dtype, seed=2)
         self.W, self.G = pyet.asarray(self.w), pyet.asarray(self.g)
+        agree(lambda: self.time_pyet_update(n, dtype), lambda: self.time_numpy_update(n, dtype),
+              self.w, self.w)
 
     def time_pyet_update(self, n, dtype):
         W, G = self.W, self.G
@@ -37,6 +39,8 @@ class Trees:
         self.x, self.y, self.z = (rand(n, dtype, seed=s) for s in (1, 2, 3))
         self.out = np.empty(n, dtype)
         self.X, self.Y, self.Z, self.Out = map(pyet.asarray, (self.x, self.y, self.z, self.out))
+        agree(lambda: self.time_pyet_tree(expr, n, dtype),
+              lambda: self.time_numpy_tree(expr, n, dtype), self.out)
 
     def time_pyet_tree(self, expr, n, dtype):
         X, Y, Z, Out = self.X, self.Y, self.Z, self.Out

@@ -4,7 +4,7 @@ import numpy as np
 
 import pyet
 
-from ._common import DTYPES, rand, require, transposed
+from ._common import DTYPES, agree, rand, require, transposed
 
 
 class Dot:
@@ -18,6 +18,7 @@ class Dot:
         self.a, self.b = rand((n, n), dtype, seed=1), rand((n, n), dtype, seed=2)
         self.c = np.zeros((n, n), dtype)
         self.A, self.B, self.C = map(pyet.asarray, (self.a, self.b, self.c))
+        agree(lambda: self.time_pyet_dot(n, dtype), lambda: self.time_numpy_dot(n, dtype), self.c)
 
     def time_pyet_dot(self, n, dtype):
         self.C[...] = pyet.dot(self.A, self.B)
@@ -38,6 +39,8 @@ class DotTransposedFused:
         self.c = np.zeros((n, n), dtype)
         self.A, self.B, self.C = map(pyet.asarray, (self.a, self.b, self.c))
         self.At = transposed(self.A, self.a)
+        agree(lambda: self.time_pyet_dot_t_fused(n, dtype),
+              lambda: self.time_numpy_dot_t_fused(n, dtype), self.c, self.c)
 
     def time_pyet_dot_t_fused(self, n, dtype):
         C = self.C

@@ -4,7 +4,7 @@ import numpy as np
 
 import pyet
 
-from ._common import DTYPES, ETA, LAM, rand
+from ._common import DTYPES, ETA, LAM, agree, rand
 
 
 class SmallOverhead:
@@ -15,6 +15,9 @@ class SmallOverhead:
         self.x, self.y, self.z = (rand(n, dtype, seed=s) for s in (1, 2, 3))
         self.out = np.empty(n, dtype)
         self.X, self.Y, self.Z, self.Out = map(pyet.asarray, (self.x, self.y, self.z, self.out))
+        agree(lambda: self.time_pyet_small(expr, n, dtype),
+              lambda: self.time_numpy_small(expr, n, dtype),
+              self.x if expr == "update" else self.out, self.x)
 
     def time_pyet_small(self, expr, n, dtype):
         X, Y, Z, Out = self.X, self.Y, self.Z, self.Out

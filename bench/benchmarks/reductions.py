@@ -4,7 +4,7 @@ import numpy as np
 
 import pyet
 
-from ._common import DTYPES, rand, require
+from ._common import DTYPES, agree, rand, require
 
 
 class Sum:
@@ -18,6 +18,8 @@ class Sum:
         self.x = rand((n, n), dtype, seed=1)
         self.out = np.empty(np.sum(self.x, axis=axis).shape, dtype)
         self.X, self.Out = pyet.asarray(self.x), pyet.asarray(self.out)
+        agree(lambda: self.time_pyet_sum(axis, n, dtype),
+              lambda: self.time_numpy_sum(axis, n, dtype), self.out)
 
     def time_pyet_sum(self, axis, n, dtype):
         self.Out[...] = pyet.sum(self.X, axis=axis)
@@ -38,6 +40,8 @@ class SumOfTree:
         self.out = np.empty((), dtype)
         self.A, self.B, self.C = map(pyet.asarray, (self.a, self.b, self.c))
         self.Out = pyet.asarray(self.out)
+        agree(lambda: self.time_pyet_sum_tree(n, dtype),
+              lambda: self.time_numpy_sum_tree(n, dtype), self.out)
 
     def time_pyet_sum_tree(self, n, dtype):
         self.Out[...] = pyet.sum(self.A * self.B + self.C)
@@ -57,6 +61,8 @@ class Softmax:
         self.x = rand((n, n), dtype, seed=1, low=-5.0, high=5.0)
         self.out = np.empty((n, n), dtype)
         self.X, self.Out = pyet.asarray(self.x), pyet.asarray(self.out)
+        agree(lambda: self.time_pyet_softmax(n, dtype),
+              lambda: self.time_numpy_softmax(n, dtype), self.out)
 
     def time_pyet_softmax(self, n, dtype):
         self.Out[...] = pyet.softmax(self.X, axis=-1)

@@ -5,7 +5,7 @@ import numpy as np
 
 import pyet
 
-from ._common import DTYPES, rand
+from ._common import DTYPES, agree, rand
 
 
 class StridedViews:
@@ -29,6 +29,8 @@ class StridedViews:
             self.x, self.y = rand(n, dtype, seed=1), rand(n, dtype, seed=2)
             self.out = np.empty(2 * n, dtype)[::2]
         self.X, self.Y, self.Out = map(pyet.asarray, (self.x, self.y, self.out))
+        agree(lambda: self.time_pyet_strided(layout, n, dtype),
+              lambda: self.time_numpy_strided(layout, n, dtype), self.out)
 
     def time_pyet_strided(self, layout, n, dtype):
         X, Y, Out = self.X, self.Y, self.Out
