@@ -9,7 +9,16 @@ in compiled loops, with no temporary arrays::
     w[...] = -eta * (g + lam * w)
 """
 
-from pyet import _dot, _plan  # noqa: F401  (install the evaluators)
+import os as _os
+
+# OpenMP's idle threads spin for a while after each parallel region; on a busy
+# machine they take the core the working thread needs (softmax on 2 threads
+# went 35x slower than on 1 here).  Unless the user chose a policy, spin
+# briefly, then sleep.  libgomp reads this when it loads, below.
+if "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+from pyet import _dot, _plan  # noqa: E402, F401  (install the evaluators)
 from pyet._blob import Blob
 from pyet._expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
