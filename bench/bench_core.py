@@ -16,17 +16,18 @@ pyet's time over the other's: below 1 means pyet is faster.
 import argparse
 import ctypes
 import datetime
-import gc
 import os
 import platform
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import bench, cpu_model  # noqa: E402
 
 try:
     import numexpr as ne
@@ -38,16 +39,6 @@ SIZES = [10, 1_000, 100_000, 10_000_000]
 EXPRS = ["2*x + 3*y", "x*y + y*z - z", "1/(1+exp(-x))", "tanh(x)*y + sqrt(z)",
          "where(x > 0.5, x, y)"]
 CFLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off"]
-
-
-def cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def build_c_loop(tmpdir):
@@ -66,40 +57,6 @@ def build_c_loop(tmpdir):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ct, ct, ctypes.c_ssize_t, ctypes.c_void_p]
         getattr(lib, name).restype = None
     return lib, f"{version.splitlines()[0]}: {Path(cc).name} {' '.join(CFLAGS)}"
-
-
-def loop_time(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return time.perf_counter() - t0
-
-
-def autorange(fn, min_time):
-    """Smallest loop count in 1, 2, 5, 10, 20, ... whose loop takes >= min_time seconds."""
-    number = 1
-    while True:
-        for k in (1, 2, 5):
-            if loop_time(fn, number * k) >= min_time:
-                return number * k
-        number *= 10
-
-
-def bench(fns, repeats, min_time):
-    """{name: fn or None} -> {name: best seconds per call}, competitors interleaved."""
-    fns = {k: f for k, f in fns.items() if f is not None}
-    numbers = {k: autorange(f, min_time) for k, f in fns.items()}
-    best, names = dict.fromkeys(fns, float("inf")), list(fns)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for r in range(repeats):
-            for k in names[r % len(names):] + names[:r % len(names)]:
-                best[k] = min(best[k], loop_time(fns[k], numbers[k]) / numbers[k])
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return best
 
 
 def ratio(a, b, width=12):

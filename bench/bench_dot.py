@@ -19,61 +19,18 @@ interleaved and each time is the minimum over several repeats of a loop sized to
 
 import argparse
 import datetime
-import gc
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import bench, cpu_model  # noqa: E402
+
 SIZES = [64, 256, 1024]
 DTYPES = [np.float32, np.float64]
-
-
-def cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def loop_time(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return time.perf_counter() - t0
-
-
-def autorange(fn, min_time):
-    """Smallest loop count in 1, 2, 5, 10, 20, ... whose loop takes >= min_time seconds."""
-    number = 1
-    while True:
-        for k in (1, 2, 5):
-            if loop_time(fn, number * k) >= min_time:
-                return number * k
-        number *= 10
-
-
-def bench(fns, repeats, min_time):
-    """{name: fn or None} -> {name: best seconds per call}, competitors interleaved."""
-    fns = {k: f for k, f in fns.items() if f is not None}
-    numbers = {k: autorange(f, min_time) for k, f in fns.items()}
-    best, names = dict.fromkeys(fns, float("inf")), list(fns)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for r in range(repeats):
-            for k in names[r % len(names):] + names[:r % len(names)]:
-                best[k] = min(best[k], loop_time(fns[k], numbers[k]) / numbers[k])
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return best
 
 
 def ratio(a, b, width=10):
