@@ -54,14 +54,15 @@ def _indices(indices, n, fname, what):
     return out
 
 
-def _count(value, fname, what):
+def _count(value, fname, what, least=0):
+    """``value`` as an int >= ``least``: TypeError / ValueError naming ``what`` otherwise."""
     try:
         n = operator.index(value)
     except TypeError:
         raise TypeError(f"{fname}: {what} must be an integer, got "
                         f"{type(value).__name__}") from None
-    if n < 0:
-        raise ValueError(f"{fname}: {what} must be >= 0, got {n}")
+    if n < least:
+        raise ValueError(f"{fname}: {what} must be >= {least}, got {n}")
     return n
 
 

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from pyet import _expr, _spatial_kernels
-from pyet._nn import Kernel, _fmt
+from pyet._nn import Kernel, _count, _fmt
 from pyet._special import node
 
 _operand = _expr.as_expr
@@ -21,14 +21,7 @@ _NUMERIC = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.float32, np.fl
 
 
 def _positive(value, fname, what):
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fname}: {what} must be an integer, got "
-                        f"{type(value).__name__}") from None
-    if n < 1:
-        raise ValueError(f"{fname}: {what} must be >= 1, got {n}")
-    return n
+    return _count(value, fname, what, least=1)
 
 
 def _pair(value, fname, what):
