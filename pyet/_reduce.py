@@ -58,14 +58,13 @@ def value(node):
     compensated = kind in ("sum", "mean") and acc_dtype == _F64
     accs = np.full((nthreads, 1 + compensated) + kept, start, acc_dtype)
     strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[2:]))
-    view = np.lib.stride_tricks.as_strided(accs, child.shape, strides, writeable=True)
+    view = np.ndarray(child.shape, acc_dtype, accs, 0, strides)  # accs seen with child's shape
     if child.size:
         _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0],
                           accs.strides[1] if compensated else 0)
     parts = accs[:, 0]
     if compensated:  # after an inf the compensation is nan: leave it out
-        with np.errstate(invalid="ignore"):
-            parts = np.where(np.isfinite(parts), parts + accs[:, 1], parts)
+        np.add(parts, accs[:, 1], out=parts, where=np.isfinite(parts))
     acc = parts[0]
     for t in range(1, nthreads):
         acc = _COMBINE[kind](acc, parts[t])
