@@ -30,7 +30,7 @@ from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
     RED_ARGMAX, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
-    pyet_reduce_arg, pyet_reduce_store,
+    pyet_reduce_arg, pyet_reduce_rows, pyet_reduce_store,
 )
 
 cnp.import_array()
@@ -583,6 +583,11 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n
     if w0 >= w1:
         return 0
+    if (r.red != RED_NONE and prog.copies_leaf and nd == 2 and r.nblocks == 1
+            and r.strides[0] == 0 and r.strides[1] == r.itemsize[0] and r.gather[1] < 0
+            and pyet_reduce_rows(r.red, prog.dt_out, w1 - w0, inner, r.base[0] + dst_shift,
+                                 r.base[1] + w0 * r.strides[MAXD], r.strides[MAXD])):
+        return 0  # rows folded into one contiguous row of accumulators, several at a time
     rest = w0 // r.nblocks
     blk = w0 % r.nblocks
     for k in range(nops):

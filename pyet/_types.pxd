@@ -72,6 +72,8 @@ cdef extern from "kernels.h" nogil:
         RED_ARGMAX
         RED_ARGMIN
 
+    int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst,
+                         const char *src, pyet_intp xs) noexcept
     void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
                            pyet_intp comp, const void *src) noexcept
     void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,

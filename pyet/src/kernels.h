@@ -776,6 +776,52 @@ PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *
     }
 }
 
+/* Fold nrows rows (xs bytes apart) of n values elementwise into n
+ * contiguous accumulators, four rows per pass over them: acc = (((acc o x0)
+ * o x1) o x2) o x3 is the order row by row folding has, with a quarter of
+ * the accumulator traffic.  Returns 0 for a fold it does not do. */
+#define PYET_FOLD_ROWS(T, COMBINE)                                          \
+    do {                                                                    \
+        T *D_ = (T *)dst;                                                   \
+        pyet_intp r = 0;                                                    \
+        for (; r + 4 <= nrows; r += 4) {                                    \
+            const T *X0 = (const T *)(src + r * xs), *X1 = (const T *)(src + (r + 1) * xs); \
+            const T *X2 = (const T *)(src + (r + 2) * xs), *X3 = (const T *)(src + (r + 3) * xs); \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                T a = D_[i], b = X0[i];                                     \
+                a = (COMBINE); b = X1[i]; a = (COMBINE); b = X2[i];         \
+                a = (COMBINE); b = X3[i]; D_[i] = (COMBINE);                \
+            }                                                               \
+        }                                                                   \
+        for (; r < nrows; r++) {                                            \
+            const T *X0 = (const T *)(src + r * xs);                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T a = D_[i], b = X0[i]; D_[i] = (COMBINE);            \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+#define PYET_FOLD_ROWS_CASES(T, SUF)                                        \
+    switch (red) {                                                          \
+    case RED_SUM: PYET_FOLD_ROWS(T, a + b); return 1;                       \
+    case RED_PROD: PYET_FOLD_ROWS(T, a * b); return 1;                      \
+    case RED_MAX: PYET_FOLD_ROWS(T, pyet_max_##SUF(a, b)); return 1;        \
+    case RED_MIN: PYET_FOLD_ROWS(T, pyet_min_##SUF(a, b)); return 1;        \
+    }                                                                       \
+    return 0;
+
+PYET_DISPATCH static int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n,
+                                          char *dst, const char *src, pyet_intp xs)
+{
+    switch (dt) {
+    case DT_I32: PYET_FOLD_ROWS_CASES(int32_t, i32)
+    case DT_I64: PYET_FOLD_ROWS_CASES(int64_t, i64)
+    case DT_F32: PYET_FOLD_ROWS_CASES(float, f32)
+    case DT_F64: PYET_FOLD_ROWS_CASES(double, f64)
+    }
+    return 0;
+}
+
 /* argmax and argmin: fold values and their indices (idx, one int64 per
  * value) into (value, index) accumulators in 8-byte slots, the index comp
  * bytes after the value.  A candidate wins when it is greater (argmax) or less, or NaN
