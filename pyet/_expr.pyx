@@ -977,7 +977,10 @@ cdef class Tensor(Expr):
         return wrap(self.value[_basic_key(key)])
 
     def __setitem__(self, key, value):
-        _evaluator(self.value[_basic_key(key)], value)
+        if key is Ellipsis:  # dst[...] = e: the whole tensor, no view to make
+            _evaluator(self.value, value)
+        else:
+            _evaluator(self.value[_basic_key(key)], value)
 
     def __len__(self):
         return len(self.value)
