@@ -9,20 +9,6 @@ import numpy as np
 import pytest
 
 import pyet
-from pyet import _plan
-
-
-@pytest.fixture
-def threaded():
-    """Force threads even on small inputs, and restore the settings after."""
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(2)
-    _plan.set_min_per_thread(64)
-    _plan.set_block_size(32)
-    yield
-    _plan.set_block_size(512)
-    _plan.set_min_per_thread(1 << 16)
-    pyet.set_num_threads(before)
 
 
 def test_set_and_get_num_threads():

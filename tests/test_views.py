@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyet
-from pyet import _plan
 
 DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 LAYOUTS = ["C", "F", "strided", "neg", "bcast"]
@@ -609,19 +608,6 @@ def test_same_structure_different_parameters_give_different_values():
     exact(ev(pyet.pad(X, 1, value=1) + 0), np.pad(x, 1, constant_values=1))
     exact(ev(pyet.pad(X, 1, value=2) + 0), np.pad(x, 1, constant_values=2))
     exact(ev(pyet.pad(X, (2, 0)) + 0), np.pad(x, ((2, 2), (0, 0))))
-
-
-@pytest.fixture
-def threaded():
-    """Force threads even on small inputs, and restore the settings after."""
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(2)
-    _plan.set_min_per_thread(64)
-    _plan.set_block_size(32)
-    yield
-    _plan.set_block_size(512)
-    _plan.set_min_per_thread(1 << 16)
-    pyet.set_num_threads(before)
 
 
 def test_threaded(threaded):
