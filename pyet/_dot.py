@@ -4,19 +4,17 @@ At the root, ``[D ±] alpha * dot(A, B)`` goes straight into the destination as
 one gemm: D (any elementwise tree) is written into C first and BLAS adds the
 product with beta = 1, as MShadow folds scale and ``+=`` into alpha and beta.
 Any other product in a tree is computed into a scratch array, which then
-stands in the tree as a leaf for the elementwise evaluator.
+stands in the tree as a leaf for the elementwise evaluator (``_special.py``
+evaluates such trees).
 """
-
-import threading
 
 import numpy as np
 
 from pyet import _blas, _expr, _plan
-from pyet._special import leaves_overlap
+from pyet._special import materialize, register_value
 
 _OPS = _expr.OPCODES
-_DOT, _SCALAR, _LEAF, _REDUCE = _OPS["dot"], _OPS["scalar"], _OPS["leaf"], _OPS["reduce"]
-_SPECIAL = _OPS["special"]
+_DOT, _SCALAR, _LEAF = _OPS["dot"], _OPS["scalar"], _OPS["leaf"]
 _MUL, _ADD, _SUB, _NEG = _OPS["multiply"], _OPS["add"], _OPS["subtract"], _OPS["negative"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -116,70 +114,29 @@ def _product(node):
     return out if node.cdt == node.dt else out.astype(_expr.DTYPES[node.dt])
 
 
-# the nodes computed so far by this thread's evaluation: a node that appears
-# twice in a tree (softmax's max, MetaNN's shared subtrees) is computed once
-_evaluation = threading.local()
-
-
-def materialize(e):
-    """e with every product, reduction and special node replaced by a leaf
-    holding its value."""
-    if not e.flags:
-        return e
-    done = getattr(_evaluation, "done", None)
-    if done is not None and id(e) in done:
-        return done[id(e)][1]
-    if e.op == _DOT:
-        leaf = _expr.tensor(_product(e))
-    elif e.op == _REDUCE:
-        from pyet._reduce import value
-        leaf = _expr.tensor(value(e))
-    elif e.op == _SPECIAL:
-        leaf = _expr.tensor(e.value.value(e.args))
-    else:
-        leaf = _expr.with_args(e, tuple(materialize(a) for a in e.args))
-    if done is not None:
-        done[id(e)] = (e, leaf)  # e kept alive: its id stays its own
-    return leaf
-
-
 def _is_view_of(d, dst):
     return (d.op == _LEAF and d.value.shape == dst.shape and d.value.strides == dst.strides
             and d.value.dtype == dst.dtype
             and d.value.__array_interface__["data"][0] == dst.__array_interface__["data"][0])
 
 
-def assign(dst, e):
-    """Evaluate a tree containing products, reductions or special nodes into
-    ndarray dst (checks done)."""
-    if getattr(_evaluation, "done", None) is not None:  # nested: inside an evaluation
-        _assign(dst, e)
-        return
-    _evaluation.done = {}
-    try:
-        _assign(dst, e)
-    finally:
-        _evaluation.done = None
-
-
-def _assign(dst, e):
-    if e.op == _SPECIAL and e.shape == dst.shape and _expr.DTYPES[e.dt] == dst.dtype \
-            and not leaves_overlap(e, dst):
-        e.value.into(dst, e.args)  # straight into dst, no scratch
-        return
+def assign_gemm(dst, e):
+    """Evaluate e into dst as one gemm when e is ``[D +-] alpha*dot(A, B)`` of
+    dst's shape and float dtype; False (nothing written) otherwise."""
     form = _gemm_form(e)
     # alpha 0 would let BLAS skip the product, losing NumPy's 0*inf = nan
-    if form is not None and form[1] != 0:
-        node, alpha, d, beta = form
-        if (node.shape == dst.shape and dst.dtype in _FLOATS
-                and _expr.DTYPES[node.dt] == dst.dtype and node.cdt == node.dt):
-            a = _as_matrix(node.args[0], dst.dtype, dst)
-            b = _as_matrix(node.args[1], dst.dtype, dst)
-            if d is not None and not _is_view_of(d, dst):
-                _plan.assign(dst, d)
-            matmul_into(dst, a, b, alpha, beta if d is not None else 0.0)
-            return
-    _plan.assign(dst, materialize(e))
+    if form is None or form[1] == 0:
+        return False
+    node, alpha, d, beta = form
+    if not (node.shape == dst.shape and dst.dtype in _FLOATS
+            and _expr.DTYPES[node.dt] == dst.dtype and node.cdt == node.dt):
+        return False
+    a = _as_matrix(node.args[0], dst.dtype, dst)
+    b = _as_matrix(node.args[1], dst.dtype, dst)
+    if d is not None and not _is_view_of(d, dst):
+        _plan.assign(dst, d)
+    matmul_into(dst, a, b, alpha, beta if d is not None else 0.0)
+    return True
 
 
-_plan.set_dot_assigner(assign)
+register_value(_DOT, _product)

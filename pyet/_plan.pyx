@@ -805,7 +805,7 @@ def assign(object dst, object value):
     if e.flags:  # products and reductions first, then the elementwise rest
         if e.flags == 1 and root_gemm(d, e, dst_dt):
             return
-        _dot_assign(d, e)
+        _complex_assign(d, e)
         return
     cdef Program prog = get_program(e, dst_dt)
     cdef list leaves = [], scalars = []
@@ -838,7 +838,7 @@ cdef bint _same_view(Expr x, cnp.ndarray dst):
 cdef bint root_gemm(cnp.ndarray d, Expr e, int dst_dt) except -1:
     """The common product forms over 2-D leaves, straight to BLAS without
     Python-level dispatch: C = [s*]dot(A, B) [+ D], D = C or any elementwise
-    tree.  False when e is not one of them (``_dot.py`` takes it then)."""
+    tree.  False when e is not one of them (``_special.assign`` takes it then)."""
     cdef Expr prod = e, rest = None, x
     cdef double alpha = 1.0
     if (e.op == OP_add_code) and e.args:
@@ -905,13 +905,14 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
     execute(prog, acc, leaves, scalars, red, nthreads, stride, comp)
 
 
-cdef object _dot_assign = None
+cdef object _complex_assign = None
 
 
-def set_dot_assigner(f):
-    """Install ``f(dst, expr)`` for trees containing matrix products (``_dot.py``)."""
-    global _dot_assign
-    _dot_assign = f
+def set_complex_assigner(f):
+    """Install ``f(dst, expr)`` for trees containing products, reductions or
+    special nodes (``_special.assign``)."""
+    global _complex_assign
+    _complex_assign = f
 
 
 _expr.set_evaluator(assign)

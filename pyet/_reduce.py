@@ -13,7 +13,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from pyet import _expr, _nn_kernels, _plan
-from pyet._special import Special, array_of, node
+from pyet._special import Special, array_of, materialize, node, register_value
 
 _DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
@@ -46,7 +46,7 @@ def value(node):
     """The value of a reduction node, as a new ndarray."""
     kind, axes, keepdims, _ = node.value
     (child,) = node.args
-    child = _materialize(child)
+    child = materialize(child)
     dtype = _DT[child.dt]
     if kind in ("argmax", "argmin"):
         return _arg_value(kind, child, axes, keepdims, node.value[3])
@@ -137,11 +137,6 @@ def _arg_fold(kind, child, k):
     return np.asarray(best).reshape(out_shape), np.asarray(first).reshape(out_shape)
 
 
-def _materialize(e):
-    from pyet._dot import materialize
-    return materialize(e)
-
-
 def _make(kind):
     def reduce(e, axis=None, keepdims=False):
         return _expr.reduction(kind, e, axis, keepdims)
@@ -184,6 +179,8 @@ def sumall_except_dim(e, dim):
     """Sum over every axis but ``dim`` (MShadow's ``sumall_except_dim``)."""
     return reduce_except_dim(e, dim, "sum")
 
+
+register_value(_expr.OPCODES["reduce"], value)
 
 __all__ = ["all", "any", "argmax", "argmin", "max", "mean", "min", "prod", "reduce_except_dim",
            "sum", "sum_rows", "sumall_except_dim"]

@@ -7,11 +7,16 @@ as a leaf (``Special.value``); as the root of an assignment it writes straight
 into the destination (``Special.into``) when the destination has its shape and
 dtype and no leaf below it overlaps the destination.
 
+Products (``_dot.py``) and reductions (``_reduce.py``) are evaluated the same
+way: this module is the engine of every tree the elementwise evaluator cannot
+run alone (``_plan.assign`` hands them to ``assign`` here).
+
 Views (transpose, flip, crop, broadcast, reshape) of a node that cannot push
 them down to its leaves -- a product, a reduction, another special node --
 are the ``View`` kernel: NumPy's view of the node's computed value.
 """
 
+import threading
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -43,6 +48,57 @@ class Special(ABC):
     def describe(self):
         """The parameters as strings, for ``repr`` of the tree."""
         return [repr(p) for p in self.params()]
+
+
+# op code -> function(node) -> ndarray: the value of a product or a reduction
+_VALUES = {}
+# the nodes computed so far by this thread's evaluation: a node that appears
+# twice in a tree (softmax's max, MetaNN's shared subtrees) is computed once
+_evaluation = threading.local()
+
+
+def register_value(op, fn):
+    """Compute nodes of ``op`` with ``fn(node) -> ndarray`` (products, reductions)."""
+    _VALUES[op] = fn
+
+
+def materialize(e):
+    """e with every product, reduction and special node replaced by a leaf
+    holding its value."""
+    if not e.flags:
+        return e
+    done = getattr(_evaluation, "done", None)
+    if done is not None and id(e) in done:
+        return done[id(e)][1]
+    if e.op == _SPECIAL:
+        leaf = _expr.tensor(e.value.value(e.args))
+    elif e.op in _VALUES:
+        leaf = _expr.tensor(_VALUES[e.op](e))
+    else:
+        leaf = _expr.with_args(e, tuple(materialize(a) for a in e.args))
+    if done is not None:
+        done[id(e)] = (e, leaf)  # e kept alive: its id stays its own
+    return leaf
+
+
+def assign(dst, e):
+    """Evaluate a tree containing products, reductions or special nodes into
+    ndarray dst (checks done): a root special node or gemm straight into dst,
+    else those nodes computed first and the elementwise rest fused."""
+    outer = getattr(_evaluation, "done", None) is None  # not nested in an evaluation
+    if outer:
+        _evaluation.done = {}
+    try:
+        if e.op == _SPECIAL and e.shape == dst.shape and _expr.DTYPES[e.dt] == dst.dtype \
+                and not leaves_overlap(e, dst):
+            e.value.into(dst, e.args)  # straight into dst, no scratch
+            return
+        from pyet._dot import assign_gemm
+        if not assign_gemm(dst, e):
+            _plan.assign(dst, materialize(e))
+    finally:
+        if outer:
+            _evaluation.done = None
 
 
 def node(kernel, args, shape, dtype):
@@ -112,3 +168,6 @@ class View(Special):
 def view_node(e, kind, arg, shape):
     """A lazy ``kind`` view of node ``e`` with the resulting ``shape``."""
     return node(View(kind, arg), (e,), shape, _expr.DTYPES[e.dt])
+
+
+_plan.set_complex_assigner(assign)
