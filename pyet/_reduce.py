@@ -13,7 +13,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from pyet import _expr, _nn_kernels, _plan
-from pyet._special import Special, array_of, materialize, node, register_value
+from pyet._special import Special, materialize, node, register_value
 
 _DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
@@ -207,24 +207,33 @@ class Softmax(Special):
 
     def value(self, args):
         (x,) = args
-        shape = list(x.shape)
-        n = shape.pop(self.axis)
-        out = np.empty(shape + [n], _DT[x.dt])  # rows contiguous, moved back after
+        shape = _moved(x.shape, self.axis)
+        out = np.empty(shape, _DT[x.dt])  # rows contiguous, moved back after
         if out.size:
-            self._rows_into(out.reshape(-1, n), x)
+            self._rows_into(out.reshape(-1, shape[-1]), x)
         return np.moveaxis(out, -1, self.axis)
 
     def into(self, dst, args):
         rows = _rows(dst, self.axis)
         if rows is None:  # dst's rows are not contiguous: compute aside, copy once
-            _plan.assign(dst, _expr.tensor(self.value(args)))
+            super().into(dst, args)
         else:
             self._rows_into(rows, args[0])
 
     def _rows_into(self, rows, child):
-        x = _rows(array_of(child, rows.dtype), self.axis, copy=True)
+        if child.op == _LEAF:  # read in place when its rows are contiguous
+            x = _rows(child.value, self.axis, copy=True)
+        else:  # a tree: evaluated once, straight into rows along the axis
+            x = np.empty(rows.shape, rows.dtype)
+            _plan.assign(np.moveaxis(x.reshape(_moved(child.shape, self.axis)), -1, self.axis),
+                         child)
         if x.size:
             _nn_kernels.softmax_rows(x, rows, self.log)
+
+
+def _moved(shape, axis):
+    """``shape`` with ``axis`` moved last."""
+    return shape[:axis] + shape[axis + 1:] + (shape[axis],)
 
 
 def _rows(a, axis, copy=False):
