@@ -18,3 +18,4 @@ cdef class Tensor(Expr):
 cdef Expr as_operand(object obj)
 cdef Tensor wrap(object arr)
 cpdef Expr with_args(Expr e, tuple args)
+cpdef str fmt_shape(tuple s)

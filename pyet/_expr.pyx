@@ -146,8 +146,9 @@ cdef list _LEAF_KEYS = [intern_key((OP_leaf, i)) for i in range(DT_COUNT)]
 
 # ------------------------------------------------------------- broadcasting
 
-cdef str _fmt_shape(tuple s):
-    return "(" + ",".join(str(n) for n in s) + ("," if len(s) == 1 else "") + ")"
+cpdef str fmt_shape(tuple s):
+    """A shape as NumPy prints it: (3,) and (2,3)."""
+    return "(" + ",".join([str(n) for n in s]) + ("," if len(s) == 1 else "") + ")"
 
 
 cdef tuple broadcast_shapes(tuple a, tuple b):
@@ -167,7 +168,7 @@ cdef tuple broadcast_shapes(tuple a, tuple b):
             out[i] = y
         else:
             raise ValueError("operands could not be broadcast together with shapes "
-                             f"{_fmt_shape(a)} {_fmt_shape(b)}")
+                             f"{fmt_shape(a)} {fmt_shape(b)}")
     return tuple(out)
 
 
@@ -450,23 +451,23 @@ cdef tuple dot_shape(tuple a, tuple b, object batch=None):
     if batch:
         if na not in (2, 3) or nb not in (2, 3) or (na == 2 and nb == 2):
             raise ValueError(f"pyet.batch_dot takes stacks of matrices (3-D; one may be 2-D), "
-                             f"got shapes {_fmt_shape(a)} and {_fmt_shape(b)}")
+                             f"got shapes {fmt_shape(a)} and {fmt_shape(b)}")
         if a[na - 1] != b[nb - 2]:
-            raise ValueError(f"pyet.batch_dot: shapes {_fmt_shape(a)} and {_fmt_shape(b)} not "
+            raise ValueError(f"pyet.batch_dot: shapes {fmt_shape(a)} and {fmt_shape(b)} not "
                              f"aligned: {a[na - 1]} (dim {na - 1}) != {b[nb - 2]} (dim {nb - 2})")
         ba = a[0] if na == 3 else 1
         bb = b[0] if nb == 3 else 1
         if ba != bb and ba != 1 and bb != 1:
-            raise ValueError(f"pyet.batch_dot: batch sizes of shapes {_fmt_shape(a)} and "
-                             f"{_fmt_shape(b)} differ: {ba} != {bb}")
+            raise ValueError(f"pyet.batch_dot: batch sizes of shapes {fmt_shape(a)} and "
+                             f"{fmt_shape(b)} differ: {ba} != {bb}")
         return (max(ba, bb), a[na - 2], b[nb - 1])
     if na == 0 or nb == 0 or na > 2 or nb > 2:
-        raise ValueError(f"pyet.dot takes 1-D and 2-D operands, got shapes {_fmt_shape(a)} "
-                         f"and {_fmt_shape(b)}")
+        raise ValueError(f"pyet.dot takes 1-D and 2-D operands, got shapes {fmt_shape(a)} "
+                         f"and {fmt_shape(b)}")
     k_a = a[na - 1]
     k_b = b[0]
     if k_a != k_b:
-        raise ValueError(f"pyet.dot: shapes {_fmt_shape(a)} and {_fmt_shape(b)} not aligned: "
+        raise ValueError(f"pyet.dot: shapes {fmt_shape(a)} and {fmt_shape(b)} not aligned: "
                          f"{k_a} (dim {na - 1}) != {k_b} (dim 0)")
     return a[:na - 1] + b[1:]
 
@@ -889,7 +890,7 @@ cdef class Expr:
 
 cdef str _node_repr(Expr e):
     if e.op == OP_leaf:
-        return f"Tensor(shape={_fmt_shape(e.shape)}, dtype={DTYPES[e.dt]})"
+        return f"Tensor(shape={fmt_shape(e.shape)}, dtype={DTYPES[e.dt]})"
     if e.op == OP_scalar:
         return repr(e.value)
     name = OPNAMES[e.op]

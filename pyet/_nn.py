@@ -25,8 +25,7 @@ from pyet._views import reshape
 _operand = _expr.as_expr
 
 
-def _fmt(shape):
-    return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+_fmt = _expr.fmt_shape
 
 
 def _indices(indices, n, fname, what):

@@ -25,7 +25,7 @@ from pyet import _expr
 from pyet._rewrite import COMMUTATIVE, RULES
 
 from pyet._blas cimport gemm_2d, gemm_2d_ready
-from pyet._expr cimport Expr, as_operand
+from pyet._expr cimport Expr, as_operand, fmt_shape
 from pyet._types cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
@@ -762,20 +762,16 @@ cdef int array_dtype_code(cnp.ndarray a) except -1:
     return _expr.dtype_code(a.dtype)
 
 
-cdef str _shape_str(tuple s):
-    return "(" + ",".join(str(n) for n in s) + ("," if len(s) == 1 else "") + ")"
-
-
 cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
     cdef tuple es = e.shape, ds = (<object>dst).shape
     cdef Py_ssize_t ne = len(es), nd = len(ds), i
     if ne > nd:
-        raise ValueError(f"cannot evaluate an expression of shape {_shape_str(es)} into a "
-                         f"destination of shape {_shape_str(ds)}")
+        raise ValueError(f"cannot evaluate an expression of shape {fmt_shape(es)} into a "
+                         f"destination of shape {fmt_shape(ds)}")
     for i in range(ne):
         if es[i] != 1 and es[i] != ds[nd - ne + i]:
-            raise ValueError(f"cannot evaluate an expression of shape {_shape_str(es)} into a "
-                             f"destination of shape {_shape_str(ds)}")
+            raise ValueError(f"cannot evaluate an expression of shape {fmt_shape(es)} into a "
+                             f"destination of shape {fmt_shape(ds)}")
     cdef bint ok
     if e.weak == 1:
         ok = dst_dt != DT_BOOL

@@ -28,8 +28,7 @@ class _NoView(Exception):
     """A leaf's memory cannot be viewed with the asked-for shape."""
 
 
-def _fmt(shape):
-    return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+_fmt = _expr.fmt_shape
 
 
 def _reshaped_view(arr, shape):
