@@ -600,16 +600,21 @@ static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void 
     do {                                                                    \
         const TI *X_ = (const TI *)in;                                      \
         switch (dt_out) {                                                   \
-        case DT_BOOL: for (pyet_intp i = 0; i < n; i++)                     \
-            ((pyet_bool *)out)[i] = X_[i] != 0; break;                      \
-        case DT_I32: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
-            ((int32_t *)out)[i] = (int32_t)X_[i]; break;                    \
-        case DT_I64: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
-            ((int64_t *)out)[i] = (int64_t)X_[i]; break;                    \
-        case DT_F32: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
-            ((float *)out)[i] = (float)X_[i]; break;                        \
-        case DT_F64: PYET_IVDEP for (pyet_intp i = 0; i < n; i++)           \
-            ((double *)out)[i] = (double)X_[i]; break;                      \
+        case DT_BOOL:                                                       \
+            for (pyet_intp i = 0; i < n; i++) ((pyet_bool *)out)[i] = X_[i] != 0; \
+            break;                                                          \
+        case DT_I32:                                                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((int32_t *)out)[i] = (int32_t)X_[i]; \
+            break;                                                          \
+        case DT_I64:                                                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((int64_t *)out)[i] = (int64_t)X_[i]; \
+            break;                                                          \
+        case DT_F32:                                                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((float *)out)[i] = (float)X_[i]; \
+            break;                                                          \
+        case DT_F64:                                                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((double *)out)[i] = (double)X_[i]; \
+            break;                                                          \
         }                                                                   \
     } while (0)
 
