@@ -11,7 +11,7 @@ evaluates such trees).
 import numpy as np
 
 from pyet import _blas, _expr, _plan
-from pyet._special import materialize, register_value
+from pyet._special import materialize, register_root_form, register_value
 
 _OPS = _expr.OPCODES
 _DOT, _SCALAR, _LEAF = _OPS["dot"], _OPS["scalar"], _OPS["leaf"]
@@ -140,3 +140,4 @@ def assign_gemm(dst, e):
 
 
 register_value(_DOT, _product)
+register_root_form(assign_gemm)

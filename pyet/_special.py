@@ -52,6 +52,9 @@ class Special(ABC):
 
 # op code -> function(node) -> ndarray: the value of a product or a reduction
 _VALUES = {}
+# functions(dst, e) -> bool that write a whole tree straight into dst when they
+# can (a gemm with alpha and beta folded in), else write nothing
+_ROOT_FORMS = []
 # the nodes computed so far by this thread's evaluation: a node that appears
 # twice in a tree (softmax's max, MetaNN's shared subtrees) is computed once
 _evaluation = threading.local()
@@ -60,6 +63,11 @@ _evaluation = threading.local()
 def register_value(op, fn):
     """Compute nodes of ``op`` with ``fn(node) -> ndarray`` (products, reductions)."""
     _VALUES[op] = fn
+
+
+def register_root_form(fn):
+    """Try ``fn(dst, e) -> bool`` on the root of every tree evaluated here."""
+    _ROOT_FORMS.append(fn)
 
 
 def materialize(e):
@@ -93,8 +101,7 @@ def assign(dst, e):
                 and not leaves_overlap(e, dst):
             e.value.into(dst, e.args)  # straight into dst, no scratch
             return
-        from pyet._dot import assign_gemm
-        if not assign_gemm(dst, e):
+        if not any(form(dst, e) for form in _ROOT_FORMS):
             _plan.assign(dst, materialize(e))
     finally:
         if outer:
