@@ -1,4 +1,4 @@
-"""pyet reductions benchmark (issue 4).  Run from the repository root:
+"""pyet reductions, softmax and im2col benchmark (issue 4).  Run from the repository root:
 
     python -P bench/bench_reduce.py [--quick]
 
@@ -13,11 +13,11 @@ reductions and exp are single-threaded), and again with pyet on two threads:
         against e = np.exp(x - x.max(1, keepdims=True)); e / e.sum(1, keepdims=True)
                                                                                  target <= 0.5
 
-plus rows without a target (row max, argmax of a tree) and the rows of extra_cases().  Every
-result is checked against NumPy's before timing.  The machine is shared and noisy, so the
-competitors are interleaved and each time is the minimum over several repeats of a loop sized to
-take >= 20 ms (like timeit's autorange).  Ratios are pyet's time over NumPy's: below 1 means pyet
-is faster.
+plus rows without a target (row max, argmax of a tree, im2col against a sliding_window_view
+im2col).  Every result is checked against NumPy's before timing.  The machine is shared and
+noisy, so the competitors are interleaved and each time is the minimum over several repeats of a
+loop sized to take >= 20 ms (like timeit's autorange).  Ratios are pyet's time over NumPy's:
+below 1 means pyet is faster.
 """
 
 import argparse
