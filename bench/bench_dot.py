@@ -46,7 +46,7 @@ def rtol_for(dtype, n):
 
 
 def plain_case(pyet, n, dtype, repeats, min_time):
-    from pyet import _blas
+    from pyet._kernels import blas as _blas
 
     rng = np.random.default_rng(n)
     a, b = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)

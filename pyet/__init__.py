@@ -18,26 +18,29 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ:
     _os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-from pyet import _dot, _plan  # noqa: E402, F401  (install the evaluators)
+from pyet import _nodes  # noqa: E402, F401  (products register with the engine)
 from pyet._blob import Blob
-from pyet._expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
+from pyet._core.expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
-from pyet._nn import *  # noqa: F403
-from pyet._nn import __all__ as _nn_names
-from pyet._plan import get_num_threads, set_num_threads
-from pyet._reduce import *  # noqa: F403
-from pyet._reduce import __all__ as _reduce_names
-from pyet._spatial import *  # noqa: F403
-from pyet._spatial import __all__ as _spatial_names
+from pyet._kernels.parallel import get_num_threads, set_num_threads
+from pyet._nodes.nn import *  # noqa: F403
+from pyet._nodes.nn import __all__ as _nn_names
+from pyet._nodes.reductions import *  # noqa: F403
+from pyet._nodes.reductions import __all__ as _reduce_names
+from pyet._nodes.softmax import *  # noqa: F403
+from pyet._nodes.softmax import __all__ as _softmax_names
+from pyet._nodes.spatial import *  # noqa: F403
+from pyet._nodes.spatial import __all__ as _spatial_names
+from pyet._nodes.views import *  # noqa: F403
+from pyet._nodes.views import __all__ as _view_names
 from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
-from pyet._views import *  # noqa: F403
-from pyet._views import __all__ as _view_names
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
-    *_function_names, *_nn_names, *_reduce_names, *_spatial_names, *_view_names,
+    *_function_names, *_nn_names, *_reduce_names, *_softmax_names, *_spatial_names,
+    *_view_names,
 ]

@@ -10,7 +10,7 @@ allocates or copies.
 
 import numpy as np
 
-from pyet import _expr
+from pyet._core import expr as _expr
 
 __all__ = ["Blob", "TYPE_FLAGS"]
 

@@ -3,8 +3,8 @@
 Each builds a lazy node; nothing is computed until the tree is evaluated.
 """
 
-from pyet import _expr
-from pyet._ops import OPS
+from pyet._core import expr as _expr
+from pyet._core.ops import OPS
 
 
 def _make(op):

@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from pyet import _expr, _plan
-from pyet._expr import Expr, Tensor
+from pyet._core import expr as _expr
+from pyet._core import plan as _plan
+from pyet._core.expr import Expr, Tensor
 
 ALIGNMENT = 64  # bytes: a cache line, and enough for any SIMD load
 

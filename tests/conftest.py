@@ -6,7 +6,8 @@ import os
 import pytest
 
 import pyet
-from pyet import _plan
+from pyet._core import plan as _plan
+from pyet._kernels import parallel as _parallel
 
 
 def pytest_report_header(config):
@@ -19,9 +20,9 @@ def threaded():
     """Force threads even on small inputs, and restore the settings after."""
     before = pyet.get_num_threads()
     pyet.set_num_threads(2)
-    _plan.set_min_per_thread(64)
+    _parallel.set_min_per_thread(64)
     _plan.set_block_size(32)
     yield
     _plan.set_block_size(512)
-    _plan.set_min_per_thread(1 << 16)
+    _parallel.set_min_per_thread(1 << 16)
     pyet.set_num_threads(before)

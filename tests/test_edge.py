@@ -121,7 +121,8 @@ def test_logistic_fused_rounds_as_unfused_tree(dtype, s1, s2):
             got = np.asarray(pyet.evaluate(e))
             np.testing.assert_array_equal(got, ref, err_msg=f"n={n} layout={layout}")
     if np.result_type(dtype, s1, s2) == dtype:
-        text = pyet._plan.lower(s1 / (s2 + pyet.exp(-ta)), pyet._expr.dtype_code(dtype)).text
+        tree = s1 / (s2 + pyet.exp(-ta))
+        text = pyet._core.plan.lower(tree, pyet._core.expr.dtype_code(dtype)).text
         assert text.split("\n") == [f"dst = logistic[{dtype}->{dtype}](s0, s1, leaf0)"]
 
 
@@ -515,9 +516,7 @@ def test_no_full_size_temporary():
 @pytest.mark.parametrize("block", [16, 17, 100])
 def test_small_block_sizes(block):
     """Block-boundary handling, with the evaluator's (internal) block size made small."""
-    plan = getattr(pyet, "_plan", None)
-    if plan is None or not hasattr(plan, "set_block_size"):
-        pytest.skip("no internal block-size control")
+    from pyet._core import plan
     old = plan.get_block_size()
     plan.set_block_size(block)
     try:

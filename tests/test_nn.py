@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyet
-from pyet import _nn_kernels
+from pyet._kernels import parallel as _parallel
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
 NUMERIC = [np.int32, np.int64, np.float32, np.float64]
@@ -27,9 +27,9 @@ def threaded():
     """Two threads even on small inputs; settings restored after."""
     before = pyet.get_num_threads()
     pyet.set_num_threads(2)
-    _nn_kernels.set_min_per_thread(16)
+    _parallel.set_min_per_thread(16)
     yield
-    _nn_kernels.set_min_per_thread(1 << 15)
+    _parallel.set_min_per_thread(1 << 16)
     pyet.set_num_threads(before)
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
 
 import pyet
-from pyet import _nn_kernels
+from pyet._kernels import parallel as _parallel
 
 NUMERIC = [np.int32, np.int64, np.float32, np.float64]
 
@@ -33,9 +33,9 @@ def eq(got, want):
 def threaded():
     before = pyet.get_num_threads()
     pyet.set_num_threads(2)
-    _nn_kernels.set_min_per_thread(16)
+    _parallel.set_min_per_thread(16)
     yield
-    _nn_kernels.set_min_per_thread(1 << 15)
+    _parallel.set_min_per_thread(1 << 16)
     pyet.set_num_threads(before)
 
 

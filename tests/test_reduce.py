@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyet
-from pyet import _plan
+from pyet._core import plan as _plan
+from pyet._kernels import parallel as _parallel
 
 KINDS = ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "all", "any")
 DTYPES = (np.bool_, np.int32, np.int64, np.float32, np.float64)
@@ -811,9 +812,9 @@ def two_threads():
     if pyet.get_num_threads() < 2:
         pyet.set_num_threads(before)
         pytest.skip("pyet built without OpenMP")
-    _plan.set_min_per_thread(64)
+    _parallel.set_min_per_thread(64)
     yield
-    _plan.set_min_per_thread(1 << 16)
+    _parallel.set_min_per_thread(1 << 16)
     pyet.set_num_threads(before)
 
 

@@ -11,9 +11,9 @@ import operator
 
 import numpy as np
 
-from pyet._ops import OPS_BY_NAME, UFUNC_TO_OP
+from pyet._core.ops import OPS_BY_NAME, UFUNC_TO_OP
 
-from pyet._types cimport (
+from pyet._kernels.kernels cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_COUNT, OP_dot, OP_leaf,
     OP_pyfunc, OP_reduce, OP_scalar, OP_special, OP_where, pyet_op_names,
 )
@@ -413,7 +413,7 @@ def special(object kernel, tuple args, tuple shape, object dtype):
 
 cdef Expr _view_node(Expr e, str kind, object arg, tuple shape):
     # a lazy view of a node that cannot push views down to its leaves
-    from pyet._special import view_node
+    from pyet._core.special import view_node
     return view_node(e, kind, arg, shape)
 
 

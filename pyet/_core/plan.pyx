@@ -15,18 +15,18 @@ from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-import os
-
 import numpy as np
 
 from cython.parallel cimport prange, threadid
 
-from pyet import _expr
-from pyet._rewrite import COMMUTATIVE, RULES
+from pyet._kernels.parallel cimport threads_for
 
-from pyet._blas cimport gemm_2d, gemm_2d_ready
-from pyet._expr cimport Expr, as_operand, fmt_shape
-from pyet._types cimport (
+from pyet._core import expr as _expr
+from pyet._core.rewrite import COMMUTATIVE, RULES
+
+from pyet._core.expr cimport Expr, as_operand, fmt_shape
+from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready
+from pyet._kernels.kernels cimport (
     DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
     OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
     RED_ARGMAX, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
@@ -57,59 +57,6 @@ def set_block_size(pyet_intp n):
 
 def get_block_size():
     return BLOCK
-
-
-# ------------------------------------------------------------------ threads
-
-cdef extern from "threads.h" nogil:
-    int pyet_omp_max_threads()
-    int pyet_have_openmp()
-
-cdef int NUM_THREADS = 1
-# below this many elements per thread, starting threads costs more than it saves
-cdef pyet_intp MIN_PER_THREAD = 1 << 16
-
-
-def _initial_threads():
-    for var in ("PYET_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(var, "").split(",")[0].strip()
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return os.cpu_count() or 1
-
-
-def set_num_threads(int n):
-    """Use at most ``n`` threads for large evaluations."""
-    global NUM_THREADS
-    if n < 1:
-        raise ValueError(f"the number of threads must be at least 1, got {n}")
-    NUM_THREADS = n if pyet_have_openmp() else 1
-
-
-def get_num_threads():
-    """The most threads an evaluation uses (also capped by threadpoolctl's OpenMP limit)."""
-    return min(NUM_THREADS, pyet_omp_max_threads()) if pyet_have_openmp() else 1
-
-
-def set_min_per_thread(pyet_intp n):
-    """Set the work (elements) each extra thread needs before it is started."""
-    global MIN_PER_THREAD
-    MIN_PER_THREAD = max(n, 1)
-
-
-cdef int threads_for(pyet_intp elements, pyet_intp items) noexcept:
-    cdef int n = NUM_THREADS
-    if n <= 1 or not pyet_have_openmp():
-        return 1
-    n = min(n, pyet_omp_max_threads())
-    if elements // MIN_PER_THREAD < n:
-        n = <int>(elements // MIN_PER_THREAD)
-    if items < n:
-        n = <int>items
-    return max(n, 1)
-
-
-set_num_threads(_initial_threads())
 
 
 # same_kind casting, as NumPy's ufunc out= (rows: from, columns: to)

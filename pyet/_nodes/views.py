@@ -15,8 +15,9 @@ import operator
 
 import numpy as np
 
-from pyet import _expr, _plan
-from pyet._special import VIEWS, Special, array_of, node, view_node
+from pyet._core import expr as _expr
+from pyet._core import plan as _plan
+from pyet._core.special import VIEWS, Special, array_of, node, view_node
 
 _OPS = _expr.OPCODES
 _LEAF, _SCALAR = _OPS["leaf"], _OPS["scalar"]

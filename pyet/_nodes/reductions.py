@@ -10,10 +10,10 @@ stands in the tree as a leaf.
 import warnings
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index
 
-from pyet import _expr, _nn_kernels, _plan
-from pyet._special import Special, materialize, node, register_value
+from pyet._core import expr as _expr
+from pyet._core import plan as _plan
+from pyet._core.special import materialize, register_value
 
 _DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
@@ -184,100 +184,3 @@ register_value(_expr.OPCODES["reduce"], value)
 
 __all__ = ["all", "any", "argmax", "argmin", "max", "mean", "min", "prod", "reduce_except_dim",
            "sum", "sum_rows", "sumall_except_dim"]
-
-
-class Softmax(Special):
-    """Softmax (or log-softmax) along ``axis``, row by row in one compiled
-    pass: max, exp(x - max) and its sum, then divide (or subtract the log)."""
-
-    __slots__ = ("axis", "log")
-
-    def __init__(self, axis, log):
-        self.axis, self.log = axis, log
-
-    @property
-    def name(self):
-        return "log_softmax" if self.log else "softmax"
-
-    def params(self):
-        return (self.axis, self.log)
-
-    def describe(self):
-        return [f"axis={self.axis}"]
-
-    def value(self, args):
-        (x,) = args
-        shape = _moved(x.shape, self.axis)
-        out = np.empty(shape, _DT[x.dt])  # rows contiguous, moved back after
-        if out.size:
-            self._rows_into(out.reshape(-1, shape[-1]), x)
-        return np.moveaxis(out, -1, self.axis)
-
-    def into(self, dst, args):
-        rows = _rows(dst, self.axis)
-        if rows is None:  # dst's rows are not contiguous: compute aside, copy once
-            super().into(dst, args)
-        else:
-            self._rows_into(rows, args[0])
-
-    def _rows_into(self, rows, child):
-        if child.op == _LEAF:  # read in place when its rows are contiguous
-            x = _rows(child.value, self.axis, copy=True)
-        else:  # a tree: evaluated once, straight into rows along the axis
-            x = np.empty(rows.shape, rows.dtype)
-            _plan.assign(np.moveaxis(x.reshape(_moved(child.shape, self.axis)), -1, self.axis),
-                         child)
-        if x.size:
-            _nn_kernels.softmax_rows(x, rows, self.log)
-
-
-def _moved(shape, axis):
-    """``shape`` with ``axis`` moved last."""
-    return shape[:axis] + shape[axis + 1:] + (shape[axis],)
-
-
-def _rows(a, axis, copy=False):
-    """``a`` with ``axis`` moved last, as a 2-D array of contiguous rows: a view,
-    or None when there is none (a copy when ``copy``)."""
-    moved = np.moveaxis(a, axis, -1)
-    n = moved.shape[-1]
-    shape = (moved.size // n if n else 0, n)
-    if n == 1 or moved.strides[-1] == moved.itemsize:
-        view = moved.reshape(shape)
-        if not moved.size or np.may_share_memory(view, moved):
-            return view
-    if not copy:
-        return None
-    return np.ascontiguousarray(moved).reshape(shape)
-
-
-def _softmax(e, axis, log):
-    x = _expr.as_expr(e)
-    if x.op == _expr.OPCODES["scalar"] or x.ndim == 0:
-        raise ValueError(f"{'log_softmax' if log else 'softmax'} needs an expression of at "
-                         "least one dimension")
-    axis = normalize_axis_index(axis, x.ndim)
-    if x.shape[axis] == 0 and x.size == 0 and np.prod(x.shape[:axis] + x.shape[axis + 1:]):
-        raise ValueError("zero-size array to reduction operation maximum which has no identity")
-    dtype = _DT[x.dt]
-    if dtype.kind == "b":
-        raise TypeError(f"{'log_softmax' if log else 'softmax'} of bool is not supported")
-    if dtype.kind in "iu":  # NumPy's formula computes integers in float64
-        x, dtype = x.astype(_F64), _F64
-    return node(Softmax(axis, log), (x,), x.shape, dtype)
-
-
-def softmax(e, axis=-1):
-    """``exp(e - max) / sum(exp(e - max))`` along ``axis``, lazily; subtracting
-    the maximum keeps it finite for inputs like 1e4 and -1e4.  Computed row by
-    row in one compiled pass (reads e once, writes once); integers in float64."""
-    return _softmax(e, axis, False)
-
-
-def log_softmax(e, axis=-1):
-    """``(e - max) - log(sum(exp(e - max)))`` along ``axis``, lazily and finitely,
-    in one compiled pass like :func:`softmax`."""
-    return _softmax(e, axis, True)
-
-
-__all__ += ["log_softmax", "softmax"]

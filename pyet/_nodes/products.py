@@ -10,8 +10,10 @@ evaluates such trees).
 
 import numpy as np
 
-from pyet import _blas, _expr, _plan
-from pyet._special import materialize, register_root_form, register_value
+from pyet._core import expr as _expr
+from pyet._core import plan as _plan
+from pyet._core.special import materialize, register_root_form, register_value
+from pyet._kernels import blas as _blas
 
 _OPS = _expr.OPCODES
 _DOT, _SCALAR, _LEAF = _OPS["dot"], _OPS["scalar"], _OPS["leaf"]

@@ -18,9 +18,10 @@ import operator
 
 import numpy as np
 
-from pyet import _expr, _nn_kernels
-from pyet._special import Special, array_of, node
-from pyet._views import reshape
+from pyet._core import expr as _expr
+from pyet._core.special import Special, array_of, node
+from pyet._kernels import nn as _nn_kernels
+from pyet._nodes.views import reshape
 
 _operand = _expr.as_expr
 

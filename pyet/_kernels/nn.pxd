@@ -1,10 +1,10 @@
 # Types and inline helpers shared by the kernels of the neural-network blocks
-# (_nn_kernels.pyx, _spatial_kernels.pyx).
+# (nn.pyx, spatial.pyx).
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from pyet._types cimport pyet_intp
+from pyet._kernels.kernels cimport pyet_intp
 
 # arithmetic kernels: the numeric dtypes
 ctypedef fused num_t:
@@ -18,10 +18,6 @@ ctypedef fused item_t:
     uint8_t
     uint32_t
     uint64_t
-
-
-# how many threads a kernel reading ``work`` elements in ``lines`` independent lines uses
-cdef int threads_for(pyet_intp work, pyet_intp lines) except -1
 
 
 # operands are addressed through byte offsets (strides in bytes, any sign)

@@ -13,8 +13,9 @@ from cython.parallel cimport prange
 from libc.math cimport NAN
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from pyet._nn_kernels cimport at, copy_row, get, item_t, num_t, ref, threads_for
-from pyet._types cimport pyet_intp
+from pyet._kernels.kernels cimport pyet_intp
+from pyet._kernels.nn cimport at, copy_row, get, item_t, num_t, ref
+from pyet._kernels.parallel cimport threads_for
 
 cnp.import_array()
 

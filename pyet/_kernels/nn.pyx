@@ -12,27 +12,10 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from pyet._types cimport pyet_intp
-
-from pyet._plan import get_num_threads
+from pyet._kernels.kernels cimport pyet_intp
+from pyet._kernels.parallel cimport threads_for
 
 cnp.import_array()
-
-# below this much work (elements read) per thread, starting threads costs more than it saves
-cdef pyet_intp MIN_PER_THREAD = 1 << 15
-
-
-def set_min_per_thread(pyet_intp n):
-    """Set the work (elements) each extra thread of these kernels needs before it is started."""
-    global MIN_PER_THREAD
-    MIN_PER_THREAD = max(n, 1)
-
-
-cdef int threads_for(pyet_intp work, pyet_intp lines) except -1:
-    cdef pyet_intp n = get_num_threads()
-    n = min(n, work // MIN_PER_THREAD, lines)
-    return <int>max(n, 1)
-
 
 cdef inline const pyet_intp *index_data(cnp.ndarray idx):
     return <const pyet_intp *>cnp.PyArray_DATA(idx)

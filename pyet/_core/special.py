@@ -21,7 +21,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from pyet import _expr, _plan
+from pyet._core import expr as _expr
+from pyet._core import plan as _plan
 
 _OPS = _expr.OPCODES
 _LEAF, _SCALAR, _SPECIAL = _OPS["leaf"], _OPS["scalar"], _OPS["special"]
