@@ -137,9 +137,9 @@ cdef class _Lowering:
         cdef Expr a
         fused = _match(e)
         if fused is not None:
-            op_name, order, bound = fused
+            op_name, order, slots = fused
             lowered = {}
-            self.bound_walk(e, bound, lowered, e.cdt)
+            self.bound_walk(e, (), slots, lowered, e.cdt)
             return self.emit(OPCODES[op_name], e.cdt, e.dt, [lowered[n] for n in order])
         if e.op == OP_cast:
             return self.operand(e.args[0], e.dt)
@@ -154,32 +154,31 @@ cdef class _Lowering:
         srcs = [self.operand(a, e.cdt) for a in e.args]
         return self.emit(e.op, e.cdt, e.dt, srcs)
 
-    cdef void bound_walk(self, Expr e, dict bound, dict lowered, int dt):
+    cdef void bound_walk(self, Expr e, tuple path, dict slots, dict lowered, int dt):
         # Lower the subtrees a rule bound, in the tree's own order, so leaves
         # and scalars are numbered as binding (a pre-order walk) numbers them.
-        names = bound.get(id(e))
-        if names:
-            lowered[names.pop(0)] = self.operand(e, dt)
+        # Slots are keyed by position: one tensor filling two slots is two leaves.
+        name = slots.get(path)
+        if name is not None:
+            lowered[name] = self.operand(e, dt)
             return
-        for a in e.args:
-            self.bound_walk(a, bound, lowered, dt)
+        for i, a in enumerate(e.args):
+            self.bound_walk(a, path + (i,), slots, lowered, dt)
 
 
 cdef object _match(Expr e):
-    """(fused op, operand order, {id(node): [names]}) of the first rule that fits."""
+    """(fused op, operand order, {path: name}) of the first rule that fits;
+    a path is the child indices leading from e to the bound subtree."""
     if e.cdt == DT_BOOL or e.dt != e.cdt or e.op < 0:
         return None
     for pattern, op_name, order in RULES:
         binding = {}
-        if _fits(pattern, e, e.cdt, binding):
-            bound = {}
-            for name in order:
-                bound.setdefault(id(binding[name]), []).append(name)
-            return op_name, order, bound
+        if _fits(pattern, e, (), e.cdt, binding):
+            return op_name, order, {path: name for name, path in binding.items()}
     return None
 
 
-cdef bint _fits(object pattern, Expr e, int dt, dict binding):
+cdef bint _fits(object pattern, Expr e, tuple path, int dt, dict binding):
     if isinstance(pattern, str):
         if pattern in binding:
             return False
@@ -188,19 +187,21 @@ cdef bint _fits(object pattern, Expr e, int dt, dict binding):
                 return False
         elif e.op == OP_scalar or e.dt != dt:
             return False
-        binding[pattern] = e
+        binding[pattern] = path
         return True
     if OPNAMES.get(e.op) != pattern[0] or e.cdt != dt or e.dt != dt:
         return False
     if len(e.args) != len(pattern) - 1:
         return False
     trial = dict(binding)
-    if all(_fits(p, a, dt, trial) for p, a in zip(pattern[1:], e.args)):
+    if all(_fits(p, a, path + (i,), dt, trial)
+           for i, (p, a) in enumerate(zip(pattern[1:], e.args))):
         binding.update(trial)
         return True
     if pattern[0] in COMMUTATIVE:
         trial = dict(binding)
-        if _fits(pattern[1], e.args[1], dt, trial) and _fits(pattern[2], e.args[0], dt, trial):
+        if _fits(pattern[1], e.args[1], path + (1,), dt, trial) and \
+                _fits(pattern[2], e.args[0], path + (0,), dt, trial):
             binding.update(trial)
             return True
     return False

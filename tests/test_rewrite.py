@@ -1,0 +1,86 @@
+"""Rewrite rules against NumPy when operands repeat: a cached program must
+never run for a tree it does not compute (one tensor filling two slots of a
+rule, then another tree of the same structure with different tensors)."""
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import pyet
+from pyet._core.rewrite import RULES
+
+_UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+           "divide": np.divide, "exp": np.exp, "negative": np.negative}
+
+
+def _slots(pattern, out):
+    if isinstance(pattern, str):
+        out.append(pattern)
+    else:
+        for p in pattern[1:]:
+            _slots(p, out)
+    return out
+
+
+def _build(pattern, env, lib):
+    """The pattern's tree over env's operands: pyet nodes or NumPy values."""
+    if isinstance(pattern, str):
+        return env[pattern]
+    args = [_build(p, env, lib) for p in pattern[1:]]
+    fn = _UFUNCS[pattern[0]] if lib == "numpy" else getattr(pyet, pattern[0])
+    return fn(*args)
+
+
+def _cases():
+    rng = np.random.default_rng(0)
+    pool = [rng.uniform(0.5, 2.0, 7) for _ in range(3)]
+    cases = []
+    for pattern, op_name, _ in RULES:
+        names = _slots(pattern, [])
+        arrays = [n for n in names if not n.startswith("s")]
+        # every way of filling the array slots from the pool: repeats included
+        for choice in itertools.product(range(len(pool)), repeat=len(arrays)):
+            env_np = {n: pool[i] for n, i in zip(arrays, choice, strict=True)}
+            for n in names:
+                if n.startswith("s"):
+                    env_np[n] = float(1 + names.index(n))
+            cases.append((op_name, pattern, env_np))
+    return pool, cases
+
+
+def test_rules_with_repeated_operands_in_random_order():
+    pool, cases = _cases()
+    tensors = {id(a): pyet.asarray(a) for a in pool}
+    # the first tree of a structure is the one lowered: repeated operands first
+    # (the case that once cached a program binding slots by object identity),
+    # then every case again in random order
+    def repeats(case):
+        arrays = [id(v) for v in case[2].values() if isinstance(v, np.ndarray)]
+        return len(set(arrays)) - len(arrays)
+
+    shuffled = list(cases)
+    random.Random(1).shuffle(shuffled)
+    order = sorted(cases, key=repeats) + shuffled
+    for op_name, pattern, env_np in order:
+        env = {k: (tensors[id(v)] if isinstance(v, np.ndarray) else v) for k, v in env_np.items()}
+        got = np.asarray(pyet.evaluate(_build(pattern, env, "pyet")))
+        want = _build(pattern, env_np, "numpy")
+        np.testing.assert_array_equal(got, want, err_msg=f"{op_name}: {pattern}")
+
+
+def test_reported_case_x2_plus_x_then_y2_plus_x():
+    x = pyet.asarray(np.array([1.0, 2.0]))
+    y = pyet.asarray(np.array([10.0, 20.0]))
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(x * 2.0 + x)), [3.0, 6.0])
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(y * 2.0 + x)), [21.0, 42.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rules_fire_for_repeated_operands(dtype):
+    """The fused kernel still runs when one tensor fills several slots."""
+    from pyet._core import expr, plan
+    x = pyet.asarray(np.arange(4, dtype=dtype))
+    text = plan.lower(x * 2.0 + x, expr.dtype_code(dtype)).text
+    assert text.startswith("dst = axpy"), text
