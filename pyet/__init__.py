@@ -18,9 +18,8 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ:
     _os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-from pyet import _nodes  # noqa: E402, F401  (products register with the engine)
-from pyet._blob import Blob
-from pyet._core.expr import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
+from pyet._blob import Blob  # noqa: E402
+from pyet._core.core import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
 from pyet._kernels.parallel import get_num_threads, set_num_threads

@@ -10,7 +10,7 @@ allocates or copies.
 
 import numpy as np
 
-from pyet._core import expr as _expr
+from pyet._core import core
 
 __all__ = ["Blob", "TYPE_FLAGS"]
 
@@ -69,7 +69,7 @@ def _prod(dims):
 
 def _tensor(arr, where):
     try:
-        return _expr.tensor(arr)
+        return core.tensor(arr)
     except TypeError as exc:
         raise TypeError(f"Blob.{where}: the blob holds {arr.dtype}, which a pyet Tensor "
                         f"cannot view ({exc})") from None
@@ -137,7 +137,7 @@ class Blob:
     def __init__(self, obj):
         if isinstance(obj, Blob):
             arr = obj._arr
-        elif isinstance(obj, _expr.Tensor):
+        elif isinstance(obj, core.Tensor):
             arr = obj.numpy()
         elif isinstance(obj, np.ndarray):
             arr = obj

@@ -3,7 +3,7 @@
 Each builds a lazy node; nothing is computed until the tree is evaluated.
 """
 
-from pyet._core import expr as _expr
+from pyet._core import core
 from pyet._core.ops import OPS
 
 
@@ -14,7 +14,7 @@ def _make(op):
         if len(operands) != op.arity:
             raise TypeError(f"pyet.{name} takes {op.arity} operand"
                             f"{'s' if op.arity > 1 else ''}, got {len(operands)}")
-        return _expr.apply(name, operands)
+        return core.apply(name, operands)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Lazy elementwise ``{name}`` (reference: NumPy's "
@@ -33,7 +33,7 @@ globals().update({alias: globals()[name] for alias, name in _ALIASES.items()})
 
 def where(condition, x, y):
     """``x`` where ``condition`` is true, else ``y``, lazily (NumPy's ``where``)."""
-    return _expr.where(condition, x, y)
+    return core.where(condition, x, y)
 
 
 def clip(a, a_min, a_max):
@@ -42,20 +42,30 @@ def clip(a, a_min, a_max):
         raise ValueError("One of max or min must be given")
     e = a
     if a_min is not None:
-        e = _expr.apply("maximum", (e, a_min))
+        e = core.apply("maximum", (e, a_min))
     if a_max is not None:
-        e = _expr.apply("minimum", (e, a_max))
-    return e if isinstance(e, _expr.Expr) else _expr.apply("positive", (e,))
+        e = core.apply("minimum", (e, a_max))
+    return e if isinstance(e, core.Expr) else core.apply("positive", (e,))
 
 
-def F(fn, *operands):
+def F(fn, *operands, dtype=None):
     """A user-defined elementwise function as a node of the tree (MShadow's ``F<OP>``).
 
     Parameters
     ----------
     fn : numpy.ufunc or callable
-        Maps NumPy arrays to an array elementwise.  It is called block by block
-        during evaluation on contiguous 1-D views of the operands.
+        Maps NumPy arrays to an array of the same shape, elementwise.  During
+        evaluation it is called block by block on read-only 1-D arrays of its
+        own (copies of the operand blocks); each result is checked (not None,
+        the block's shape, the expected dtype kind).
     *operands : Expr, array_like or scalar
+        At most four.
+    dtype : data-type, optional
+        What ``fn`` returns.  By default a ufunc's own rule, or for any other
+        callable the dtype it returns for empty operands of the operands' dtypes.
+
+    Returns
+    -------
+    Expr
     """
-    return _expr.F(fn, operands)
+    return core.F(fn, operands, dtype)

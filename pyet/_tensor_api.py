@@ -2,16 +2,15 @@
 
 import numpy as np
 
-from pyet._core import expr as _expr
-from pyet._core import plan as _plan
-from pyet._core.expr import Expr, Tensor
+from pyet._core import core
+from pyet._core.core import Expr, Tensor
 
 ALIGNMENT = 64  # bytes: a cache line, and enough for any SIMD load
 
 
 def _dtype(dtype):
     dt = np.dtype(dtype)
-    _expr.dtype_code(dt)  # TypeError naming an unsupported dtype
+    core.dtype_code(dt)  # TypeError naming an unsupported dtype
     return dt
 
 
@@ -44,7 +43,7 @@ def asarray(obj, dtype=None):
         arr = np.asarray(obj)
     if dtype is not None:
         arr = arr.astype(_dtype(dtype), copy=False)
-    return _expr.tensor(arr) if not isinstance(obj, Tensor) or arr is not obj.numpy() else obj
+    return core.tensor(arr) if not isinstance(obj, Tensor) or arr is not obj.numpy() else obj
 
 
 def _aligned_empty(shape, dtype):
@@ -58,7 +57,7 @@ def _aligned_empty(shape, dtype):
 
 def empty(shape, dtype=np.float64):
     """A new tensor of ``shape`` and ``dtype``, 64-byte aligned, uninitialized."""
-    return _expr.tensor(_aligned_empty(shape, dtype))
+    return core.tensor(_aligned_empty(shape, dtype))
 
 
 def full(shape, fill_value, dtype=np.float64):
@@ -95,8 +94,8 @@ def evaluate(expr, out=None):
     if out is None:
         e = expr if isinstance(expr, Expr) else asarray(expr)
         out = empty(e.shape, e.dtype)
-        _plan.assign(out.numpy(), e)
+        core.assign(out.numpy(), e)
         return out
     dst = out.numpy() if isinstance(out, Tensor) else out
-    _plan.assign(dst, expr)
+    core.assign(dst, expr)
     return out

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import pyet
-from pyet._core import plan as _plan
+from pyet._core import core as _plan
 from pyet._kernels import parallel as _parallel
 
 

@@ -122,7 +122,7 @@ def test_logistic_fused_rounds_as_unfused_tree(dtype, s1, s2):
             np.testing.assert_array_equal(got, ref, err_msg=f"n={n} layout={layout}")
     if np.result_type(dtype, s1, s2) == dtype:
         tree = s1 / (s2 + pyet.exp(-ta))
-        text = pyet._core.plan.lower(tree, pyet._core.expr.dtype_code(dtype)).text
+        text = pyet._core.core.lower(tree, pyet._core.core.dtype_code(dtype)).text
         assert text.split("\n") == [f"dst = logistic[{dtype}->{dtype}](s0, s1, leaf0)"]
 
 
@@ -516,7 +516,7 @@ def test_no_full_size_temporary():
 @pytest.mark.parametrize("block", [16, 17, 100])
 def test_small_block_sizes(block):
     """Block-boundary handling, with the evaluator's (internal) block size made small."""
-    from pyet._core import plan
+    from pyet._core import core as plan
     old = plan.get_block_size()
     plan.set_block_size(block)
     try:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyet
-from pyet._core import plan as _plan
+from pyet._core import core as _plan
 from pyet._kernels import parallel as _parallel
 
 KINDS = ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "all", "any")

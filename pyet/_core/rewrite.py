@@ -30,3 +30,23 @@ RULES = (
 )
 
 COMMUTATIVE = frozenset({"add", "multiply"})
+
+# Root forms, MShadow's DotExp engine: a tree of these shapes, with every node
+# of the destination's float dtype, is written as ONE gemm straight into the
+# destination, dst := alpha * A @ B + beta * dst.  Slots: "P" a product node
+# dot(A, B), "a" a nonzero scalar (alpha), "D" a tree with no special node
+# (written into dst first; beta 1 adds the product to it, beta -1 subtracts
+# it).  Rows: (pattern, sign of alpha, beta); add and multiply match either
+# way round.
+ROOT_FORMS = (
+    ("P", 1.0, 0.0),                                          # dot(A, B)
+    (("multiply", "a", "P"), 1.0, 0.0),                       # a * dot(A, B)
+    (("negative", "P"), -1.0, 0.0),                           # -dot(A, B)
+    (("negative", ("multiply", "a", "P")), -1.0, 0.0),        # -(a * dot(A, B))
+    (("add", "D", "P"), 1.0, 1.0),                            # D + dot(A, B)
+    (("add", "D", ("multiply", "a", "P")), 1.0, 1.0),         # D + a * dot(A, B)
+    (("subtract", "D", "P"), -1.0, 1.0),                      # D - dot(A, B)
+    (("subtract", "D", ("multiply", "a", "P")), -1.0, 1.0),   # D - a * dot(A, B)
+    (("subtract", "P", "D"), 1.0, -1.0),                      # dot(A, B) - D
+    (("subtract", ("multiply", "a", "P"), "D"), 1.0, -1.0),   # a * dot(A, B) - D
+)

@@ -18,8 +18,6 @@ cdef extern from "kernels.h" nogil:
         OP_leaf
         OP_scalar
         OP_pyfunc
-        OP_dot
-        OP_reduce
         OP_special
         OP_copy
         OP_cast
@@ -27,15 +25,28 @@ cdef extern from "kernels.h" nogil:
         OP_add
         OP_subtract
         OP_multiply
+        OP_divide
+        OP_floor_divide
+        OP_remainder
         OP_power
         OP_square
-        OP_axpy
-        OP_scale_sum
-        OP_scale_axpy
-        OP_axpby
-        OP_muladd
-        OP_mulsub
-        OP_submul
+        OP_sqrt
+        OP_negative
+        OP_positive
+        OP_absolute
+        OP_invert
+        OP_relu
+        OP_maximum
+        OP_minimum
+        OP_less
+        OP_less_equal
+        OP_greater
+        OP_greater_equal
+        OP_equal
+        OP_not_equal
+        OP_bitwise_and
+        OP_bitwise_or
+        OP_bitwise_xor
         OP_COUNT
 
     enum:

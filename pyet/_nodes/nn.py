@@ -18,15 +18,15 @@ import operator
 
 import numpy as np
 
-from pyet._core import expr as _expr
-from pyet._core.special import Special, array_of, node
+from pyet._core import core
+from pyet._core.core import Special, array_of, node
 from pyet._kernels import nn as _nn_kernels
 from pyet._nodes.views import reshape
 
-_operand = _expr.as_expr
+_operand = core.as_expr
 
 
-_fmt = _expr.fmt_shape
+_fmt = core.fmt_shape
 
 
 def _indices(indices, n, fname, what):
@@ -35,7 +35,7 @@ def _indices(indices, n, fname, what):
     Raises TypeError for non-integer indices and IndexError for an index
     outside ``[-n, n)``, where n is the length of the indexed axis (``what``).
     """
-    if isinstance(indices, _expr.Expr):
+    if isinstance(indices, core.Expr):
         arr = array_of(indices)
     else:
         arr = np.asarray(indices)
@@ -157,7 +157,7 @@ def take(indices, W):
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
     idx = _indices(indices, w.shape[0], "take", "axis 0 of W")
     kernel = Take()
-    return node(kernel, (_expr.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
+    return node(kernel, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):
@@ -224,7 +224,7 @@ def choose_row_element(M, indices):
     """
     m = _matrix(M, "choose_row_element", "M")
     idx = _row_indices(indices, m.shape[0], m.shape[1], "choose_row_element")
-    return node(ChooseRowElement(), (m, _expr.tensor(idx)), idx.shape, m.dtype)
+    return node(ChooseRowElement(), (m, core.tensor(idx)), idx.shape, m.dtype)
 
 
 # --------------------------------------------------------------- scatter
@@ -299,7 +299,7 @@ def take_grad(indices, G, num_rows):
         raise ValueError(f"take_grad: G's leading axes must match the indices' shape "
                          f"{_fmt(idx.shape)}, got G of shape {_fmt(g.shape)}")
     kernel = TakeGrad(rows)
-    return node(kernel, (_expr.tensor(idx), g), (rows,) + g.shape[idx.ndim:], g.dtype)
+    return node(kernel, (core.tensor(idx), g), (rows,) + g.shape[idx.ndim:], g.dtype)
 
 
 # ------------------------------------------------------ elementwise trees
@@ -334,9 +334,9 @@ def one_hot(indices, depth, dtype=np.float32):
     """
     depth = _count(depth, "one_hot", "depth")
     dt = np.dtype(dtype)
-    _expr.dtype_code(dt)
+    core.dtype_code(dt)
     idx = _indices(indices, depth, "one_hot", "depth")
-    hot = _expr.tensor(idx[..., None]) == _expr.tensor(np.arange(depth, dtype=np.intp))
+    hot = core.tensor(idx[..., None]) == core.tensor(np.arange(depth, dtype=np.intp))
     return hot if dt == np.bool_ else hot.astype(dt)
 
 
@@ -375,11 +375,11 @@ def fill_row_element(M, val, indices):
         raise ValueError(f"fill_row_element: val must be a scalar or of shape ({rows},), got "
                          f"shape {_fmt(v.shape)}")
     idx = _row_indices(indices, rows, cols, "fill_row_element")
-    hit = _expr.tensor(idx[:, None]) == _expr.tensor(np.arange(cols, dtype=np.intp))
+    hit = core.tensor(idx[:, None]) == core.tensor(np.arange(cols, dtype=np.intp))
     column = reshape(v, (rows, 1)) if v.ndim else v
     if column.dtype != m.dtype:
         column = column.astype(m.dtype)
-    return _expr.where(hit, column, m)
+    return core.where(hit, column, m)
 
 
 def mask(m, X):

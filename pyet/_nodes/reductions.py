@@ -7,18 +7,17 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
+import operator
 import warnings
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
-from pyet._core import expr as _expr
-from pyet._core import plan as _plan
-from pyet._core.special import materialize, register_value
+from pyet._core import core
+from pyet._core.core import Special, materialize, node
 
-_DT = _expr.DTYPES
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
                            np.dtype(np.float64))
-_LEAF = _expr.OPCODES["leaf"]
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
          "argmax": 7, "argmin": 8}
 _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
@@ -42,40 +41,117 @@ def _accumulator(kind, dtype):
     return dtype, info.min if kind == "max" else info.max
 
 
-def value(node):
-    """The value of a reduction node, as a new ndarray."""
-    kind, axes, keepdims, _ = node.value
-    (child,) = node.args
-    child = materialize(child)
-    dtype = _DT[child.dt]
-    if kind in ("argmax", "argmin"):
-        return _arg_value(kind, child, axes, keepdims, node.value[3])
-    acc_dtype, start = _accumulator(kind, dtype)
-    kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
-    # one set of accumulators per thread, combined in thread order after;
-    # float64 sums keep a compensation term beside each (accs[t, 1])
-    nthreads = _plan.reduce_threads(child.size)
-    compensated = kind in ("sum", "mean") and acc_dtype == _F64
-    accs = np.full((nthreads, 1 + compensated) + kept, start, acc_dtype)
-    strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[2:]))
-    view = np.ndarray(child.shape, acc_dtype, accs, 0, strides)  # accs seen with child's shape
-    if child.size:
-        _plan.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0],
-                          accs.strides[1] if compensated else 0)
-    parts = accs[:, 0]
-    if compensated:  # after an inf the compensation is nan: leave it out
-        np.add(parts, accs[:, 1], out=parts, where=np.isfinite(parts))
-    acc = parts[0]
-    for t in range(1, nthreads):
-        acc = _COMBINE[kind](acc, parts[t])
+class Reduction(Special):
+    """A reduction of ``kind`` over ``axes`` (sorted), folded block by block
+    into accumulators: the tree below is read once, never materialized."""
+
+    __slots__ = ("kind", "axes", "keepdims", "whole")
+
+    def __init__(self, kind, axes, keepdims, whole):
+        self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
+
+    @property
+    def name(self):
+        return self.kind
+
+    def params(self):
+        return (self.kind, self.axes, self.keepdims, self.whole)
+
+    def describe(self):
+        return [f"axis={None if self.whole else self.axes}"] + (
+            ["keepdims=True"] if self.keepdims else [])
+
+    def value(self, args):
+        kind, axes, keepdims = self.kind, self.axes, self.keepdims
+        child = materialize(args[0])
+        dtype = child.dtype
+        if kind in ("argmax", "argmin"):
+            return _arg_value(kind, child, axes, keepdims, self.whole)
+        acc_dtype, start = _accumulator(kind, dtype)
+        kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
+        # one set of accumulators per thread, combined in thread order after;
+        # float64 sums keep a compensation term beside each (accs[t, 1])
+        nthreads = core.reduce_threads(child.size)
+        compensated = kind in ("sum", "mean") and acc_dtype == _F64
+        accs = np.full((nthreads, 1 + compensated) + kept, start, acc_dtype)
+        strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[2:]))
+        view = np.ndarray(child.shape, acc_dtype, accs, 0, strides)  # accs with child's shape
+        if child.size:
+            core.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0],
+                             accs.strides[1] if compensated else 0)
+        parts = accs[:, 0]
+        if compensated:  # after an inf the compensation is nan: leave it out
+            np.add(parts, accs[:, 1], out=parts, where=np.isfinite(parts))
+        acc = parts[0]
+        for t in range(1, nthreads):
+            acc = _COMBINE[kind](acc, parts[t])
+        if kind == "mean":
+            count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
+            if count == 0:
+                warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                acc = acc / count if count else np.full(kept, np.nan)
+        out_shape = _out_shape(kind, child.shape, axes, keepdims, self.whole)
+        # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
+        return np.asarray(acc, dtype=_result_dtype(kind, dtype)).reshape(out_shape)
+
+
+def _result_dtype(kind, dtype):
+    """NumPy 2's result dtypes: sums of bools and small ints are int64, means
+    of integers float64, arg* int64, all/any bool."""
+    if kind in ("sum", "prod"):
+        return _I64 if dtype.kind in "biu" else dtype
     if kind == "mean":
-        count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
-        if count == 0:
-            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            acc = acc / count if count else np.full(kept, np.nan)
-    # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
-    return np.asarray(acc, dtype=_DT[node.dt]).reshape(node.shape)
+        return _F64 if dtype.kind in "biu" else dtype
+    if kind in ("argmax", "argmin"):
+        return _I64
+    if kind in ("all", "any"):
+        return _BOOL
+    return dtype
+
+
+def _out_shape(kind, shape, axes, keepdims, whole):
+    if kind in ("argmax", "argmin") and whole:
+        return (1,) * len(shape) if keepdims else ()
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+_NUMPY_NAMES = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+
+
+def reduction(kind, e, axis=None, keepdims=False):
+    """A lazy reduction node (MShadow's kComplex) of ``kind`` over ``axis``."""
+    x = core.as_expr(e)
+    if isinstance(x, core.Scalar):
+        x = core.tensor(np.asarray(x._value, dtype=x.dtype))
+    nd = x.ndim
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        if kind in ("argmax", "argmin") and not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{kind} takes one integer axis or None, got {axis!r}")
+        if nd == 0 and kind != "mean" and isinstance(axis, (int, np.integer)) and \
+                axis in (0, -1):
+            axes = ()  # as NumPy's: axis 0 or -1 of a 0-d array (np.mean refuses it)
+        else:
+            axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+            axes = tuple(normalize_axis_index(operator.index(a), nd) for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axis': {axis!r}")
+    axes = tuple(sorted(axes))
+    if kind in ("max", "min", "argmax", "argmin"):
+        empty = 0 in [x.shape[a] for a in axes]  # (this module's any() is pyet's)
+        if empty or (axis is None and nd and 0 in x.shape):
+            if kind.startswith("arg"):
+                raise ValueError(f"attempt to get {kind} of an empty sequence")
+            raise ValueError(f"zero-size array to reduction operation {_NUMPY_NAMES[kind]} "
+                             "which has no identity")
+    keepdims = bool(keepdims)
+    shape = _out_shape(kind, x.shape, axes, keepdims, axis is None)
+    kernel = Reduction(kind, axes, keepdims, axis is None)
+    return node(kernel, (x,), shape, _result_dtype(kind, x.dtype))
 
 
 def _arg_value(kind, child, axes, keepdims, whole):
@@ -84,8 +160,9 @@ def _arg_value(kind, child, axes, keepdims, whole):
     reads the memory in place (a leaf contiguous along the reduced axis, which
     NumPy moves last), and for 0-d and empty operands."""
     nd = child.ndim
-    if nd == 0 or child.size == 0 or (child.op == _LEAF and (
-            child.value if whole else np.moveaxis(child.value, axes[0], -1)).flags.c_contiguous):
+    if nd == 0 or child.size == 0 or (isinstance(child, core.Tensor) and (
+            child._array if whole else np.moveaxis(child._array, axes[0], -1)
+    ).flags.c_contiguous):
         axis = None if whole or not axes else axes[0]
         return np.asarray(getattr(np, kind)(np.asarray(child), axis=axis, keepdims=keepdims))
     # all axes: fold along the last axis (the fast lanes) or, when it is
@@ -110,9 +187,9 @@ def _arg_value(kind, child, axes, keepdims, whole):
 
 def _arg_fold(kind, child, k):
     """(extreme values, their first indices) along axis k of child."""
-    dtype = _DT[child.dt]
+    dtype = child.dtype
     kept = tuple(1 if i == k else d for i, d in enumerate(child.shape))
-    nthreads = _plan.reduce_threads(child.size)
+    nthreads = core.reduce_threads(child.size)
     # per thread, two 8-byte slots per accumulator: the value, its int64 index
     raw = np.empty((nthreads, 2) + kept, np.int64)
     raw[:, 1] = np.iinfo(np.int64).max
@@ -124,7 +201,7 @@ def _arg_fold(kind, child, k):
                       tuple(0 if i == k else s for i, s in enumerate(raw.strides[2:])))
     n = child.shape[k]
     index = np.arange(n, dtype=np.int64).reshape([n if i == k else 1 for i in range(child.ndim)])
-    _plan.reduce_into(view, child, _FOLD[kind], nthreads, raw.strides[0], raw.strides[1], index)
+    core.reduce_into(view, child, _FOLD[kind], nthreads, raw.strides[0], raw.strides[1], index)
     best, first = vals[0], raw[0, 1]
     for t in range(1, nthreads):  # the fold's order: extreme, then NaN, then least index
         v, j = vals[t], raw[t, 1]
@@ -139,7 +216,7 @@ def _arg_fold(kind, child, k):
 
 def _make(kind):
     def reduce(e, axis=None, keepdims=False):
-        return _expr.reduction(kind, e, axis, keepdims)
+        return reduction(kind, e, axis, keepdims)
 
     reduce.__name__ = reduce.__qualname__ = kind
     reduce.__doc__ = (f"Lazy ``{kind}`` over ``axis`` (None: all axes), as NumPy's "
@@ -160,8 +237,8 @@ any = _make("any")  # noqa: A001
 
 def sum_rows(e):
     """Sum over every axis but the last (MShadow's ``sum_rows``)."""
-    nd = e.ndim if isinstance(e, _expr.Expr) else np.ndim(e)
-    return _expr.reduction("sum", e, tuple(range(nd - 1)))
+    nd = e.ndim if isinstance(e, core.Expr) else np.ndim(e)
+    return reduction("sum", e, tuple(range(nd - 1)))
 
 
 def reduce_except_dim(e, dim, op="sum"):
@@ -169,18 +246,16 @@ def reduce_except_dim(e, dim, op="sum"):
     ops = sorted(k for k in _FOLD if not k.startswith("arg"))
     if op not in ops:
         raise ValueError(f"reduce_except_dim: unknown op {op!r}; one of {ops}")
-    nd = e.ndim if isinstance(e, _expr.Expr) else np.ndim(e)
+    nd = e.ndim if isinstance(e, core.Expr) else np.ndim(e)
     if not -nd <= dim < nd:
         raise np.exceptions.AxisError(dim, nd)
-    return _expr.reduction(op, e, tuple(a for a in range(nd) if a != dim % nd))
+    return reduction(op, e, tuple(a for a in range(nd) if a != dim % nd))
 
 
 def sumall_except_dim(e, dim):
     """Sum over every axis but ``dim`` (MShadow's ``sumall_except_dim``)."""
     return reduce_except_dim(e, dim, "sum")
 
-
-register_value(_expr.OPCODES["reduce"], value)
 
 __all__ = ["all", "any", "argmax", "argmin", "max", "mean", "min", "prod", "reduce_except_dim",
            "sum", "sum_rows", "sumall_except_dim"]

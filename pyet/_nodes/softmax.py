@@ -4,14 +4,11 @@ in one compiled pass (``_kernels/nn.pyx``, ``_kernels/softmax.h``)."""
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from pyet._core import expr as _expr
-from pyet._core import plan as _plan
-from pyet._core.special import Special, node
+from pyet._core import core
+from pyet._core.core import Special, node
 from pyet._kernels import nn as _nn_kernels
 
-_DT = _expr.DTYPES
 _F64 = np.dtype(np.float64)
-_LEAF = _expr.OPCODES["leaf"]
 
 
 class Softmax(Special):
@@ -36,7 +33,7 @@ class Softmax(Special):
     def value(self, args):
         (x,) = args
         shape = _moved(x.shape, self.axis)
-        out = np.empty(shape, _DT[x.dt])  # rows contiguous, moved back after
+        out = np.empty(shape, x.dtype)  # rows contiguous, moved back after
         if out.size:
             self._rows_into(out.reshape(-1, shape[-1]), x)
         return np.moveaxis(out, -1, self.axis)
@@ -49,11 +46,11 @@ class Softmax(Special):
             self._rows_into(rows, args[0])
 
     def _rows_into(self, rows, child):
-        if child.op == _LEAF:  # read in place when its rows are contiguous
-            x = _rows(child.value, self.axis, copy=True)
+        if isinstance(child, core.Tensor):  # read in place when its rows are contiguous
+            x = _rows(child._array, self.axis, copy=True)
         else:  # a tree: evaluated once, straight into rows along the axis
             x = np.empty(rows.shape, rows.dtype)
-            _plan.assign(np.moveaxis(x.reshape(_moved(child.shape, self.axis)), -1, self.axis),
+            core.assign(np.moveaxis(x.reshape(_moved(child.shape, self.axis)), -1, self.axis),
                          child)
         if x.size:
             _nn_kernels.softmax_rows(x, rows, self.log)
@@ -80,14 +77,14 @@ def _rows(a, axis, copy=False):
 
 
 def _softmax(e, axis, log):
-    x = _expr.as_expr(e)
-    if x.op == _expr.OPCODES["scalar"] or x.ndim == 0:
+    x = core.as_expr(e)
+    if x.ndim == 0:
         raise ValueError(f"{'log_softmax' if log else 'softmax'} needs an expression of at "
                          "least one dimension")
     axis = normalize_axis_index(axis, x.ndim)
     if x.shape[axis] == 0 and x.size == 0 and np.prod(x.shape[:axis] + x.shape[axis + 1:]):
         raise ValueError("zero-size array to reduction operation maximum which has no identity")
-    dtype = _DT[x.dt]
+    dtype = x.dtype
     if dtype.kind == "b":
         raise TypeError(f"{'log_softmax' if log else 'softmax'} of bool is not supported")
     if dtype.kind in "iu":  # NumPy's formula computes integers in float64

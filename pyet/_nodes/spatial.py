@@ -12,12 +12,12 @@ import operator
 
 import numpy as np
 
-from pyet._core import expr as _expr
-from pyet._core.special import node
+from pyet._core import core
+from pyet._core.core import node
 from pyet._kernels import spatial as _spatial_kernels
 from pyet._nodes.nn import Kernel, _count, _fmt
 
-_operand = _expr.as_expr
+_operand = core.as_expr
 _NUMERIC = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.float32, np.float64))
 
 

@@ -15,21 +15,15 @@ import operator
 
 import numpy as np
 
-from pyet._core import expr as _expr
-from pyet._core import plan as _plan
-from pyet._core.special import VIEWS, Special, array_of, node, view_node
-
-_OPS = _expr.OPCODES
-_LEAF, _SCALAR = _OPS["leaf"], _OPS["scalar"]
-# nodes whose value at an index depends only on their children at that index
-_NOT_ELEMENTWISE = frozenset({_OPS["dot"], _OPS["reduce"], _OPS["special"]})
+from pyet._core import core
+from pyet._core.core import VIEWS, Special, array_of, node, view_of, view_of_leaf
 
 
 class _NoView(Exception):
     """A leaf's memory cannot be viewed with the asked-for shape."""
 
 
-_fmt = _expr.fmt_shape
+_fmt = core.fmt_shape
 
 
 def _reshaped_view(arr, shape):
@@ -54,23 +48,23 @@ def _view_leaf(arr, kind, arg):
 def _push(e, kind, arg, shape):
     """``e`` seen through the view (kind, arg), of the new ``shape``: pushed
     down to the leaves of elementwise nodes, a View node above others."""
-    if e.op == _LEAF:
-        return _expr.tensor(_view_leaf(e.value, kind, arg))
-    if e.op == _SCALAR:
-        return _expr.tensor(_view_leaf(array_of(e), kind, arg))
-    if e.op in _NOT_ELEMENTWISE:
-        return view_node(e, kind, arg, shape)
+    if isinstance(e, core.Tensor):
+        return view_of_leaf(e, kind, arg, _view_leaf(e._array, kind, arg))
+    if isinstance(e, core.Scalar):
+        return core.tensor(_view_leaf(array_of(e), kind, arg))
+    if isinstance(e, core.SpecialNode):
+        return view_of(e, kind, arg, shape)
     args = []
-    for a in e.args:
-        if a.op != _SCALAR:
+    for a in e._args:
+        if not isinstance(a, core.Scalar):
             if a.shape != e.shape:  # align every operand with the node first
                 a = _push(a, "broadcast_to", e.shape, e.shape)
             a = _push(a, kind, arg, shape)
         args.append(a)
-    return _expr.with_args(e, tuple(args))
+    return core.with_args(e, tuple(args))
 
 
-_operand = _expr.as_expr
+_operand = core.as_expr
 
 
 def _axis(axis, ndim):
@@ -171,7 +165,7 @@ def reshape(e, shape):
     try:  # a view of a leaf's memory when NumPy can make one, never a copy made now
         return _push(x, "reshape", shape, shape)
     except _NoView:
-        return view_node(x, "reshape", shape, shape)
+        return view_of(x, "reshape", shape, shape)
 
 
 def flip(e, axis=None):
@@ -280,8 +274,8 @@ class Pad(Special):
         rows, cols = slice(top, top + H), slice(left, left + W)
         for border in (dst[..., :top, :], dst[..., top + H:, :], dst[..., rows, :left],
                        dst[..., rows, left + W:]):
-            _plan.assign(border, self.fill)
-        _plan.assign(dst[..., rows, cols], args[0])
+            core.assign(border, self.fill)
+        core.assign(dst[..., rows, cols], args[0])
 
 
 def pad(e, pad_width, value=0):
@@ -343,7 +337,7 @@ class Concat(Special):
         start = 0
         for a in args:
             stop = start + a.shape[self.axis]
-            _plan.assign(dst[lead + (slice(start, stop),)], a)
+            core.assign(dst[lead + (slice(start, stop),)], a)
             start = stop
 
 
@@ -387,7 +381,7 @@ def concatenate(seq, axis=0):
                                  f"at index 0 has size {first.shape[d]} and the array at index "
                                  f"{i} has size {p.shape[d]}")
     dtype = np.result_type(*[p.dtype for p in pieces])
-    _expr.dtype_code(dtype)
+    core.dtype_code(dtype)
     shape = list(first.shape)
     shape[axis] = sum(p.shape[axis] for p in pieces)
     return node(Concat(axis), pieces, shape, dtype)

@@ -1,46 +1,16 @@
-"""Plans (MShadow's Plan classes): lower a tree once to a program of block
-kernels, cache it by structure, and run it over the destination block by
-block with the GIL released.
-
-A program is a list of instructions ``out := op(src...)`` over registers
-(L1-sized blocks), leaves (operand memory, read in place) and scalars
-(bound at each call).  The driver merges contiguous dimensions, walks the
-outer ones row by row, and cuts each row into blocks; leaves whose row is
-strided or broadcast are gathered into a block first, so every kernel loop
-is contiguous and vectorizes.
-"""
-
-cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uintptr_t
-from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
-
-import numpy as np
-
-from cython.parallel cimport prange, threadid
-
-from pyet._kernels.parallel cimport threads_for
-
-from pyet._core import expr as _expr
-from pyet._core.rewrite import COMMUTATIVE, RULES
-
-from pyet._core.expr cimport Expr, as_operand, fmt_shape
-from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready
-from pyet._kernels.kernels cimport (
-    DT_BOOL, DT_COUNT, DT_F32, DT_F64, DT_I32, DT_I64, OP_cast, OP_copy, OP_dot, OP_leaf,
-    OP_pyfunc, OP_scalar, OP_where, RED_NONE, SRC_LEAF, SRC_REG, SRC_SCALAR, pyet_cast,
-    RED_ARGMAX, pyet_copy_strided, pyet_instr, pyet_intp, pyet_itemsize, pyet_kernel,
-    pyet_reduce_arg, pyet_reduce_rows, pyet_reduce_store,
-)
-
-cnp.import_array()
+# Plans (MShadow's Plan classes): lower an elementwise tree once to a program
+# of block kernels, cache it by structure, and run it over the destination
+# block by block with the GIL released.
+#
+# A program is a list of instructions ``out := op(src...)`` over registers
+# (L1-sized blocks), leaves (operand memory, read in place), scalars and user
+# functions (both bound at each call).  The driver merges contiguous
+# dimensions, walks the outer ones row by row, and cuts each row into blocks;
+# leaves whose row is strided or broadcast are gathered into a block first, so
+# every kernel loop is contiguous and vectorizes.
 
 DEF MAXD = 64          # NumPy 2's largest ndim
 DEF MAX_REG_BYTES = 8  # largest itemsize
-
-cdef object OPCODES = _expr.OPCODES
-cdef object OPNAMES = _expr.OPNAMES
-cdef object DTYPES = _expr.DTYPES
 
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
 # measurement (bench/tune_block.py) so a few registers stay in L1
@@ -66,6 +36,28 @@ for _i in range(DT_COUNT):
         CAN_CAST[_i][_j] = np.can_cast(DTYPES[_i], DTYPES[_j], "same_kind")
 
 
+# which (op, dtype) kernels the compiled module has: asked once, at import
+HAS_KERNEL = []
+cdef char _probe[64]
+cdef void *_probe_in[4]
+memset(_probe, 0, 64)
+for _j in range(4):
+    _probe_in[_j] = _probe
+for _op in range(OP_COUNT):
+    HAS_KERNEL.append([bool(pyet_kernel(_op, _dt, 0, 0, _probe, _probe_in))
+                       for _dt in range(DT_COUNT)])
+
+
+def check_op_table():
+    """The op table's dtypes (each row's ``dtypes``) are the compiled kernels':
+    ImportError naming the first row that disagrees."""
+    for row in OPS:
+        have = {DTYPES[d].name for d in range(DT_COUNT) if HAS_KERNEL[OPCODES[row.name]][d]}
+        if set(row.dtypes) != have:
+            raise ImportError(f"pyet's op table says {row.name} computes in "
+                              f"{sorted(row.dtypes)}, the compiled kernels in {sorted(have)}")
+
+
 # ------------------------------------------------------------------ programs
 
 cdef class Program:
@@ -88,14 +80,14 @@ cdef class Program:
 
 cdef class _Lowering:
     cdef list code, scalar_dt, free_regs, pyfuncs
-    cdef int nleaves, nscalars, nregs
+    cdef int nleaves, nscalars, nregs, npyfuncs
 
     def __init__(self):
         self.code = []
         self.scalar_dt = []
         self.free_regs = []
         self.pyfuncs = []
-        self.nleaves = self.nscalars = self.nregs = 0
+        self.nleaves = self.nscalars = self.nregs = self.npyfuncs = 0
 
     cdef int alloc(self):
         if self.free_regs:
@@ -120,17 +112,17 @@ cdef class _Lowering:
     cdef tuple operand(self, Expr e, int want):
         """Lower e so that its value is available in dtype ``want``."""
         cdef tuple src
-        if e.op == OP_scalar:
+        if e._op == OP_scalar:
             self.scalar_dt.append(want)
             self.nscalars += 1
             return (SRC_SCALAR, self.nscalars - 1)
-        if e.op == OP_leaf:
+        if e._op == OP_leaf:
             self.nleaves += 1
             src = (SRC_LEAF, self.nleaves - 1)
         else:
             src = self.node(e)
-        if e.dt != want:
-            src = self.emit(OP_cast, e.dt, want, [src])
+        if e._dt != want:
+            src = self.emit(OP_cast, e._dt, want, [src])
         return src
 
     cdef tuple node(self, Expr e):
@@ -139,20 +131,22 @@ cdef class _Lowering:
         if fused is not None:
             op_name, order, slots = fused
             lowered = {}
-            self.bound_walk(e, (), slots, lowered, e.cdt)
-            return self.emit(OPCODES[op_name], e.cdt, e.dt, [lowered[n] for n in order])
-        if e.op == OP_cast:
-            return self.operand(e.args[0], e.dt)
-        if e.op == OP_pyfunc:
-            srcs = [self.operand(a, a.dt) for a in e.args]
-            return self.emit(OP_pyfunc, e.dt, e.dt, srcs,
-                             (e.value, [(<Expr>a).dt for a in e.args]))
-        if e.op == OP_where:
-            srcs = [self.operand(e.args[0], DT_BOOL), self.operand(e.args[1], e.cdt),
-                    self.operand(e.args[2], e.cdt)]
-            return self.emit(OP_where, e.cdt, e.dt, srcs)
-        srcs = [self.operand(a, e.cdt) for a in e.args]
-        return self.emit(e.op, e.cdt, e.dt, srcs)
+            self.bound_walk(e, (), slots, lowered, e._cdt)
+            return self.emit(OPCODES[op_name], e._cdt, e._dt, [lowered[n] for n in order])
+        if e._op == OP_cast:
+            return self.operand(e._args[0], e._dt)
+        if e._op == OP_pyfunc:  # numbered in pre-order, as binding collects them
+            slot = self.npyfuncs
+            self.npyfuncs += 1
+            srcs = [self.operand(a, a._dt) for a in e._args]
+            return self.emit(OP_pyfunc, e._dt, e._dt, srcs,
+                             (slot, [(<Expr>a)._dt for a in e._args]))
+        if e._op == OP_where:
+            srcs = [self.operand(e._args[0], DT_BOOL), self.operand(e._args[1], e._cdt),
+                    self.operand(e._args[2], e._cdt)]
+            return self.emit(OP_where, e._cdt, e._dt, srcs)
+        srcs = [self.operand(a, e._cdt) for a in e._args]
+        return self.emit(e._op, e._cdt, e._dt, srcs)
 
     cdef void bound_walk(self, Expr e, tuple path, dict slots, dict lowered, int dt):
         # Lower the subtrees a rule bound, in the tree's own order, so leaves
@@ -162,18 +156,18 @@ cdef class _Lowering:
         if name is not None:
             lowered[name] = self.operand(e, dt)
             return
-        for i, a in enumerate(e.args):
+        for i, a in enumerate(e._args):
             self.bound_walk(a, path + (i,), slots, lowered, dt)
 
 
 cdef object _match(Expr e):
     """(fused op, operand order, {path: name}) of the first rule that fits;
     a path is the child indices leading from e to the bound subtree."""
-    if e.cdt == DT_BOOL or e.dt != e.cdt or e.op < 0:
+    if e._cdt == DT_BOOL or e._dt != e._cdt or e._op < 0:
         return None
     for pattern, op_name, order in RULES:
         binding = {}
-        if _fits(pattern, e, (), e.cdt, binding):
+        if _fits(pattern, e, (), e._cdt, binding):
             return op_name, order, {path: name for name, path in binding.items()}
     return None
 
@@ -183,38 +177,42 @@ cdef bint _fits(object pattern, Expr e, tuple path, int dt, dict binding):
         if pattern in binding:
             return False
         if pattern[0] == "s":
-            if e.op != OP_scalar:
+            if e._op != OP_scalar:
                 return False
-        elif e.op == OP_scalar or e.dt != dt:
+        elif e._op == OP_scalar or e._dt != dt:
             return False
         binding[pattern] = path
         return True
-    if OPNAMES.get(e.op) != pattern[0] or e.cdt != dt or e.dt != dt:
+    if OPNAMES.get(e._op) != pattern[0] or e._cdt != dt or e._dt != dt:
         return False
-    if len(e.args) != len(pattern) - 1:
+    if len(e._args) != len(pattern) - 1:
         return False
     trial = dict(binding)
     if all(_fits(p, a, path + (i,), dt, trial)
-           for i, (p, a) in enumerate(zip(pattern[1:], e.args))):
+           for i, (p, a) in enumerate(zip(pattern[1:], e._args))):
         binding.update(trial)
         return True
     if pattern[0] in COMMUTATIVE:
         trial = dict(binding)
-        if _fits(pattern[1], e.args[1], path + (1,), dt, trial) and \
-                _fits(pattern[2], e.args[0], path + (0,), dt, trial):
+        if _fits(pattern[1], e._args[1], path + (1,), dt, trial) and \
+                _fits(pattern[2], e._args[0], path + (0,), dt, trial):
             binding.update(trial)
             return True
     return False
 
 
 cdef dict _PROGRAMS = {}
+cdef Py_ssize_t PROGRAM_LIMIT = 1 << 12   # programs kept; the cache is dropped past it
 
 
 cdef Program get_program(Expr e, int dst_dt):
-    cdef Py_ssize_t key = e.key * 8 + dst_dt
+    global _PROGRAMS
+    cdef Py_ssize_t key = e._key * 8 + dst_dt
     prog = _PROGRAMS.get(key)
     if prog is None:
         prog = lower(e, dst_dt)
+        if len(_PROGRAMS) >= PROGRAM_LIMIT:
+            _PROGRAMS = {}
         _PROGRAMS[key] = prog
     return <Program>prog
 
@@ -228,8 +226,6 @@ def lower(Expr e, int dst_dt):
     """Lower a tree to a program that writes dtype ``dst_dt`` into the destination."""
     cdef _Lowering lw = _Lowering()
     cdef Program p
-    cdef char probe[64]
-    cdef void *probe_in[4]
     src = lw.operand(e, dst_dt)
     cdef Py_ssize_t last = len(lw.code) - 1
     if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1]:
@@ -262,12 +258,8 @@ def lower(Expr e, int dst_dt):
             if kind == SRC_SCALAR:
                 p.code[i].sflags |= 1 << j
         lines.append(_listing(op, dt, dt_out, out, srcs))
-        if op != OP_cast and op != OP_pyfunc:
-            memset(probe, 0, 64)
-            for j in range(4):
-                probe_in[j] = probe
-            if not pyet_kernel(op, dt, p.code[i].sflags, 0, probe, probe_in):
-                raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
+        if op != OP_cast and op != OP_pyfunc and not HAS_KERNEL[op][dt]:
+            raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
     p.text = "\n".join(lines)
     return p
 
@@ -281,15 +273,18 @@ cdef str _listing(int op, int dt, int dt_out, int out, list srcs):
 
 # ---------------------------------------------------------------- binding
 
-cdef void collect(Expr e, list leaves, list scalars):
-    # pre-order, left to right: the order lowering numbers leaves and scalars
-    if e.op == OP_leaf:
-        leaves.append(e.value)
-    elif e.op == OP_scalar:
-        scalars.append(e.value)
+cdef void collect(Expr e, list leaves, list scalars, list pyfuncs):
+    # pre-order, left to right: the order lowering numbers leaves, scalars
+    # and user functions (none of which is part of a program)
+    if e._op == OP_leaf:
+        leaves.append((<Tensor>e)._array)
+    elif e._op == OP_scalar:
+        scalars.append((<Scalar>e)._value)
     else:
-        for a in e.args:
-            collect(<Expr>a, leaves, scalars)
+        if e._op == OP_pyfunc:
+            pyfuncs.append((<PyFunc>e)._fn)
+        for a in e._args:
+            collect(<Expr>a, leaves, scalars, pyfuncs)
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
@@ -444,24 +439,48 @@ for _i in range(DT_COUNT):
 
 
 cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept nogil:
-    # F(fn, ...) nodes: call fn on NumPy views of the operand blocks
+    # F(fn, ...) nodes: fn gets read-only arrays of its own (copies of the
+    # operand blocks: a reference it keeps never sees scratch memory reused)
     cdef cnp.npy_intp dims[1]
     cdef int dt_out
     dims[0] = n
     with gil:
         try:
             prog = <Program>r.prog
+            errors, fns = <tuple>r.state
             dt_out = prog.code[i].dt_out
-            fn, dts = prog.pyfuncs[i]
-            args = [cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
-                    for j in range(len(dts))]
-            res = np.asarray(fn(*args), dtype=DTYPES[dt_out])
-            res = np.ascontiguousarray(np.broadcast_to(res, (n,)))
-            memcpy(out, cnp.PyArray_DATA(res), n * pyet_itemsize[dt_out])
+            slot, dts = prog.pyfuncs[i]
+            fn = fns[slot]
+            args = []
+            for j in range(len(dts)):
+                view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
+                arg = view.copy()
+                arg.flags.writeable = False
+                args.append(arg)
+            res = fn(*args)
+            memcpy(out, cnp.PyArray_DATA(_pyfunc_result(fn, res, n, dt_out)),
+                   n * pyet_itemsize[dt_out])
             return 0
         except BaseException as exc:
-            (<list>r.state).append(exc)
+            (<list>errors).append(exc)
             return -1
+
+
+cdef object _pyfunc_result(object fn, object res, pyet_intp n, int dt):
+    # every block's result: an array of the block's shape and the node's kind
+    name = getattr(fn, "__name__", repr(fn))
+    if res is None:
+        raise TypeError(f"pyet.F: {name} returned None; it must return an array of "
+                        f"shape ({n},)")
+    res = np.asarray(res)
+    if res.shape != (n,):
+        raise ValueError(f"pyet.F: {name} returned shape {fmt_shape(res.shape)} for "
+                         f"operands of shape ({n},); it must work elementwise")
+    if res.dtype.kind != DTYPES[dt].kind and not (
+            res.dtype.kind in "iub" and DTYPES[dt].kind in "iu"):
+        raise TypeError(f"pyet.F: {name} returned {res.dtype} where {DTYPES[dt]} was "
+                        f"expected (pass dtype= to pyet.F to say what it returns)")
+    return np.ascontiguousarray(res, dtype=DTYPES[dt])
 
 
 cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *src,
@@ -609,7 +628,7 @@ cdef int reduce_key(int nops, int nd, cnp.ndarray dst, pyet_intp *bstrides) noex
     return best
 
 
-cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
+cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list pyfuncs,
                  int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
                  pyet_intp red_comp=0) except -1:
     cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
@@ -679,7 +698,8 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars,
         r.scratch = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
         r.prog = <void *>prog
         errors = []
-        r.state = <void *>errors
+        state = (errors, pyfuncs)
+        r.state = <void *>state
         with nogil:
             rc = run_parallel(&r, prog, nthreads)
         if rc < 0:
@@ -707,7 +727,7 @@ cdef int array_dtype_code(cnp.ndarray a) except -1:
                 return DT_I32
             if size == 8:
                 return DT_I64
-    return _expr.dtype_code(a.dtype)
+    return dtype_code(a.dtype)
 
 
 cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
@@ -721,106 +741,16 @@ cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
             raise ValueError(f"cannot evaluate an expression of shape {fmt_shape(es)} into a "
                              f"destination of shape {fmt_shape(ds)}")
     cdef bint ok
-    if e.weak == 1:
+    cdef int weak = weak_of(e)
+    if weak == 1:
         ok = dst_dt != DT_BOOL
-    elif e.weak == 2:
+    elif weak == 2:
         ok = dst_dt == DT_F32 or dst_dt == DT_F64
     else:
-        ok = CAN_CAST[e.dt][dst_dt]
+        ok = CAN_CAST[e._dt][dst_dt]
     if not ok:
-        raise TypeError(f"cannot cast the expression's {DTYPES[e.dt]} result to the "
+        raise TypeError(f"cannot cast the expression's {DTYPES[e._dt]} result to the "
                         f"destination's {DTYPES[dst_dt]} with casting rule 'same_kind'")
-
-
-def assign(object dst, object value):
-    """Evaluate ``value`` (an expression, array or scalar) into ndarray ``dst``.
-
-    Every check happens before the first write: on any error dst is untouched.
-    """
-    cdef Expr e = as_operand(value)
-    if not isinstance(dst, np.ndarray):
-        raise TypeError(f"destination must be an ndarray or pyet.Tensor, got "
-                        f"{type(dst).__name__}")
-    cdef cnp.ndarray d = <cnp.ndarray>dst
-    cdef int dst_dt = array_dtype_code(d)
-    if not cnp.PyArray_ISWRITEABLE(d):
-        raise ValueError("assignment destination is read-only")
-    check_target(e, d, dst_dt)
-    if e.flags:  # products and reductions first, then the elementwise rest
-        if e.flags == 1 and root_gemm(d, e, dst_dt):
-            return
-        _complex_assign(d, e)
-        return
-    cdef Program prog = get_program(e, dst_dt)
-    cdef list leaves = [], scalars = []
-    collect(e, leaves, scalars)
-    if prog.has_pyfunc:
-        # a user function may raise midway: compute aside, then copy
-        tmp = np.empty(dst.shape, dst.dtype)
-        execute(prog, tmp, leaves, scalars)
-        np.copyto(d, tmp)
-        return
-    execute(prog, d, leaves, scalars)
-
-
-cdef bint _is_product(Expr e):
-    return e.op == OP_dot and e.value is None and (<Expr>e.args[0]).op == OP_leaf \
-        and (<Expr>e.args[1]).op == OP_leaf
-
-
-cdef bint _same_view(Expr x, cnp.ndarray dst):
-    cdef cnp.ndarray v
-    if x.op != OP_leaf:
-        return False
-    v = <cnp.ndarray>x.value
-    return (cnp.PyArray_DATA(v) == cnp.PyArray_DATA(dst) and v.ndim == dst.ndim
-            and v.descr.type_num == dst.descr.type_num
-            and v.shape[0] == dst.shape[0] and v.shape[1] == dst.shape[1]
-            and v.strides[0] == dst.strides[0] and v.strides[1] == dst.strides[1])
-
-
-cdef bint root_gemm(cnp.ndarray d, Expr e, int dst_dt) except -1:
-    """The common product forms over 2-D leaves, straight to BLAS without
-    Python-level dispatch: C = [s*]dot(A, B) [+ D], D = C or any elementwise
-    tree.  False when e is not one of them (``_special.assign`` takes it then)."""
-    cdef Expr prod = e, rest = None, x
-    cdef double alpha = 1.0
-    if (e.op == OP_add_code) and e.args:
-        for i in range(2):
-            x = e.args[i]
-            if x.flags == 0:
-                rest = x
-                prod = e.args[1 - i]
-                break
-        if rest is None:
-            return False
-    if prod.op == OP_multiply_code:
-        x = prod.args[0]
-        if x.op != OP_scalar:
-            x = prod.args[1]
-            prod = prod.args[0]
-        else:
-            prod = prod.args[1]
-        if x.op != OP_scalar or isinstance(x.value, (bool, np.bool_)):
-            return False
-        alpha = float(x.value)
-        if alpha == 0.0:
-            return False
-    if not _is_product(prod) or prod.dt != dst_dt or prod.cdt != dst_dt or \
-            prod.shape != (<object>d).shape:
-        return False
-    a = (<Expr>prod.args[0]).value
-    b = (<Expr>prod.args[1]).value
-    if not gemm_2d_ready(d, a, b):
-        return False
-    if rest is not None and not _same_view(rest, d):
-        assign(d, rest)
-    gemm_2d(d, a, b, alpha, 0.0 if rest is None else 1.0)
-    return True
-
-
-cdef int OP_add_code = OPCODES["add"]
-cdef int OP_multiply_code = OPCODES["multiply"]
 
 
 def reduce_threads(pyet_intp size):
@@ -840,23 +770,10 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
     of the accumulated value, read from ``index`` (int64, broadcast to e's
     shape)."""
     cdef Program prog = get_program(e, array_dtype_code(acc))
-    cdef list leaves = [], scalars = []
-    collect(e, leaves, scalars)
+    cdef list leaves = [], scalars = [], pyfuncs = []
+    collect(e, leaves, scalars, pyfuncs)
     if red >= RED_ARGMAX:
         if index is None or index.dtype != np.int64:
             raise TypeError("argmax and argmin fold an int64 index array")
         leaves.append(index)
-    execute(prog, acc, leaves, scalars, red, nthreads, stride, comp)
-
-
-cdef object _complex_assign = None
-
-
-def set_complex_assigner(f):
-    """Install ``f(dst, expr)`` for trees containing products, reductions or
-    special nodes (``_special.assign``)."""
-    global _complex_assign
-    _complex_assign = f
-
-
-_expr.set_evaluator(assign)
+    execute(prog, acc, leaves, scalars, pyfuncs, red, nthreads, stride, comp)

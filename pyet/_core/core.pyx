@@ -1,0 +1,46 @@
+"""pyet's core: node types, lowering and the evaluation engine.
+
+One compiled module, written as the layers it is made of (each an included
+file, lower layers first; a layer uses only those above it in this list):
+
+- ``nodes.pxi``: the node types (MShadow's Exp) with typed fields, NumPy 2's
+  dtype rules and broadcasting, structure keys; building a tree computes its
+  shape, dtype and key once and evaluates nothing.
+- ``products.pxi``: matrix products (MShadow's DotExp): nodes, shapes, dtypes,
+  and their evaluation through BLAS (``pyet._kernels.blas``).
+- ``plan.pxi``: lowering an elementwise tree into a program of block kernels
+  (rewrite rules applied), cached by structure; the block runner and threads.
+- ``engine.pxi``: how a root is written -- a root form (one gemm with alpha,
+  beta and D), a special node straight into the destination, or the
+  elementwise program -- and special nodes computed into scratch first.
+
+Node families (``pyet._nodes``) build on this module; they subclass
+``Special`` for their kernels, and nothing here imports them.
+"""
+
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
+from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+import operator
+import threading
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from pyet._core.ops import OPS, OPS_BY_NAME, UFUNC_TO_OP
+from pyet._core.rewrite import COMMUTATIVE, ROOT_FORMS, RULES
+from pyet._kernels import blas as _blas
+
+from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready
+from pyet._kernels.kernels cimport *
+from pyet._kernels.parallel cimport threads_for
+
+cnp.import_array()
+
+include "nodes.pxi"
+include "products.pxi"
+include "plan.pxi"
+include "engine.pxi"

@@ -1,0 +1,247 @@
+# The engine: how a root is written, decided in one place.
+#
+# ``assign(dst, expr)`` checks everything first (nothing is written on an
+# error), then writes the root in the first of these ways that applies:
+#
+# 1. a root form (rewrite.ROOT_FORMS): ``[D ±] alpha * dot(A, B)`` as one gemm
+#    straight into dst, alpha and beta folded in (MShadow's DotExp engine);
+# 2. a special node of dst's shape and dtype straight into dst (Special.into);
+# 3. the elementwise program (plan.pxi), after every special node below the
+#    root has been computed into scratch (it then stands in the tree as a leaf).
+#
+# Trees deeper than MAX_DEPTH or with more than MAX_LEAVES leaves are cut into
+# pieces first, so lowering's recursion and a program's operands stay bounded.
+
+# the nodes computed so far by this thread's evaluation: a node that appears
+# twice in a tree (softmax's max, shared subtrees) is computed once
+_evaluation = threading.local()
+
+
+def assign(object dst, object value):
+    """Evaluate ``value`` (an expression, array or scalar) into ndarray ``dst``.
+
+    Every check happens before the first write: on any error dst is untouched.
+    """
+    cdef Expr e = as_operand(value)
+    if not isinstance(dst, np.ndarray):
+        raise TypeError(f"destination must be an ndarray or pyet.Tensor, got "
+                        f"{type(dst).__name__}")
+    cdef cnp.ndarray d = <cnp.ndarray>dst
+    cdef int dst_dt = array_dtype_code(d)
+    if not cnp.PyArray_ISWRITEABLE(d):
+        raise ValueError("assignment destination is read-only")
+    check_target(e, d, dst_dt)
+    if e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES:
+        e = split(e)
+    if e._flags & HAS_INT_POWER:
+        check_int_powers(e)
+    if e._flags & HAS_SPECIAL:
+        assign_special(d, e, dst_dt)
+    else:
+        assign_elementwise(d, e, dst_dt)
+
+
+cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
+    cdef Program prog = get_program(e, dst_dt)
+    cdef list leaves = [], scalars = [], pyfuncs = []
+    collect(e, leaves, scalars, pyfuncs)
+    if e._flags & HAS_PYFUNC:
+        # a user function may raise midway: compute aside, then copy
+        tmp = np.empty((<object>d).shape, (<object>d).dtype)
+        execute(prog, tmp, leaves, scalars, pyfuncs)
+        np.copyto(d, tmp)
+        return
+    execute(prog, d, leaves, scalars, pyfuncs)
+
+
+cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
+    outer = getattr(_evaluation, "done", None) is None  # not nested in an evaluation
+    if outer:
+        _evaluation.done = {}
+    try:
+        if assign_root_form(d, e, dst_dt):
+            return
+        if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
+                and not leaves_overlap(e, d):
+            (<SpecialNode>e)._kernel.into(d, e._args)  # straight into dst, no scratch
+            return
+        assign_elementwise(d, materialize_node(e), dst_dt)
+    finally:
+        if outer:
+            _evaluation.done = None
+
+
+# -------------------------------------------------------------- root forms
+
+cdef bint _root_fits(object pattern, Expr e, dict binding):
+    if isinstance(pattern, str):
+        if pattern == "P":  # a product node
+            if e._op != OP_special or not isinstance((<SpecialNode>e)._kernel, Product):
+                return False
+        elif pattern == "a":  # alpha: a nonzero number (0 would lose 0*inf = nan)
+            if e._op != OP_scalar or isinstance((<Scalar>e)._value, (bool, np.bool_)) \
+                    or (<Scalar>e)._value == 0:
+                return False
+        elif e._flags & HAS_SPECIAL:  # D: written elementwise before the gemm
+            return False
+        binding[pattern] = e
+        return True
+    if OPNAMES.get(e._op) != pattern[0] or e._cdt != e._dt:
+        return False
+    if len(pattern) == 2:
+        return _root_fits(pattern[1], e._args[0], binding)
+    trial = {}
+    if _root_fits(pattern[1], e._args[0], trial) and _root_fits(pattern[2], e._args[1], trial):
+        binding.update(trial)
+        return True
+    if pattern[0] in COMMUTATIVE:
+        trial = {}
+        if _root_fits(pattern[1], e._args[1], trial) and \
+                _root_fits(pattern[2], e._args[0], trial):
+            binding.update(trial)
+            return True
+    return False
+
+
+cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
+    """Write e into d as one gemm when it is a root form whose every node has
+    d's float dtype (so nothing rounds in between); False, nothing written,
+    otherwise."""
+    cdef Expr p, dd
+    if e._dt != dst_dt or (dst_dt != DT_F32 and dst_dt != DT_F64):
+        return False
+    for pattern, sign, beta in ROOT_FORMS:
+        binding = {}
+        if not _root_fits(pattern, e, binding):
+            continue
+        p = binding["P"]
+        dd = binding.get("D")
+        if p._dt != dst_dt or p.shape != (<object>d).shape or \
+                (dd is not None and dd._dt != dst_dt):
+            return False
+        x, y = p._args
+        if dot_dtypes((<Expr>x)._dt, (<Expr>y)._dt)[0] != dst_dt:
+            return False
+        alpha = sign * (float((<Scalar>binding["a"])._value) if "a" in binding else 1.0)
+        # the operands are read (copied when they overlap d) before D is written
+        a = operand_array(materialize_node(x), DTYPES[dst_dt], d)
+        b = operand_array(materialize_node(y), DTYPES[dst_dt], d)
+        if dd is not None and not same_view(dd, d):
+            assign(d, dd)
+        if dd is None:
+            beta = 0.0
+        if gemm_2d_ready(d, a, b):  # the common case, without the Python layer
+            gemm_2d(d, a, b, alpha, beta)
+        else:
+            matmul_into(d, a, b, alpha, beta)
+        return True
+    return False
+
+
+cdef bint same_view(Expr x, cnp.ndarray dst):
+    # x is dst itself (C += dot(A, B)): D is already in place
+    cdef cnp.ndarray v
+    if x._op != OP_leaf:
+        return False
+    v = <cnp.ndarray>(<Tensor>x)._array
+    return (cnp.PyArray_DATA(v) == cnp.PyArray_DATA(dst) and v.ndim == dst.ndim
+            and v.descr.type_num == dst.descr.type_num
+            and (<object>v).shape == (<object>dst).shape
+            and (<object>v).strides == (<object>dst).strides)
+
+
+# ---------------------------------------------------------- special nodes
+
+cdef Expr materialize_node(Expr e):
+    """e with every special node below it replaced by a leaf holding its value."""
+    if not (e._flags & HAS_SPECIAL):
+        return e
+    done = getattr(_evaluation, "done", None)
+    if done is not None and id(e) in done:
+        return done[id(e)][1]
+    cdef Expr leaf
+    if e._op == OP_special:
+        leaf = wrap((<SpecialNode>e)._kernel.value(e._args))
+    else:
+        leaf = with_args(e, tuple([materialize_node(a) for a in e._args]))
+    if done is not None:
+        done[id(e)] = (e, leaf)  # e kept alive: its id stays its own
+    return leaf
+
+
+def materialize(e):
+    """e with every special node replaced by a leaf holding its value."""
+    return materialize_node(as_operand(e))
+
+
+cdef bint leaves_overlap(Expr e, cnp.ndarray dst) except -1:
+    """True when any array below ``e`` may share memory with ``dst``."""
+    if e._op == OP_leaf:
+        return np.may_share_memory((<Tensor>e)._array, dst)
+    for a in e._args:
+        if leaves_overlap(a, dst):
+            return True
+    return False
+
+
+def overlaps(e, dst):
+    """True when any array below expression ``e`` may share memory with ``dst``."""
+    return leaves_overlap(as_operand(e), dst)
+
+
+# ------------------------------------------------------- evaluation guards
+
+cdef Expr split(Expr root):
+    """root with pieces computed into scratch leaves, bottom up, wherever a
+    subtree is deeper than MAX_DEPTH or has more than MAX_LEAVES leaves."""
+    cdef dict new = {}
+    cdef list stack = [(root, False)]
+    cdef Expr e, c
+    while stack:
+        e, ready = stack.pop()
+        if id(e) in new:
+            continue
+        if e._depth <= MAX_DEPTH and e._nleaves <= MAX_LEAVES:
+            new[id(e)] = e
+            continue
+        if not ready:
+            stack.append((e, True))
+            stack.extend([(a, False) for a in e._args])
+            continue
+        args = [new[id(a)] for a in e._args]
+        c = _rebuilt(e, tuple(args))
+        while c._depth > MAX_DEPTH or c._nleaves > MAX_LEAVES:
+            # evaluate the deepest (or widest) child into scratch
+            k = 0
+            for i in range(1, len(args)):
+                if ((<Expr>args[i])._depth, (<Expr>args[i])._nleaves) > \
+                        ((<Expr>args[k])._depth, (<Expr>args[k])._nleaves):
+                    k = i
+            piece = np.empty(args[k].shape, DTYPES[(<Expr>args[k])._dt])
+            assign(piece, args[k])
+            args[k] = wrap(piece)
+            c = _rebuilt(e, tuple(args))
+        new[id(e)] = c
+    return new[id(root)]
+
+
+cdef Expr _rebuilt(Expr e, tuple args):
+    if e._op == OP_special:
+        return special((<SpecialNode>e)._kernel, args, e.shape, DTYPES[e._dt])
+    return with_args(e, args)
+
+
+cdef check_int_powers(Expr root):
+    # NumPy refuses integer ** negative integer: look at the exponents' values
+    # as they are now, before anything is written
+    cdef list stack = [root]
+    cdef Expr e
+    while stack:
+        e = stack.pop()
+        if not (e._flags & HAS_INT_POWER):
+            continue
+        if e._op == OP_power and (e._cdt == DT_I32 or e._cdt == DT_I64) and \
+                (<Expr>e._args[1])._op != OP_scalar:
+            if np.any(np.less(array_of(e._args[1]), 0)):
+                raise ValueError("Integers to negative integer powers are not allowed.")
+        stack.extend(e._args)

@@ -1,0 +1,1057 @@
+# Node types: building a tree computes its shape, dtype and structure key once
+# (xtensor's cached broadcast) and evaluates nothing (MShadow's Exp).
+
+DTYPES = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
+          np.dtype(np.float32), np.dtype(np.float64))
+_DT_CODE = {d: i for i, d in enumerate(DTYPES)}
+_SUPPORTED = "bool, int32, int64, float32, float64"
+
+# op codes: the compiled module's names (kernels.h), one code per op table row
+OPCODES = {pyet_op_names[i].decode(): i for i in range(OP_COUNT)}
+OPNAMES = {v: k for k, v in OPCODES.items()}
+cdef list _UFUNC_BY_CODE = [None] * OP_COUNT
+for _name, _row in OPS_BY_NAME.items():
+    _UFUNC_BY_CODE[OPCODES[_name]] = _row.ufunc
+_UFUNC_CODE = {uf: OPCODES[name] for uf, name in UFUNC_TO_OP.items()}
+
+# _flags: what evaluation must do before the elementwise pass
+HAS_SPECIAL = 1     # a special node below: computed into scratch first
+HAS_INT_POWER = 2   # an integer power with an array exponent: checked for negatives
+HAS_PYFUNC = 4      # a user function: evaluated aside, then copied
+
+# deeper trees, or trees of more leaves, are evaluated in pieces (engine.pxi)
+MAX_DEPTH = 512
+MAX_LEAVES = 128
+
+
+# ------------------------------------------------------------------- classes
+
+cdef class Expr:
+    """A lazy expression (MShadow's ``Exp``).
+
+    Arithmetic, comparisons and NumPy ufuncs on an Expr build a bigger tree;
+    nothing is computed until the tree is assigned into a destination
+    (``dst[...] = expr``) or passed to :func:`pyet.evaluate`.
+    """
+
+    cdef readonly tuple shape        # broadcast shape
+    cdef readonly int _op            # OP_* code (kernels.h)
+    cdef readonly int _dt            # result dtype code (DT_*)
+    cdef readonly int _cdt           # dtype the op computes in (its loop's inputs)
+    cdef readonly tuple _args        # child nodes
+    cdef readonly Py_ssize_t _key    # interned structure: equal keys, equal programs
+    cdef readonly int _flags         # HAS_* of this node and below
+    cdef readonly Py_ssize_t _depth  # longest path down to a leaf
+    cdef readonly Py_ssize_t _nleaves  # array leaves below (with repeats)
+    cdef readonly object _origin     # a transposed node: (the node it transposes, axes)
+
+    __array_priority__ = 1000
+
+    @property
+    def dtype(self):
+        """Result dtype, by NumPy 2's promotion rules."""
+        return DTYPES[self._dt]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        cdef Py_ssize_t n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def T(self):
+        """The transpose (axes reversed), lazily; ``e.T.T is e``."""
+        return transpose(self)
+
+    def __matmul__(self, other):
+        return dot(self, other)
+
+    def __rmatmul__(self, other):
+        return dot(other, self)
+
+    def astype(self, dtype):
+        """This expression converted to ``dtype`` (lazily, like any node)."""
+        return cast(self, dtype_code(dtype))
+
+    def __add__(self, other):
+        return binary(OP_add, self, other)
+
+    def __radd__(self, other):
+        return binary(OP_add, other, self)
+
+    def __sub__(self, other):
+        return binary(OP_subtract, self, other)
+
+    def __rsub__(self, other):
+        return binary(OP_subtract, other, self)
+
+    def __mul__(self, other):
+        return binary(OP_multiply, self, other)
+
+    def __rmul__(self, other):
+        return binary(OP_multiply, other, self)
+
+    def __truediv__(self, other):
+        return binary(OP_divide, self, other)
+
+    def __rtruediv__(self, other):
+        return binary(OP_divide, other, self)
+
+    def __floordiv__(self, other):
+        return binary(OP_floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return binary(OP_floor_divide, other, self)
+
+    def __mod__(self, other):
+        return binary(OP_remainder, self, other)
+
+    def __rmod__(self, other):
+        return binary(OP_remainder, other, self)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return power(self, other)
+
+    def __rpow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return binary(OP_power, other, self)
+
+    def __and__(self, other):
+        return binary(OP_bitwise_and, self, other)
+
+    def __rand__(self, other):
+        return binary(OP_bitwise_and, other, self)
+
+    def __or__(self, other):
+        return binary(OP_bitwise_or, self, other)
+
+    def __ror__(self, other):
+        return binary(OP_bitwise_or, other, self)
+
+    def __xor__(self, other):
+        return binary(OP_bitwise_xor, self, other)
+
+    def __rxor__(self, other):
+        return binary(OP_bitwise_xor, other, self)
+
+    def __neg__(self):
+        return make_node(OP_negative, (self,))
+
+    def __pos__(self):
+        return make_node(OP_positive, (self,))
+
+    def __abs__(self):
+        return make_node(OP_absolute, (self,))
+
+    def __invert__(self):
+        return make_node(OP_invert, (self,))
+
+    def __richcmp__(self, other, int cmp):
+        try:
+            return binary(_CMP_OPS[cmp], self, other)
+        except TypeError:
+            if cmp in (2, 3) and not isinstance(other, (Expr, np.ndarray, np.generic)):
+                return NotImplemented
+            raise
+
+    def __bool__(self):
+        raise TypeError("the truth value of a lazy pyet expression is ambiguous: it is not "
+                        "computed yet; evaluate it first (pyet.evaluate(e)) and use .any() "
+                        "or .all(); use & and | instead of `and` and `or`")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__":
+            raise TypeError(f"pyet does not support ufunc method {ufunc.__name__}.{method}")
+        out = kwargs.pop("out", None)
+        if kwargs:
+            raise TypeError(f"pyet does not support the keyword arguments {sorted(kwargs)} "
+                            f"of ufunc {ufunc.__name__}")
+        if ufunc is np.matmul and len(inputs) == 2:
+            e = dot(*inputs)
+        else:
+            op = _UFUNC_CODE.get(ufunc)
+            if op is None:
+                raise TypeError(f"pyet does not support the ufunc {ufunc.__name__}")
+            if op == OP_power:
+                e = power(inputs[0], inputs[1])
+            else:
+                e = make_node(op, tuple(as_operand(x) for x in inputs))
+        if out is None:
+            return e
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise TypeError(f"ufunc {ufunc.__name__} takes one output")
+            out = out[0]
+        dst = (<Tensor>out)._array if isinstance(out, Tensor) else out
+        if not isinstance(dst, np.ndarray):
+            raise TypeError(f"out must be an ndarray or pyet.Tensor, got {type(out).__name__}")
+        assign(dst, e)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a pyet expression cannot be converted to an array without "
+                             "computing it (copy=False)")
+        arr = np.empty(self.shape, dtype=DTYPES[self._dt])
+        assign(arr, self)
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __repr__(self):
+        return node_repr(self, 64)
+
+    def __reduce__(self):
+        return (_unflatten, (flatten(self),))
+
+
+cdef class Scalar(Expr):
+    """A Python or NumPy scalar in a tree; bound when the tree is evaluated."""
+
+    cdef readonly object _value
+    cdef readonly int _weak          # 1 Python int, 2 Python float (NEP 50), 0 typed
+
+
+cdef class PyFunc(Expr):
+    """A user elementwise function (MShadow's ``F<OP>``); bound when evaluated."""
+
+    cdef readonly object _fn
+
+
+cdef class SpecialNode(Expr):
+    """A node the elementwise evaluator cannot run at (y, x) (MShadow's kComplex):
+    its kernel (a ``Special``) computes it from the children."""
+
+    cdef readonly object _kernel
+
+
+cdef inline int weak_of(Expr a):
+    return (<Scalar>a)._weak if a._op == OP_scalar else 0
+
+
+# --------------------------------------------------------------- dtypes
+
+cpdef int dtype_code(object dtype) except -1:
+    """Code of a supported dtype; TypeError naming any other."""
+    cdef object code = _DT_CODE.get(dtype)
+    if code is None:
+        try:
+            code = _DT_CODE.get(np.dtype(dtype))
+        except TypeError:
+            code = None
+        if code is None:
+            try:
+                name = str(np.dtype(dtype))
+            except TypeError:
+                name = repr(dtype)
+            raise TypeError(f"pyet does not support dtype {name}; "
+                            f"supported dtypes are {_SUPPORTED}")
+    return code
+
+
+cdef dict _RESOLVED = {}   # (op, child dtypes and weakness) -> (cdt, dt) or exception
+
+
+cdef object _numpy_side(Expr a):
+    # What NumPy's promotion sees: a dtype, or the Python type of a weak scalar.
+    cdef int weak = weak_of(a)
+    if weak == 1:
+        return int
+    if weak == 2:
+        return float
+    return DTYPES[a._dt]
+
+
+cdef tuple _resolve_numpy(int op, tuple args):
+    cdef str name = OPNAMES[op]
+    cdef list sides = [_numpy_side(<Expr>a) for a in args]
+    if op == OP_relu:
+        sides.append(int)
+    if op == OP_where:
+        res = np.result_type(*[DTYPES[(<Expr>a)._dt] if weak_of(a) == 0
+                               else (<Scalar>a)._value for a in args[1:]])
+        code = _DT_CODE.get(res)
+        if code is None:
+            raise TypeError(f"pyet does not support where() with result dtype {res}")
+        return code, code
+    ufunc = _UFUNC_BY_CODE[op]
+    try:
+        dts = ufunc.resolve_dtypes(tuple(sides) + (None,))
+    except Exception as exc:  # NumPy has no loop: its message names the types
+        raise TypeError(f"pyet cannot apply {name} to {_fmt_sides(sides)}: {exc}") from None
+    cdt = _DT_CODE.get(dts[0])
+    dt = _DT_CODE.get(dts[len(dts) - 1])
+    if cdt is None or dt is None:
+        raise TypeError(f"pyet does not support {name} of {_fmt_sides(sides)}: NumPy computes "
+                        f"it in {dts[0]} giving {dts[len(dts) - 1]}; pyet supports {_SUPPORTED}")
+    return cdt, dt
+
+
+cdef str _fmt_sides(list sides):
+    return ", ".join(s.__name__ if isinstance(s, type) else str(s) for s in sides)
+
+
+cdef tuple resolve(int op, tuple args):
+    """(compute dtype, result dtype) of op on args, by NumPy 2's rules (cached)."""
+    cdef Py_ssize_t k = op
+    for a in args:
+        k = k * 16 + (<Expr>a)._dt + DT_COUNT * weak_of(a)
+    hit = _RESOLVED.get(k)
+    if hit is None:
+        try:
+            hit = _resolve_numpy(op, args)
+        except TypeError as exc:
+            hit = exc
+        _RESOLVED[k] = hit
+    if isinstance(hit, TypeError):
+        raise TypeError(*(<object>hit).args)
+    return <tuple>hit
+
+
+# ----------------------------------------------------------- structure keys
+
+# Interned structure tuples.  Keys only grow (a key is never reused for
+# another structure); the table is dropped when it gets large, so per-call
+# parameters (pad values, crop boxes) never accumulate.
+cdef dict _INTERN = {}
+cdef Py_ssize_t _NEXT_KEY = 0
+cdef Py_ssize_t INTERN_LIMIT = 1 << 16
+
+
+cdef Py_ssize_t intern_key(tuple t):
+    global _NEXT_KEY, _INTERN
+    k = _INTERN.get(t)
+    if k is None:
+        if len(_INTERN) >= INTERN_LIMIT:
+            _INTERN = {}
+        k = _NEXT_KEY
+        _NEXT_KEY += 1
+        _INTERN[t] = k
+    return k
+
+
+cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
+                      object extra):
+    """Fill in a new node: its fields, and what follows from its children
+    (structure key, flags, depth, leaf count).  ``extra``: what besides op,
+    dtypes and children makes the structure (None for most nodes)."""
+    cdef Expr a
+    cdef Py_ssize_t depth = 0, nleaves = 0
+    cdef int flags = 0
+    cdef list keys = [op, cdt, dt, extra]
+    for a in args:
+        keys.append(a._key)
+        flags |= a._flags
+        nleaves += a._nleaves
+        if a._depth > depth:
+            depth = a._depth
+    e._op = op
+    e._args = args
+    e.shape = shape
+    e._cdt = cdt
+    e._dt = dt
+    e._key = intern_key(tuple(keys))
+    e._flags = flags
+    e._depth = depth + 1
+    e._nleaves = nleaves
+    return e
+
+
+# ------------------------------------------------------------- broadcasting
+
+cpdef str fmt_shape(tuple s):
+    """A shape as NumPy prints it: (3,) and (2,3)."""
+    return "(" + ",".join([str(n) for n in s]) + ("," if len(s) == 1 else "") + ")"
+
+
+cdef tuple broadcast_shapes(tuple a, tuple b):
+    """NumPy's broadcast of two shapes; ValueError naming both."""
+    if a == b or len(b) == 0:
+        return a
+    if len(a) == 0:
+        return b
+    cdef Py_ssize_t na = len(a), nb = len(b), n = max(na, nb), i
+    cdef list out = [0] * n
+    for i in range(n):
+        x = a[na - n + i] if na - n + i >= 0 else 1
+        y = b[nb - n + i] if nb - n + i >= 0 else 1
+        if x == y or y == 1:
+            out[i] = x
+        elif x == 1:
+            out[i] = y
+        else:
+            raise ValueError("operands could not be broadcast together with shapes "
+                             f"{fmt_shape(a)} {fmt_shape(b)}")
+    return tuple(out)
+
+
+cdef tuple broadcast_all(tuple args):
+    cdef tuple shape = ()
+    for a in args:
+        shape = broadcast_shapes(shape, (<Expr>a).shape)
+    return shape
+
+
+# ------------------------------------------------------------------- leaves
+
+cdef Scalar scalar_node(object value, int dt, int weak):
+    cdef Scalar e = Scalar.__new__(Scalar)
+    seal(e, OP_scalar, (), (), dt, dt, weak)
+    e._value = value
+    e._weak = weak
+    e._depth = 0
+    return e
+
+
+cdef Tensor wrap(object arr):
+    """A leaf viewing ndarray ``arr`` (no copy)."""
+    cdef Tensor t = Tensor.__new__(Tensor)
+    cdef int code = dtype_code((<cnp.ndarray>arr).dtype)
+    seal(t, OP_leaf, (), (<object>arr).shape, code, code, None)
+    t._array = arr
+    t._depth = 0
+    t._nleaves = 1
+    return t
+
+
+cdef Tensor view_leaf(Tensor base, str kind, object arg, object arr):
+    """A leaf viewing ``arr``, the view (kind, arg) of ``base``'s memory; it
+    remembers the Tensor it came from and the views taken since."""
+    cdef Tensor t = wrap(arr)
+    t._base = base._base if base._base is not None else base
+    t._mapping = base._mapping + ((kind, arg),)
+    return t
+
+
+cdef Expr as_operand(object obj):
+    """Wrap anything an op accepts: Expr, Python/NumPy scalar, array-like."""
+    if isinstance(obj, Expr):
+        return <Expr>obj
+    cdef object tp = type(obj)
+    if tp is float:
+        return scalar_node(obj, DT_F64, 2)
+    if tp is int:
+        return scalar_node(obj, DT_I64, 1)
+    if tp is bool:
+        return scalar_node(obj, DT_BOOL, 0)
+    if isinstance(obj, cnp.ndarray):
+        if tp is not np.ndarray:  # np.matrix and other subclasses: the plain array
+            obj = obj.view(np.ndarray)
+        return wrap(obj)
+    if isinstance(obj, np.generic):
+        return scalar_node(obj, dtype_code(obj.dtype), 0)
+    if isinstance(obj, bool):
+        return scalar_node(bool(obj), DT_BOOL, 0)
+    if isinstance(obj, int):
+        return scalar_node(int(obj), DT_I64, 1)
+    if isinstance(obj, float):
+        return scalar_node(float(obj), DT_F64, 2)
+    if isinstance(obj, complex):
+        raise TypeError("pyet does not support dtype complex; "
+                        f"supported dtypes are {_SUPPORTED}")
+    return wrap(np.asarray(obj).view(np.ndarray))
+
+
+def as_expr(obj):
+    """``obj`` as an Expr: expressions as they are, scalars as scalar nodes,
+    array-likes as leaves (no copy)."""
+    return as_operand(obj)
+
+
+cdef Tensor scalar_array(Expr s):
+    """A scalar node as a 0-d leaf of its dtype."""
+    return wrap(np.asarray((<Scalar>s)._value, dtype=DTYPES[s._dt]))
+
+
+# -------------------------------------------------------------- elementwise
+
+cdef object _check_weak_int(Expr s, int cdt):
+    # NEP 50: a Python int must fit the integer dtype it meets.
+    if weak_of(s) == 1 and (cdt == DT_I32 or cdt == DT_I64):
+        info = np.iinfo(DTYPES[cdt])
+        if not info.min <= (<Scalar>s)._value <= info.max:
+            raise OverflowError(f"Python integer {(<Scalar>s)._value} out of bounds for "
+                                f"{DTYPES[cdt]}")
+
+
+cdef Expr make_node(int op, tuple args):
+    """A lazy op node: shape, dtypes and structure key computed here, once."""
+    cdef Expr e = Expr.__new__(Expr), a
+    cdef int cdt, dt
+    cdt, dt = resolve(op, args)
+    seal(e, op, args, broadcast_all(args), cdt, dt, None)
+    for a in args:
+        if a._op == OP_scalar:
+            _check_weak_int(a, cdt)
+    if op == OP_power and (cdt == DT_I32 or cdt == DT_I64):
+        _power_exponent(e)
+    return e
+
+
+cdef _power_exponent(Expr e):
+    # NumPy refuses integer ** negative integer: a scalar exponent is checked
+    # now, an array one each time the tree is evaluated (its values may change)
+    cdef Expr exponent = e._args[1]
+    if exponent._op == OP_scalar:
+        if (<Scalar>exponent)._value < 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+    else:
+        e._flags |= HAS_INT_POWER
+
+
+def apply(str name, tuple operands):
+    """Build the node for the op table's ``name`` on operands."""
+    cdef int op = OPCODES[name]
+    cdef list args = [as_operand(o) for o in operands]
+    if all((<Expr>a)._op == OP_scalar for a in args):
+        # a function of scalars alone still makes a (0-d) array expression;
+        # the first operand becomes a 0-d array of its NumPy type (as NumPy's)
+        args[0] = wrap(np.asarray((<Scalar>args[0])._value))
+    if op == OP_power:
+        return power(args[0], args[1])
+    return make_node(op, tuple(args))
+
+
+def where(object cond, object x, object y):
+    """``x`` where ``cond`` is true, else ``y`` (NumPy's ``where``), lazily."""
+    cdef Expr c = as_operand(cond)
+    if c._op == OP_scalar:
+        c = scalar_array(c)
+    if c._dt != DT_BOOL:
+        c = make_node(OP_not_equal, (c, scalar_node(0, DT_I64, 1)))
+    return make_node(OP_where, (c, as_operand(x), as_operand(y)))
+
+
+def F(object fn, operands, dtype=None):
+    """A user elementwise function as a node (MShadow's ``F<OP>``)."""
+    cdef list args = [as_operand(o) for o in operands]
+    if not args:
+        raise TypeError("pyet.F needs at least one operand")
+    cdef Expr a
+    for i in range(len(args)):
+        if (<Expr>args[i])._op == OP_scalar:
+            args[i] = scalar_array(args[i])
+    if len(args) > 4:
+        raise TypeError(f"pyet.F takes at most 4 operands, got {len(args)}")
+    name = getattr(fn, "__name__", repr(fn))
+    if dtype is not None:
+        if not callable(fn):
+            raise TypeError(f"pyet.F needs a NumPy ufunc or a callable, got "
+                            f"{type(fn).__name__}")
+        out = dtype
+    elif isinstance(fn, np.ufunc):
+        if fn.nin != len(args) or fn.nout != 1:
+            raise TypeError(f"pyet.F: ufunc {fn.__name__} takes {fn.nin} inputs and "
+                            f"gives {fn.nout} outputs; got {len(args)} operands")
+        try:
+            out = fn.resolve_dtypes(tuple([DTYPES[(<Expr>a)._dt] for a in args]) + (None,))[fn.nin]
+        except Exception as exc:
+            raise TypeError(f"pyet.F: {fn.__name__} has no loop for these dtypes: {exc}") \
+                from None
+    elif callable(fn):
+        # the result type of empty operands of the operands' dtypes: no value
+        # computed; each block's result is checked against it
+        probe = fn(*[np.empty(0, dtype=DTYPES[(<Expr>a)._dt]) for a in args])
+        if probe is None:
+            raise TypeError(f"pyet.F: {name} returned None; it must return an array")
+        out = np.asarray(probe).dtype
+    else:
+        raise TypeError(f"pyet.F needs a NumPy ufunc or a callable, got {type(fn).__name__}")
+    cdef int dt = dtype_code(out)
+    cdef PyFunc e = PyFunc.__new__(PyFunc)
+    seal(e, OP_pyfunc, tuple(args), broadcast_all(tuple(args)), dt, dt, len(args))
+    e._fn = fn
+    e._flags |= HAS_PYFUNC
+    return e
+
+
+cdef Expr binary(int op, object a, object b):
+    # make_node for two operands, without the loops (the hot path of operators)
+    cdef Expr x = as_operand(a), y = as_operand(b)
+    cdef Expr e = Expr.__new__(Expr)
+    cdef int cdt, dt
+    cdef tuple args = (x, y)
+    cdt, dt = resolve(op, args)
+    seal(e, op, args, broadcast_shapes(x.shape, y.shape), cdt, dt, None)
+    if x._op == OP_scalar:
+        _check_weak_int(x, cdt)
+    if y._op == OP_scalar:
+        _check_weak_int(y, cdt)
+    if op == OP_power and (cdt == DT_I32 or cdt == DT_I64):
+        _power_exponent(e)
+    return e
+
+
+cdef Expr cast(Expr e, int dt):
+    """e converted to dtype dt (a node of its own; nothing is copied)."""
+    if e._dt == dt:
+        return e
+    return seal(Expr.__new__(Expr), OP_cast, (e,), e.shape, e._dt, dt, None)
+
+
+cdef Expr power(object base, object exponent):
+    # NumPy's ndarray ** scalar takes fast paths: ** 2 is square (the same
+    # value as pow, much faster) and ** 0.5 is sqrt (which differs from pow
+    # at -0.0 and -inf); follow both.
+    cdef Expr e = binary(OP_power, base, exponent)
+    cdef Expr ex = e._args[1]
+    if ex._op != OP_scalar or isinstance((<Scalar>ex)._value, (bool, np.bool_)):
+        return e
+    value = (<Scalar>ex)._value
+    if value == 2:
+        return make_node(OP_square, (cast(e._args[0], e._cdt),))
+    if value == 0.5 and (e._cdt == DT_F32 or e._cdt == DT_F64):
+        return make_node(OP_sqrt, (cast(e._args[0], e._cdt),))
+    return e
+
+
+def special(object kernel, tuple args, tuple shape, object dtype):
+    """A node the elementwise evaluator cannot run at (y, x) (MShadow's
+    kComplex): ``kernel`` (a ``Special``) computes its value from its child
+    expressions ``args``; checks are the caller's, done before this."""
+    cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
+    cdef int dt = dtype_code(dtype)
+    seal(e, OP_special, args, tuple(shape), dt, dt,
+         (type(kernel), kernel.params(), tuple(shape)))
+    e._kernel = kernel
+    e._flags |= HAS_SPECIAL
+    return e
+
+
+cpdef Expr with_args(Expr e, tuple args):
+    """A copy of elementwise node e over new children of the same dtypes (shape
+    recomputed): views pushed down to leaves, special nodes replaced by leaves."""
+    cdef Expr c
+    if e._op == OP_pyfunc:
+        c = PyFunc.__new__(PyFunc)
+        (<PyFunc>c)._fn = (<PyFunc>e)._fn
+        seal(c, OP_pyfunc, args, broadcast_all(args), e._cdt, e._dt, len(args))
+        c._flags |= HAS_PYFUNC
+        return c
+    c = Expr.__new__(Expr)
+    seal(c, e._op, args, broadcast_all(args), e._cdt, e._dt, None)
+    if e._flags & HAS_INT_POWER and e._op == OP_power:
+        c._flags |= HAS_INT_POWER
+    return c
+
+
+def _opc(name):
+    return OPCODES[name]
+
+
+_CMP_OPS = {0: OP_less, 1: OP_less_equal, 2: OP_equal, 3: OP_not_equal,
+            4: OP_greater, 5: OP_greater_equal}
+
+
+# ------------------------------------------------------------------- pickling
+
+cdef list flatten(Expr root):
+    """The tree in post-order, each node with its children's positions: the
+    structure pickles as a flat list, whatever the tree's depth."""
+    cdef list order = [], stack = [(root, False)]
+    cdef dict index = {}
+    cdef Expr e
+    while stack:
+        e, done = stack.pop()
+        if id(e) in index:
+            continue
+        if not done:
+            stack.append((e, True))
+            for a in reversed(e._args):
+                if id(a) not in index:
+                    stack.append((a, False))
+            continue
+        kids = tuple(index[id(a)] for a in e._args)
+        index[id(e)] = len(order)
+        if e._op == OP_leaf:
+            state = ("leaf", (<Tensor>e)._array)
+        elif e._op == OP_scalar:
+            state = ("scalar", (<Scalar>e)._value, e._dt, (<Scalar>e)._weak)
+        elif e._op == OP_pyfunc:
+            state = ("pyfunc", (<PyFunc>e)._fn, e._dt)
+        elif e._op == OP_special:
+            state = ("special", (<SpecialNode>e)._kernel, e.shape, e._dt)
+        else:
+            state = ("op", OPNAMES[e._op], e._cdt, e._dt)
+        order.append((state, kids))
+    return order
+
+
+def _unflatten(list order):
+    cdef list built = []
+    cdef Expr e
+    for state, kids in order:
+        args = tuple(built[k] for k in kids)
+        kind = state[0]
+        if kind == "leaf":
+            e = wrap(state[1])
+        elif kind == "scalar":
+            e = scalar_node(state[1], state[2], state[3])
+        elif kind == "pyfunc":
+            e = F(state[1], args, DTYPES[state[2]])
+        elif kind == "special":
+            e = special(state[1], args, state[2], DTYPES[state[3]])
+        else:
+            e = seal(Expr.__new__(Expr), OPCODES[state[1]], args, broadcast_all(args),
+                     state[2], state[3], None)
+            if e._op == OP_power and (e._cdt == DT_I32 or e._cdt == DT_I64):
+                _power_exponent(e)
+        built.append(e)
+    return built[len(built) - 1]
+
+
+# ------------------------------------------------------------------- repr
+
+cdef str node_repr(Expr e, int budget):
+    # depth-limited: a deeper tree prints "..." below the budget
+    if e._op == OP_leaf:
+        return f"Tensor(shape={fmt_shape(e.shape)}, dtype={DTYPES[e._dt]})"
+    if e._op == OP_scalar:
+        return repr((<Scalar>e)._value)
+    if budget <= 0:
+        return f"...(shape={fmt_shape(e.shape)}, dtype={DTYPES[e._dt]})"
+    if e._op == OP_cast:
+        return f"astype({node_repr(e._args[0], budget - 1)}, {DTYPES[e._dt]})"
+    parts = [node_repr(a, budget - 1) for a in e._args]
+    name = OPNAMES[e._op]
+    if e._op == OP_pyfunc:
+        fn = (<PyFunc>e)._fn
+        name = "F[" + getattr(fn, "__name__", repr(fn)) + "]"
+    elif e._op == OP_special:
+        kernel = (<SpecialNode>e)._kernel
+        name = kernel.name
+        parts.extend(kernel.describe())
+    return name + "(" + ", ".join(parts) + ")"
+
+
+# ------------------------------------------------------------ transposes
+
+cdef Expr pad_to(Expr e, int nd):
+    # e with leading axes of length 1 up to nd dimensions (views, lazily)
+    cdef int k = nd - len(e.shape)
+    if k <= 0 or e._op == OP_scalar:
+        return e
+    if e._op == OP_leaf:
+        return view_leaf(e, "expand", tuple(range(k)), (<Tensor>e)._array[(None,) * k])
+    if e._op == OP_special:
+        return view_node(e, "reshape", (1,) * k + e.shape, (1,) * k + e.shape)
+    return with_args(e, tuple([pad_to(a, nd) for a in e._args]))
+
+
+cdef Expr permute(Expr e, tuple axes):
+    # e with its axes permuted (len(axes) == e.ndim), pushed down to the leaves:
+    # elementwise ops commute with permuting axes
+    cdef int nd = len(e.shape)
+    if e._op == OP_scalar or nd < 2:
+        return e
+    if e._op == OP_leaf:
+        return view_leaf(e, "transpose", axes, (<Tensor>e)._array.transpose(axes))
+    if e._op == OP_special:  # a kernel may know a cheaper form ((A @ B).T == B.T @ A.T)
+        moved = (<SpecialNode>e)._kernel.permuted(e, axes)
+        if moved is not None:
+            return moved
+        return view_node(e, "transpose", axes, tuple([e.shape[a] for a in axes]))
+    return with_args(e, tuple([permute(pad_to(a, nd), axes) for a in e._args]))
+
+
+cdef Expr matrix_t(Expr e):
+    # transpose the last two axes of a matrix or a stack of matrices
+    if len(e.shape) == 2:
+        return permute(e, (1, 0))
+    return permute(e, (0, 2, 1))
+
+
+def transpose(e, axes=None):
+    """``e`` with its axes permuted (reversed by default), lazily, as NumPy's ``transpose``."""
+    cdef Expr x = as_operand(e)
+    cdef int nd = len(x.shape)
+    if axes is None:
+        axes = tuple(range(nd - 1, -1, -1))
+    else:
+        axes = tuple(operator.index(a) for a in axes)
+        if sorted(a % nd if nd else a for a in axes) != list(range(nd)) or \
+                any(not -nd <= a < nd for a in axes):
+            raise ValueError(f"axes {axes} don't match an expression of {nd} dimensions")
+        axes = tuple(a % nd for a in axes)
+    if axes == tuple(range(nd)):
+        return x
+    if x._origin is not None:  # transposing back: the node we started from
+        first, prev = x._origin
+        if tuple(prev[a] for a in axes) == tuple(range(nd)):
+            return first
+    cdef Expr t = permute(x, axes)
+    if t is not x:
+        t._origin = (x, axes)
+    return t
+
+
+def swapaxes(e, axis1, axis2):
+    """``e`` with two axes interchanged, lazily, as NumPy's ``swapaxes``."""
+    cdef Expr x = as_operand(e)
+    cdef int nd = len(x.shape)
+    for a in (axis1, axis2):
+        if not -nd <= a < nd:
+            raise ValueError(f"axis {a} is out of bounds for an expression of {nd} dimensions")
+    axes = list(range(nd))
+    axes[axis1 % nd], axes[axis2 % nd] = axes[axis2 % nd], axes[axis1 % nd]
+    return transpose(x, axes)
+
+
+cdef int normalize_axis(int a, int nd) except? -1:
+    if not -nd <= a < nd:
+        raise np.exceptions.AxisError(a, nd)
+    return a + nd if a < 0 else a  # (C division: no % on negatives)
+
+
+# ------------------------------------------------------------------ Tensor
+
+cdef tuple _basic_key(object key):
+    # A basic-indexing key, ending in ... so that the result is always a view.
+    if type(key) is not tuple:
+        key = (key,)
+    cdef bint has_ellipsis = False
+    for k in key:
+        if k is Ellipsis:
+            has_ellipsis = True
+        elif k is None or isinstance(k, slice):
+            pass
+        elif isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise IndexError("pyet tensors take basic indices only (integers, slices, ..., "
+                             f"None), not {type(k).__name__}")
+    return key if has_ellipsis else key + (Ellipsis,)
+
+
+cdef class Tensor(Expr):
+    """A leaf: an ndarray's memory, viewed without copying (MShadow's Tensor).
+
+    Create one with :func:`pyet.asarray` or :func:`pyet.empty`; ``t[key]`` is
+    a view, ``t[key] = expr`` evaluates ``expr`` straight into that view.
+    """
+
+    cdef readonly object _array      # the ndarray viewed
+    cdef readonly object _base       # the Tensor this view was taken of (None: itself)
+    cdef readonly tuple _mapping     # the views taken from _base: ((kind, arg), ...)
+
+    def __cinit__(self):
+        self._mapping = ()
+
+    @property
+    def strides(self):
+        return self._array.strides
+
+    def numpy(self):
+        """The ndarray this tensor views (the same memory, no copy)."""
+        return self._array
+
+    def slice(self, begin, end):
+        """Rows ``begin:end`` along axis 0, the same memory (MShadow's ``Slice``)."""
+        if self._array.ndim == 0:
+            raise IndexError("slice() needs a tensor of at least one dimension")
+        n = self._array.shape[0]
+        if not (isinstance(begin, (int, np.integer)) and isinstance(end, (int, np.integer))):
+            raise TypeError("slice() takes integer bounds")
+        if not 0 <= begin <= end <= n:
+            raise IndexError(f"slice({begin}, {end}) is out of range for {n} rows")
+        return view_leaf(self, "index", (slice(begin, end),), self._array[begin:end])
+
+    def view(self, key):
+        return self._array[_basic_key(key)]
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return np.array(self._array, dtype=dtype, copy=True)
+        if dtype is None or np.dtype(dtype) == self._array.dtype:
+            return self._array
+        if copy is False:
+            raise ValueError(f"cannot view {self._array.dtype} as {dtype} without copying")
+        return self._array.astype(dtype)
+
+    @property
+    def __array_interface__(self):
+        return self._array.__array_interface__
+
+    def __getitem__(self, key):
+        key = _basic_key(key)
+        return view_leaf(self, "index", key, self._array[key])
+
+    def __setitem__(self, key, value):
+        if key is Ellipsis:  # dst[...] = e: the whole tensor, no view to make
+            assign(self._array, value)
+        else:
+            assign(self._array[_basic_key(key)], value)
+
+    def __len__(self):
+        return len(self._array)
+
+    def __bool__(self):
+        return bool(self._array)
+
+    def __float__(self):
+        return float(self._array)
+
+    def __int__(self):
+        return int(self._array)
+
+    def __index__(self):
+        return operator.index(self._array)
+
+    def __iadd__(self, other):
+        assign(self._array, binary(OP_add, self, other))
+        return self
+
+    def __isub__(self, other):
+        assign(self._array, binary(OP_subtract, self, other))
+        return self
+
+    def __imul__(self, other):
+        assign(self._array, binary(OP_multiply, self, other))
+        return self
+
+    def __itruediv__(self, other):
+        assign(self._array, binary(OP_divide, self, other))
+        return self
+
+    def __ifloordiv__(self, other):
+        assign(self._array, binary(OP_floor_divide, self, other))
+        return self
+
+    def __imod__(self, other):
+        assign(self._array, binary(OP_remainder, self, other))
+        return self
+
+    def __ipow__(self, other):
+        assign(self._array, power(self, other))
+        return self
+
+    def __repr__(self):
+        return "Tensor(" + np.array2string(self._array, separator=", ", prefix="Tensor(") + \
+            f", dtype={self._array.dtype})"
+
+    @property
+    def T(self):
+        """The transposed view (axes reversed); ``t.T.T is t``."""
+        if self._origin is not None or len(self.shape) < 2:
+            return transpose(self)
+        axes = tuple(range(len(self.shape) - 1, -1, -1))
+        cdef Tensor t = view_leaf(self, "transpose", axes, self._array.T)
+        t._origin = (self, axes)
+        return t
+
+    def __reduce__(self):
+        return (tensor, (self._array,))
+
+
+def tensor(arr):
+    """Wrap an ndarray of a supported dtype as a Tensor (no checks on layout)."""
+    return wrap(arr)
+
+
+# --------------------------------------------------------- special kernels
+
+class Special(ABC):
+    """The kernel of a special node; instances hold the node's parameters.
+
+    Node families subclass it: ``value`` computes the node from its children's
+    expressions, ``into`` writes it straight into a destination at the root.
+    """
+
+    __slots__ = ()
+    name = "special"
+
+    @abstractmethod
+    def params(self):
+        """The parameters as a hashable tuple (part of the node's structure key)."""
+
+    @abstractmethod
+    def value(self, args):
+        """The node's value, an ndarray of its shape and dtype, from its children."""
+
+    def into(self, dst, args):
+        """Write the node's value into ndarray ``dst`` (the node's shape and dtype)."""
+        assign(dst, wrap(self.value(args)))
+
+    def permuted(self, node, axes):
+        """The node with its axes permuted as a cheaper node, or None (a View then)."""
+        return None
+
+    def describe(self):
+        """The parameters as strings, for ``repr`` of the tree."""
+        return [repr(p) for p in self.params()]
+
+
+def node(kernel, args, shape, dtype):
+    """A lazy special node of ``shape`` and ``dtype`` over child expressions ``args``."""
+    return special(kernel, tuple(args), tuple(shape), dtype)
+
+
+def array_of(e, dtype=None):
+    """The value of expression ``e`` as an ndarray: a leaf's own array (no
+    copy unless a dtype conversion is asked for), anything else computed."""
+    cdef Expr x = e
+    if x._op == OP_leaf:
+        arr = (<Tensor>x)._array
+    elif x._op == OP_scalar:
+        arr = np.asarray((<Scalar>x)._value, dtype=DTYPES[x._dt])
+    else:
+        arr = np.asarray(x)
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def _crop(a, box):
+    y0, y1, x0, x1 = box
+    return a[..., y0:y1, x0:x1]
+
+
+# NumPy's view for each kind of view: (array, parameter) -> view
+VIEWS = {
+    "broadcast_to": lambda a, shape: np.broadcast_to(a, shape),
+    "transpose": lambda a, axes: a.transpose(axes),
+    "flip": lambda a, axes: np.flip(a, axes),
+    "crop": _crop,
+    "expand": lambda a, axis: np.expand_dims(a, axis),
+    "reshape": lambda a, shape: a.reshape(shape),
+    "index": lambda a, key: a[key],
+}
+
+
+class View(Special):
+    """NumPy's view (``VIEWS[kind]``) of the child's computed value."""
+
+    __slots__ = ("kind", "arg")
+
+    def __init__(self, kind, arg):
+        self.kind, self.arg = kind, arg
+
+    @property
+    def name(self):
+        return self.kind
+
+    def params(self):
+        return (self.kind, self.arg)
+
+    def describe(self):
+        return [repr(self.arg)]
+
+    def value(self, args):
+        return VIEWS[self.kind](array_of(args[0]), self.arg)
+
+
+cdef Expr view_node(Expr e, str kind, object arg, tuple shape):
+    # a lazy view of a node that cannot push views down to its leaves
+    return special(View(kind, arg), (e,), shape, DTYPES[e._dt])
+
+
+def view_of(e, kind, arg, shape):
+    """A lazy ``kind`` view of node ``e`` with the resulting ``shape``."""
+    return view_node(e, kind, arg, tuple(shape))
+
+
+def view_of_leaf(e, kind, arg, arr):
+    """Leaf ``e``'s view ``arr`` = VIEWS[kind](its array, arg), linked to its base."""
+    return view_leaf(e, kind, arg, arr)
