@@ -305,6 +305,10 @@ def test_products_beyond_blas_int_are_split(int_limit, mkn, dtype, layout):
         D[...] = 0.5 * pyet.dot(a, b) + D
         d.check()
         assert_close(d.arr, 0.5 * (a @ b) + 1, dtype)
+    f = np.ones((m, n), dtype, order="F")  # a column-major C: split along its columns
+    F = pyet.asarray(f)
+    F -= 2 * pyet.dot(a, b)
+    assert_close(f, 1 - 2 * (a @ b), dtype)
     x, y = rand((4, m, k), dtype, 3), rand((4, k, n), dtype, 4)
     assert_close(np.asarray(pyet.evaluate(pyet.batch_dot(x, y))), x @ y, dtype)
 
