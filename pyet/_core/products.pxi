@@ -19,7 +19,7 @@ cdef tuple dot_shape(tuple a, tuple b, bint batch=False):
         if ba != bb and ba != 1 and bb != 1:
             raise ValueError(f"pyet.batch_dot: batch sizes of shapes {fmt_shape(a)} and "
                              f"{fmt_shape(b)} differ: {ba} != {bb}")
-        return (max(ba, bb), a[na - 2], b[nb - 1])
+        return (ba if bb == 1 else bb, a[na - 2], b[nb - 1])  # NumPy's: 1 with 0 is 0
     if na == 0 or nb == 0 or na > 2 or nb > 2:
         raise ValueError(f"pyet.dot takes 1-D and 2-D operands, got shapes {fmt_shape(a)} "
                          f"and {fmt_shape(b)}")
@@ -179,15 +179,53 @@ def _stacks(out, a, b):
 
 
 def _blas_ready(arr):
-    return arr if _blas.blas_ok(arr) else np.ascontiguousarray(arr)
+    """``arr`` when BLAS can read it in place, else an aligned copy whose
+    leading dimension fits BLAS's int: row-major, or column-major when the
+    rows are too long."""
+    if _blas.blas_ok(arr):
+        return arr
+    _check_int(arr.shape)
+    if arr.shape[arr.ndim - 1] <= _blas.int_limit():
+        return np.array(arr, order="C")  # a copy, aligned even when arr is C-contiguous
+    return np.array(arr.swapaxes(arr.ndim - 1, arr.ndim - 2), order="C").swapaxes(
+        arr.ndim - 1, arr.ndim - 2)
+
+
+def _check_int(shape):
+    # one side of a matrix is its leading dimension: BLAS's int must hold it
+    rows, cols = shape[len(shape) - 2], shape[len(shape) - 1]
+    if min(rows, cols) > _blas.int_limit():
+        raise ValueError(f"matmul: a {rows}x{cols} matrix is too large for BLAS: "
+                         f"one side must be at most {_blas.int_limit()}")
+
+
+def _blas_empty(shape, dtype):
+    """An uninitialized stack BLAS can write, its leading dimension within BLAS's int."""
+    _check_int(shape)
+    # (no negative indices: this module is compiled with wraparound off)
+    nd = len(shape)
+    if shape[nd - 1] <= _blas.int_limit():
+        return np.empty(shape, dtype)
+    transposed = np.empty(shape[:nd - 2] + (shape[nd - 1], shape[nd - 2]), dtype)
+    return transposed.swapaxes(nd - 1, nd - 2)
+
+
+def _check_batches(c3, a3, b3):
+    # NumPy broadcasts a batch of 1 against 0 to 0: an empty operand never fills C
+    if c3.size and (a3.shape[0] == 0 or b3.shape[0] == 0):
+        raise ValueError(f"matmul: batches of shapes {a3.shape} and {b3.shape} broadcast to "
+                         f"an empty batch, not to {c3.shape}")
 
 
 def matmul_into(out, a, b, alpha=1.0, beta=0.0):
     """out := alpha * a @ b + beta * out for ndarrays of one dtype (a, b 1-D,
     2-D or stacks; out of the product's shape).  BLAS for float32/float64,
-    never copying an operand BLAS can read; an exact loop for bool and ints
-    (alpha 1, beta 0 only)."""
+    never copying an operand BLAS can read (dimensions beyond BLAS's int are
+    split into several calls); an exact loop for bool and ints (alpha 1, beta
+    0 only).  Misaligned operands are copied, and a destination BLAS cannot
+    address is computed aside and copied in."""
     c3, a3, b3 = _stacks(out, a, b)
+    _check_batches(c3, a3, b3)
     if c3.size == 0:
         return out
     if a3.shape[2] == 0:  # empty sums: C := beta*C
@@ -200,7 +238,7 @@ def matmul_into(out, a, b, alpha=1.0, beta=0.0):
     if _blas.blas_ok(c3):
         _blas.gemm_into(c3, a3, b3, alpha, beta)
         return out
-    tmp = np.array(c3, order="C") if beta else np.empty(c3.shape, out.dtype)
+    tmp = _blas_ready(c3) if beta else _blas_empty(c3.shape, out.dtype)
     _blas.gemm_into(tmp, a3, b3, alpha, beta)
     c3[...] = tmp
     return out

@@ -6,13 +6,17 @@ matrices; 2-D products are stacks of one) and writes C in place:
 
 Row-major operands go to column-major BLAS by swapping the operands and their
 transpose flags; a row stride is a leading dimension.  Operands BLAS cannot
-take (non-unit inner strides, negative strides) are copied by the caller
-(``_dot.py``) before they get here.
+take (non-unit inner strides, negative strides, misaligned data, leading
+dimensions beyond BLAS's int) are copied by the caller (``products.py``)
+before they get here.  Dimensions beyond BLAS's int are split into several
+calls.
 """
 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
 from scipy.linalg.cython_blas cimport dgemm, sgemm
+
+from pyet._kernels.nn cimport aligned, readable, shp, specialization
 
 import numpy as np
 
@@ -29,6 +33,25 @@ ctypedef fused integral:
     int32_t
     int64_t
 
+# BLAS takes int dimensions and leading dimensions; larger ones are split
+# (dimensions) or refused (leading dimensions).  A variable so tests can
+# exercise the splitting with small arrays (``_set_int_limit``).
+cdef Py_ssize_t INT_LIMIT = 2 ** 31 - 1
+
+
+def _set_int_limit(Py_ssize_t n):
+    """Set the largest dimension passed to one BLAS call (tests only); returns the old one."""
+    global INT_LIMIT
+    if n < 1 or n > 2 ** 31 - 1:
+        raise ValueError(f"_set_int_limit: n must be in [1, 2**31 - 1], got {n}")
+    old, INT_LIMIT = INT_LIMIT, n
+    return old
+
+
+def int_limit():
+    """The largest dimension or leading dimension passed to one BLAS call."""
+    return INT_LIMIT
+
 
 cdef inline void gemm(char ta, char tb, int m, int n, int k, real alpha, real *a, int lda,
                       real *b, int ldb, real beta, real *c, int ldc) noexcept nogil:
@@ -41,29 +64,45 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, real alpha, real *a
 
 cdef int blas_layout(cnp.ndarray x, int *ld) except -2:
     """1 if the last two axes of x are row-major with unit inner stride,
-    0 if column-major, -1 if BLAS cannot take them; sets the leading dimension."""
+    0 if column-major, -1 if BLAS cannot take them; sets the leading dimension.
+    Misaligned arrays (every stride must be a whole number of elements) and
+    leading dimensions beyond INT_LIMIT are refused."""
     cdef int nd = x.ndim, isz = x.itemsize
     cdef Py_ssize_t r = x.shape[nd - 2], c = x.shape[nd - 1]
     cdef Py_ssize_t s0 = x.strides[nd - 2], s1 = x.strides[nd - 1]
+    if not aligned(x) or (nd == 3 and x.shape[0] > 1 and x.strides[0] % isz):
+        return -1
     if r <= 1:
         s0 = max(c, 1) * isz
     if c <= 1:
         s1 = isz
-    if s1 == isz and s0 % isz == 0 and s0 >= max(c, 1) * isz and s0 // isz < 2 ** 31:
+    if s1 == isz and s0 % isz == 0 and s0 >= max(c, 1) * isz and s0 // isz <= INT_LIMIT:
         ld[0] = <int>(s0 // isz)
         return 1
     if r <= 1 and c > 1:
         s0 = isz
     if c <= 1:
         s1 = max(r, 1) * isz
-    if s0 == isz and s1 % isz == 0 and s1 >= max(r, 1) * isz and s1 // isz < 2 ** 31:
+    if s0 == isz and s1 % isz == 0 and s1 >= max(r, 1) * isz and s1 // isz <= INT_LIMIT:
         ld[0] = <int>(s1 // isz)
         return 0
     return -1
 
 
 def blas_ok(cnp.ndarray x):
-    """Whether BLAS can read the last two axes of x in place."""
+    """Whether BLAS can read the last two axes of ``x`` in place.
+
+    Parameters
+    ----------
+    x : ndarray
+        2-D or 3-D (a stack of matrices).
+
+    Returns
+    -------
+    bool
+        True when x is aligned and its matrices are row- or column-major with
+        a leading dimension BLAS's int can hold.
+    """
     cdef int ld
     return blas_layout(x, &ld) >= 0
 
@@ -71,55 +110,141 @@ def blas_ok(cnp.ndarray x):
 cdef void gemm_stack(real *a, Py_ssize_t sa, bint a_rows, int lda,
                      real *b, Py_ssize_t sb, bint b_rows, int ldb,
                      real *c, Py_ssize_t sc, bint c_rows, int ldc,
-                     Py_ssize_t batch, int m, int n, int k,
-                     real alpha, real beta) noexcept nogil:
-    # batch strides sa, sb, sc are in elements (0 broadcasts an operand)
-    cdef Py_ssize_t i
+                     Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                     real alpha, real beta, Py_ssize_t lim) noexcept nogil:
+    # batch strides sa, sb, sc are in elements (0 broadcasts an operand);
+    # m, n and k are cut into blocks of at most lim (BLAS's int), the blocks
+    # of k accumulated with beta = 1 after the first
+    cdef Py_ssize_t t, i, j, p, mm, nn, kk
+    cdef Py_ssize_t ai = lda if a_rows else 1, ap = 1 if a_rows else lda
+    cdef Py_ssize_t bp = ldb if b_rows else 1, bj = 1 if b_rows else ldb
+    cdef Py_ssize_t ci = ldc if c_rows else 1, cj = 1 if c_rows else ldc
+    cdef real *pa
+    cdef real *pb
+    cdef real *pc
+    cdef real bt
     cdef char ta, tb
-    for i in range(batch):
-        if c_rows:
-            # row-major C is column-major C^T = B^T A^T: swap the operands;
-            # a row-major operand is its own transpose in column-major
-            ta = b"N" if b_rows else b"T"
-            tb = b"N" if a_rows else b"T"
-            gemm(ta, tb, n, m, k, alpha, b + i * sb, ldb, a + i * sa, lda,
-                 beta, c + i * sc, ldc)
-        else:
-            ta = b"T" if a_rows else b"N"
-            tb = b"T" if b_rows else b"N"
-            gemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb,
-                 beta, c + i * sc, ldc)
+    for t in range(batch):
+        i = 0
+        while i < m:
+            mm = min(lim, m - i)
+            j = 0
+            while j < n:
+                nn = min(lim, n - j)
+                pc = c + t * sc + i * ci + j * cj
+                bt = beta
+                p = 0
+                while p < k:
+                    kk = min(lim, k - p)
+                    pa = a + t * sa + i * ai + p * ap
+                    pb = b + t * sb + p * bp + j * bj
+                    if c_rows:
+                        # row-major C is column-major C^T = B^T A^T: swap the operands;
+                        # a row-major operand is its own transpose in column-major
+                        ta = b"N" if b_rows else b"T"
+                        tb = b"N" if a_rows else b"T"
+                        gemm(ta, tb, <int>nn, <int>mm, <int>kk, alpha, pb, ldb, pa, lda,
+                             bt, pc, ldc)
+                    else:
+                        ta = b"T" if a_rows else b"N"
+                        tb = b"T" if b_rows else b"N"
+                        gemm(ta, tb, <int>mm, <int>nn, <int>kk, alpha, pa, lda, pb, ldb,
+                             bt, pc, ldc)
+                    bt = 1
+                    p += kk
+                j += nn
+            i += mm
 
 
-def gemm_into(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha, double beta):
-    """C[i] := alpha * A[i] @ B[i] + beta * C[i] for 3-D float32/float64 stacks.
+cdef int check_stacks(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, str fname) except -1:
+    # shapes of C := A @ B as 3-D stacks; a batch of A or B may be 1 (broadcast),
+    # never 0 when C's is not (an empty operand is never read)
+    if c.ndim != 3 or a.ndim != 3 or b.ndim != 3:
+        raise ValueError(f"{fname}: needs 3-D stacks, got {c.ndim}-D, {a.ndim}-D and {b.ndim}-D")
+    if c.size and (a.shape[0] == 0 or b.shape[0] == 0):
+        raise ValueError(f"{fname}: an empty batch {shp(a)} @ {shp(b)} cannot fill {shp(c)}")
+    if (a.shape[1] != c.shape[1] or b.shape[2] != c.shape[2] or a.shape[2] != b.shape[1]
+            or a.shape[0] not in (1, c.shape[0]) or b.shape[0] not in (1, c.shape[0])):
+        raise ValueError(f"{fname}: shapes {shp(a)} @ {shp(b)} do not give {shp(c)}")
+    if not (c.dtype == a.dtype == b.dtype):
+        raise TypeError(f"{fname}: operands must share one dtype, got {c.dtype}, {a.dtype} "
+                        f"and {b.dtype}")
+    return 0
 
-    A's and B's leading (batch) axis may have length 1 (broadcast); all three
-    must have BLAS layouts (see ``blas_ok``) and one dtype.
-    """
+
+cdef inline Py_ssize_t batch_stride(cnp.ndarray x):
+    # elements between matrices (0 broadcasts); x is aligned
+    return 0 if x.shape[0] == 1 else x.strides[0] // x.itemsize
+
+
+cdef int gemm_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
+                     double beta) except -1:
+    # tag (NULL) only selects the specialization
     cdef int lda, ldb, ldc
     cdef int la = blas_layout(a, &lda), lb = blas_layout(b, &ldb), lc = blas_layout(c, &ldc)
     if la < 0 or lb < 0 or lc < 0:
-        raise ValueError("gemm_into needs BLAS layouts")
-    cdef Py_ssize_t batch = c.shape[0], isz = c.itemsize
-    cdef int m = <int>c.shape[1], n = <int>c.shape[2], k = <int>a.shape[2]
-    cdef Py_ssize_t sa = 0 if a.shape[0] == 1 else a.strides[0] // isz
-    cdef Py_ssize_t sb = 0 if b.shape[0] == 1 else b.strides[0] // isz
-    cdef Py_ssize_t sc = c.strides[0] // isz
+        raise ValueError("gemm_into needs BLAS layouts (see blas_ok)")
+    cdef Py_ssize_t batch = c.shape[0] if c.ndim == 3 else 1
+    cdef Py_ssize_t m = c.shape[c.ndim - 2], n = c.shape[c.ndim - 1], k = a.shape[a.ndim - 1]
+    cdef Py_ssize_t sa = 0, sb = 0, sc = 0, lim = INT_LIMIT
+    if c.ndim == 3:
+        sa, sb, sc = batch_stride(a), batch_stride(b), batch_stride(c)
     if m == 0 or n == 0 or batch == 0:
-        return
-    if c.dtype == np.float32:
-        with nogil:
-            gemm_stack(<float *>cnp.PyArray_DATA(a), sa, la == 1, lda,
-                       <float *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
-                       <float *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
-                       batch, m, n, k, <float>alpha, <float>beta)
-    else:
-        with nogil:
-            gemm_stack(<double *>cnp.PyArray_DATA(a), sa, la == 1, lda,
-                       <double *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
-                       <double *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
-                       batch, m, n, k, alpha, beta)
+        return 0
+    if k == 0:  # empty sums: BLAS would only scale C
+        c[...] = c * beta if beta else 0
+        return 0
+    with nogil:
+        gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
+                   <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
+                   <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
+                   batch, m, n, k, <real>alpha, <real>beta, lim)
+    return 0
+
+
+cdef inline int gemm_any(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
+                         double beta) except -1:
+    # the one place a dtype selects gemm's specialization (callers checked it)
+    if c.descr.type_num == cnp.NPY_FLOAT:
+        return gemm_arrays(<float *>NULL, c, a, b, alpha, beta)
+    return gemm_arrays(<double *>NULL, c, a, b, alpha, beta)
+
+
+def gemm_into(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha, double beta):
+    """``C[i] := alpha * A[i] @ B[i] + beta * C[i]`` for 3-D float32/float64 stacks.
+
+    Parameters
+    ----------
+    c, a, b : ndarray
+        3-D, one dtype, each in a BLAS layout (see ``blas_ok``); A's and B's
+        leading (batch) axis may have length 1 (broadcast).
+    alpha, beta : float
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match or an operand is not in a BLAS layout.
+    TypeError
+        If the dtypes differ or are not float32/float64.
+    """
+    check_stacks(c, a, b, "gemm_into")
+    if c.descr.type_num != cnp.NPY_FLOAT and c.descr.type_num != cnp.NPY_DOUBLE:
+        raise TypeError(f"gemm_into: unsupported dtype {c.dtype}")
+    gemm_any(c, a, b, alpha, beta)
+
+
+def _loop_matmul(integral tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b):
+    # strides in elements: every operand is aligned here
+    cdef Py_ssize_t isz = c.itemsize
+    cdef Py_ssize_t a0 = batch_stride(a), b0 = batch_stride(b), c0 = batch_stride(c)
+    cdef Py_ssize_t a1 = a.strides[1] // isz, a2 = a.strides[2] // isz
+    cdef Py_ssize_t b1 = b.strides[1] // isz, b2 = b.strides[2] // isz
+    cdef Py_ssize_t c1 = c.strides[1] // isz, c2 = c.strides[2] // isz
+    cdef Py_ssize_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2]
+    with nogil:
+        loop_matmul(<integral *>cnp.PyArray_DATA(a), a0, a1, a2,
+                    <integral *>cnp.PyArray_DATA(b), b0, b1, b2,
+                    <integral *>cnp.PyArray_DATA(c), c0, c1, c2, batch, m, n, k)
 
 
 cdef void loop_matmul(integral *a, Py_ssize_t a0, Py_ssize_t a1, Py_ssize_t a2,
@@ -146,30 +271,29 @@ cdef void loop_matmul(integral *a, Py_ssize_t a0, Py_ssize_t a1, Py_ssize_t a2,
 
 
 def loop_matmul_into(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b):
-    """C[i] := A[i] @ B[i] for 3-D bool/int32/int64 stacks of any strides
-    (integer arithmetic wraps, as NumPy's; bools are or-ed ands)."""
-    cdef Py_ssize_t isz = c.itemsize
-    cdef Py_ssize_t a0 = 0 if a.shape[0] == 1 else a.strides[0] // isz
-    cdef Py_ssize_t b0 = 0 if b.shape[0] == 1 else b.strides[0] // isz
-    cdef Py_ssize_t a1 = a.strides[1] // isz, a2 = a.strides[2] // isz
-    cdef Py_ssize_t b1 = b.strides[1] // isz, b2 = b.strides[2] // isz
-    cdef Py_ssize_t c0 = c.strides[0] // isz, c1 = c.strides[1] // isz, c2 = c.strides[2] // isz
-    cdef Py_ssize_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2]
-    if c.dtype == np.bool_:
-        with nogil:
-            loop_matmul(<unsigned char *>cnp.PyArray_DATA(a), a0, a1, a2,
-                        <unsigned char *>cnp.PyArray_DATA(b), b0, b1, b2,
-                        <unsigned char *>cnp.PyArray_DATA(c), c0, c1, c2, batch, m, n, k)
-    elif c.dtype == np.int32:
-        with nogil:
-            loop_matmul(<int32_t *>cnp.PyArray_DATA(a), a0, a1, a2,
-                        <int32_t *>cnp.PyArray_DATA(b), b0, b1, b2,
-                        <int32_t *>cnp.PyArray_DATA(c), c0, c1, c2, batch, m, n, k)
+    """``C[i] := A[i] @ B[i]`` for 3-D bool/int32/int64 stacks of any strides.
+
+    Integer arithmetic wraps, as NumPy's; bools are or-ed ands.  Misaligned
+    operands are copied, and a misaligned C is computed aside and copied in.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match.
+    TypeError
+        If the dtypes differ or are not bool/int32/int64.
+    """
+    check_stacks(c, a, b, "loop_matmul_into")
+    fn = specialization(_loop_matmul, c, False, "loop_matmul_into")
+    if c.size == 0:
+        return
+    a, b = readable(a), readable(b)
+    if aligned(c):
+        fn(0, c, a, b)
     else:
-        with nogil:
-            loop_matmul(<int64_t *>cnp.PyArray_DATA(a), a0, a1, a2,
-                        <int64_t *>cnp.PyArray_DATA(b), b0, b1, b2,
-                        <int64_t *>cnp.PyArray_DATA(c), c0, c1, c2, batch, m, n, k)
+        tmp = np.empty((<object>c).shape, c.dtype)
+        fn(0, tmp, a, b)
+        c[...] = tmp
 
 
 # ---------------------------------------------------------------- fast path
@@ -205,6 +329,9 @@ cdef int gemm_2d_ready(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b) except -1:
         return 0
     if c.size == 0 or a.shape[1] == 0:
         return 0
+    if (a.shape[0] != c.shape[0] or b.shape[1] != c.shape[1]
+            or a.shape[1] != b.shape[0]):
+        return 0
     if blas_layout(a, &ld) < 0 or blas_layout(b, &ld) < 0 or blas_layout(c, &ld) < 0:
         return 0
     return _disjoint(a, c) and _disjoint(b, c)
@@ -213,19 +340,4 @@ cdef int gemm_2d_ready(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b) except -1:
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
                  double beta) except -1:
     """C := alpha*A@B + beta*C for operands gemm_2d_ready accepted."""
-    cdef int lda, ldb, ldc
-    cdef int la = blas_layout(a, &lda), lb = blas_layout(b, &ldb), lc = blas_layout(c, &ldc)
-    cdef int m = <int>c.shape[0], n = <int>c.shape[1], k = <int>a.shape[1]
-    if c.descr.type_num == cnp.NPY_FLOAT:
-        with nogil:
-            gemm_stack(<float *>cnp.PyArray_DATA(a), 0, la == 1, lda,
-                       <float *>cnp.PyArray_DATA(b), 0, lb == 1, ldb,
-                       <float *>cnp.PyArray_DATA(c), 0, lc == 1, ldc,
-                       1, m, n, k, <float>alpha, <float>beta)
-    else:
-        with nogil:
-            gemm_stack(<double *>cnp.PyArray_DATA(a), 0, la == 1, lda,
-                       <double *>cnp.PyArray_DATA(b), 0, lb == 1, ldb,
-                       <double *>cnp.PyArray_DATA(c), 0, lc == 1, ldc,
-                       1, m, n, k, alpha, beta)
-    return 1
+    return gemm_any(c, a, b, alpha, beta)

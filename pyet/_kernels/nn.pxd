@@ -1,6 +1,7 @@
 # Types and inline helpers shared by the kernels of the neural-network blocks
 # (nn.pyx, spatial.pyx).
 
+cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -42,3 +43,44 @@ cdef inline void copy_row(item_t *dst, pyet_intp ds, const item_t *src, pyet_int
     for j in range(m):
         (<item_t *>((<char *>dst) + j * ds))[0] = \
             (<const item_t *>((<const char *>src) + j * ss))[0]
+
+
+# ------------------------------------------------------------ dtype dispatch and layouts
+
+cdef inline str fused_name(cnp.ndarray a, bint bits):
+    # the name of a's type in a fused specialization: its C type, or (bits) the
+    # unsigned int of its size, for kernels that only copy elements
+    cdef int t = cnp.PyArray_TYPE(a)
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(a)
+    if bits:
+        return "uint8_t" if size == 1 else "uint32_t" if size == 4 else \
+            "uint64_t" if size == 8 else ""
+    return "float" if t == cnp.NPY_FLOAT32 else "double" if t == cnp.NPY_FLOAT64 else \
+        "int32_t" if t == cnp.NPY_INT32 else "int64_t" if t == cnp.NPY_INT64 else \
+        "bool_t" if t == cnp.NPY_BOOL else ""
+
+
+cdef inline object specialization(object fused, cnp.ndarray a, bint bits, str fname):
+    # the specialization of fused def function ``fused`` for a's dtype (one
+    # dict lookup: the dtype set is the fused type's, written once)
+    spec = fused.__signatures__.get(fused_name(a, bits))
+    if spec is None:
+        raise TypeError(f"{fname}: unsupported dtype {a.dtype}")
+    return spec
+
+
+cdef inline tuple shp(cnp.ndarray a):
+    # a's shape as a tuple (for messages)
+    return (<object>a).shape
+
+
+cdef inline bint aligned(cnp.ndarray a) noexcept:
+    # data and every stride (of an axis longer than 1) are multiples of the
+    # item's alignment: the kernels can address it element by element
+    return cnp.PyArray_ISALIGNED(a)
+
+
+cdef inline cnp.ndarray readable(cnp.ndarray a):
+    # a, or an aligned C-contiguous copy when it is misaligned (a field of a
+    # packed structured array, an odd byte offset)
+    return a if cnp.PyArray_ISALIGNED(a) else cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)

@@ -5,17 +5,41 @@ Every kernel reads its operands through byte strides (any layout, negative
 strides included), writes through byte strides and runs without the GIL;
 threads own disjoint parts of the output, and each element is accumulated in
 the same order whatever the thread count.  Arguments are checked by the
-callers: the kernels trust their shapes and indices.
+callers: the kernels trust their shapes and indices.  Each entry point
+copies a misaligned operand (a field of a packed structured array) and
+computes aside for a misaligned destination, so the kernels address whole,
+aligned elements only; the dtype selects a specialization of the kernel's
+fused type once (``specialization``).
 """
 
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from pyet._kernels.kernels cimport pyet_intp
 from pyet._kernels.parallel cimport threads_for
 
+import numpy as np
+
 cnp.import_array()
+
+
+cdef object aside(object kernel, cnp.ndarray out, tuple args):
+    # kernel(0, out, *args) (0: the fused tag), or into an aligned temporary
+    # copied into a misaligned out: the kernels never write a misaligned element
+    if aligned(out):
+        kernel(0, out, *args)
+    else:
+        tmp = np.empty((<object>out).shape, out.dtype)
+        kernel(0, tmp, *args)
+        out[...] = tmp
+
+
+cdef cnp.ndarray indices(cnp.ndarray idx, pyet_intp n, str fname):
+    # idx as n contiguous intp (the callers checked the values)
+    if idx.ndim != 1 or idx.shape[0] != n or idx.dtype != np.intp:
+        raise ValueError(f"{fname}: indices must be {n} intp, got {idx.dtype} of shape "
+                         f"{shp(idx)}")
+    return np.ascontiguousarray(idx) if aligned(idx) else idx.copy()
 
 cdef inline const pyet_intp *index_data(cnp.ndarray idx):
     return <const pyet_intp *>cnp.PyArray_DATA(idx)
@@ -52,39 +76,69 @@ cdef void choose_kernel(item_t *out, pyet_intp os, const item_t *a, pyet_intp as
             at(out, i * os)[0] = at(<item_t *>a, i * as0 + idx[i] * as1)[0]
 
 
-def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
-    """``out[i, :] = w[idx[i], :]``: out (n, m), w (rows, m), idx (n,) intp, contiguous."""
+def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     cdef pyet_intp n = out.shape[0], m = out.shape[1]
     cdef pyet_intp os0 = out.strides[0], os1 = out.strides[1]
     cdef pyet_intp ws0 = w.strides[0], ws1 = w.strides[1]
     cdef const pyet_intp *ip = index_data(idx)
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *pw = cnp.PyArray_DATA(w)
-    cdef int nt = threads_for(n * m, n), size = out.itemsize
+    cdef item_t *po = <item_t *>cnp.PyArray_DATA(out)
+    cdef const item_t *pw = <const item_t *>cnp.PyArray_DATA(w)
+    cdef int nt = threads_for(n * m, n)
     with nogil:
-        if size == 1:
-            take_kernel(<uint8_t *>po, os0, os1, <const uint8_t *>pw, ws0, ws1, ip, n, m, nt)
-        elif size == 4:
-            take_kernel(<uint32_t *>po, os0, os1, <const uint32_t *>pw, ws0, ws1, ip, n, m, nt)
-        else:
-            take_kernel(<uint64_t *>po, os0, os1, <const uint64_t *>pw, ws0, ws1, ip, n, m, nt)
+        take_kernel(po, os0, os1, pw, ws0, ws1, ip, n, m, nt)
 
 
-def choose_into(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
-    """``out[i] = a[i, idx[i]]``: out (n,), a (n, m), idx (n,) intp, contiguous."""
+def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
+    """``out[i, :] = w[idx[i], :]``.
+
+    Parameters
+    ----------
+    out : ndarray (n, m)
+        Any strides; w's dtype.
+    w : ndarray (rows, m)
+        Any strides.
+    idx : ndarray (n,) of intp
+        Contiguous, each in ``[0, rows)`` (checked by the caller).
+    """
+    if out.ndim != 2 or w.ndim != 2 or w.shape[1] != out.shape[1] or w.dtype != out.dtype:
+        raise ValueError(f"take_into: cannot take rows of {w.dtype} {shp(w)} into "
+                         f"{out.dtype} {shp(out)}")
+    fn = specialization(_take, out, True, "take_into")
+    idx = indices(idx, out.shape[0], "take_into")
+    if out.size:
+        aside(fn, out, (readable(w), idx))
+
+
+def _choose(item_t tag, cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
     cdef pyet_intp n = out.shape[0], os = out.strides[0]
     cdef pyet_intp as0 = a.strides[0], as1 = a.strides[1]
     cdef const pyet_intp *ip = index_data(idx)
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *pa = cnp.PyArray_DATA(a)
-    cdef int nt = threads_for(n, n), size = out.itemsize
+    cdef item_t *po = <item_t *>cnp.PyArray_DATA(out)
+    cdef const item_t *pa = <const item_t *>cnp.PyArray_DATA(a)
+    cdef int nt = threads_for(n, n)
     with nogil:
-        if size == 1:
-            choose_kernel(<uint8_t *>po, os, <const uint8_t *>pa, as0, as1, ip, n, nt)
-        elif size == 4:
-            choose_kernel(<uint32_t *>po, os, <const uint32_t *>pa, as0, as1, ip, n, nt)
-        else:
-            choose_kernel(<uint64_t *>po, os, <const uint64_t *>pa, as0, as1, ip, n, nt)
+        choose_kernel(po, os, pa, as0, as1, ip, n, nt)
+
+
+def choose_into(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
+    """``out[i] = a[i, idx[i]]``.
+
+    Parameters
+    ----------
+    out : ndarray (n,)
+        Any strides; a's dtype.
+    a : ndarray (n, m)
+        Any strides.
+    idx : ndarray (n,) of intp
+        Each in ``[0, m)`` (checked by the caller).
+    """
+    if out.ndim != 1 or a.ndim != 2 or a.shape[0] != out.shape[0] or a.dtype != out.dtype:
+        raise ValueError(f"choose_into: cannot choose from {a.dtype} {shp(a)} into "
+                         f"{out.dtype} {shp(out)}")
+    fn = specialization(_choose, out, True, "choose_into")
+    idx = indices(idx, out.shape[0], "choose_into")
+    if out.size:
+        aside(fn, out, (readable(a), idx))
 
 
 # ------------------------------------------------------------------ scatter-add
@@ -133,28 +187,37 @@ cdef void take_grad_kernel(num_t *out, pyet_intp os0, pyet_intp os1, const num_t
                            rows * t // nthreads, rows * (t + 1) // nthreads, 0, m)
 
 
-def take_grad_into(cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
-    """``out = 0; out[idx[i], :] += g[i, :]``: out (rows, m), g (n, m), idx (n,) intp."""
+def _take_grad(num_t tag, cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
     cdef pyet_intp rows = out.shape[0], m = out.shape[1], n = g.shape[0]
     cdef pyet_intp os0 = out.strides[0], os1 = out.strides[1]
     cdef pyet_intp gs0 = g.strides[0], gs1 = g.strides[1]
     cdef const pyet_intp *ip = index_data(idx)
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *pg = cnp.PyArray_DATA(g)
-    cdef int nt = threads_for(n * m + rows * m, max(rows, m)), typ = out.descr.type_num
+    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
+    cdef const num_t *pg = <const num_t *>cnp.PyArray_DATA(g)
+    cdef int nt = threads_for(n * m + rows * m, max(rows, m))
     with nogil:
-        if typ == cnp.NPY_FLOAT32:
-            take_grad_kernel(<float *>po, os0, os1, <const float *>pg, gs0, gs1, ip, n, rows,
-                             m, nt)
-        elif typ == cnp.NPY_FLOAT64:
-            take_grad_kernel(<double *>po, os0, os1, <const double *>pg, gs0, gs1, ip, n, rows,
-                             m, nt)
-        elif typ == cnp.NPY_INT32:
-            take_grad_kernel(<int32_t *>po, os0, os1, <const int32_t *>pg, gs0, gs1, ip, n,
-                             rows, m, nt)
-        else:
-            take_grad_kernel(<int64_t *>po, os0, os1, <const int64_t *>pg, gs0, gs1, ip, n,
-                             rows, m, nt)
+        take_grad_kernel(po, os0, os1, pg, gs0, gs1, ip, n, rows, m, nt)
+
+
+def take_grad_into(cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
+    """``out = 0; out[idx[i], :] += g[i, :]``.
+
+    Parameters
+    ----------
+    out : ndarray (rows, m)
+        Any strides; int32, int64, float32 or float64.
+    g : ndarray (n, m)
+        Any strides; out's dtype.
+    idx : ndarray (n,) of intp
+        Each in ``[0, rows)`` (checked by the caller).
+    """
+    if out.ndim != 2 or g.ndim != 2 or g.shape[1] != out.shape[1] or g.dtype != out.dtype:
+        raise ValueError(f"take_grad_into: cannot add rows of {g.dtype} {shp(g)} into "
+                         f"{out.dtype} {shp(out)}")
+    fn = specialization(_take_grad, out, False, "take_grad_into")
+    idx = indices(idx, g.shape[0], "take_grad_into")
+    if out.size:
+        aside(fn, out, (readable(g), idx))
 
 
 # ------------------------------------------------------------------ softmax
@@ -166,24 +229,67 @@ cdef extern from "softmax.h" nogil:
                                double *o, pyet_intp os, int take_log) noexcept
 
 
-def softmax_rows(cnp.ndarray x, cnp.ndarray out, bint take_log):
-    """Softmax (or log-softmax) of each row of x into out: 2-D float32/float64
-    arrays of one dtype and shape whose rows are contiguous (n >= 1)."""
+ctypedef fused real:
+    float
+    double
+
+
+def _softmax(real tag, cnp.ndarray out, cnp.ndarray x, bint take_log):
+    # rows contiguous and aligned: row strides are whole elements
     cdef pyet_intp nrows = x.shape[0], n = x.shape[1], r0, r1, c
     cdef pyet_intp xs = x.strides[0] // x.itemsize, os = out.strides[0] // out.itemsize
-    cdef char *px = <char *>cnp.PyArray_DATA(x)
-    cdef char *po = <char *>cnp.PyArray_DATA(out)
-    cdef bint single = x.dtype.num == cnp.NPY_FLOAT
-    cdef int nt = threads_for(nrows * n, nrows), k = x.itemsize
+    cdef const real *px = <const real *>cnp.PyArray_DATA(x)
+    cdef real *po = <real *>cnp.PyArray_DATA(out)
+    cdef int nt = threads_for(nrows * n, nrows)
     # chunks handed out dynamically: a thread the OS delays does not hold the others up
     cdef pyet_intp nchunks = min(nrows, 8 * nt) if nt > 1 else 1
     with nogil:
         for c in prange(nchunks, num_threads=nt, schedule="dynamic", chunksize=1):
             r0 = nrows * c // nchunks
             r1 = nrows * (c + 1) // nchunks
-            if single:
-                pyet_softmax_rows_f32(r1 - r0, n, <const float *>(px + r0 * xs * k), xs,
-                                      <float *>(po + r0 * os * k), os, take_log)
+            if real is float:
+                pyet_softmax_rows_f32(r1 - r0, n, px + r0 * xs, xs, po + r0 * os, os, take_log)
             else:
-                pyet_softmax_rows_f64(r1 - r0, n, <const double *>(px + r0 * xs * k), xs,
-                                      <double *>(po + r0 * os * k), os, take_log)
+                pyet_softmax_rows_f64(r1 - r0, n, px + r0 * xs, xs, po + r0 * os, os, take_log)
+
+
+cdef inline bint rows_ok(cnp.ndarray a):
+    # aligned, each row contiguous: what softmax.h addresses
+    return aligned(a) and (a.shape[1] <= 1 or a.strides[1] == a.itemsize)
+
+
+def softmax_rows(cnp.ndarray x, cnp.ndarray out, bint take_log):
+    """Softmax (or log-softmax) of each row of ``x`` into ``out``.
+
+    Parameters
+    ----------
+    x, out : ndarray
+        2-D float32/float64 of one dtype and shape, not overlapping.  Any
+        strides: rows that are not contiguous and aligned are copied (x) or
+        computed aside and copied in (out).
+    take_log : bool
+        Log-softmax.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or are not 2-D.
+    TypeError
+        If the dtypes differ or are not float32/float64.
+    """
+    if x.ndim != 2 or (<object>x).shape != (<object>out).shape:
+        raise ValueError(f"softmax_rows: x {shp(x)} and out {shp(out)} must be one 2-D shape")
+    if x.dtype != out.dtype:
+        raise TypeError(f"softmax_rows: x and out must share one dtype, got {x.dtype} and "
+                        f"{out.dtype}")
+    fn = specialization(_softmax, out, False, "softmax_rows")
+    if x.size == 0:
+        return
+    if not rows_ok(x):
+        x = np.array(x, order="C")  # a copy, aligned
+    if rows_ok(out):
+        fn(0, out, x, take_log)
+    else:
+        tmp = np.empty((<object>out).shape, out.dtype)
+        fn(0, tmp, x, take_log)
+        out[...] = tmp

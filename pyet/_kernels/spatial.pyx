@@ -5,19 +5,43 @@ Each kernel splits its work into independent lines (a matrix row segment, an
 image row, a pooled row) that write disjoint elements, so threads never race,
 and sums every element in the same order whatever the thread count.  Operands
 are read and written through byte strides.  Arguments are checked by the
-callers: the kernels trust their shapes.
+callers: the kernels trust their shapes.  Each entry point copies a
+misaligned operand and computes aside for a misaligned destination, so the
+kernels address whole, aligned elements only; the dtype selects a
+specialization of the kernel's fused type once (``specialization``).
 """
 
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport NAN
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from pyet._kernels.kernels cimport pyet_intp
-from pyet._kernels.nn cimport at, copy_row, get, item_t, num_t, ref
+from pyet._kernels.nn cimport (aligned, at, copy_row, get, item_t, num_t, readable, ref, shp,
+                               specialization)
 from pyet._kernels.parallel cimport threads_for
 
+import numpy as np
+
 cnp.import_array()
+
+
+cdef object aside(object kernel, cnp.ndarray out, tuple args):
+    # kernel(0, out, *args) (0: the fused tag), or into an aligned temporary
+    # copied into a misaligned out: the kernels never write a misaligned element
+    if aligned(out):
+        kernel(0, out, *args)
+    else:
+        tmp = np.empty((<object>out).shape, out.dtype)
+        kernel(0, tmp, *args)
+        out[...] = tmp
+
+
+cdef int check_dtypes(cnp.ndarray out, tuple arrays, str fname) except -1:
+    for a in arrays:
+        if (<cnp.ndarray>a).dtype != out.dtype:
+            raise TypeError(f"{fname}: operands must share out's dtype {out.dtype}, got "
+                            f"{(<cnp.ndarray>a).dtype}")
+    return 0
 
 cdef struct geom:
     # an image batch (N, C, H, W), kernel ky x kx, strides, dilations, and
@@ -99,51 +123,78 @@ cdef geom make_geom(cnp.ndarray img, pyet_intp ky, pyet_intp kx, pyet_intp sy, p
     return g
 
 
-def im2col_into(cnp.ndarray out, cnp.ndarray img, pyet_intp ky, pyet_intp kx, pyet_intp sy,
-                pyet_intp sx, pyet_intp dy, pyet_intp dx):
-    """Patches of img (N, C, H, W) as the columns of out (C*ky*kx, N*oH*oW)."""
+def _im2col(item_t tag, cnp.ndarray out, cnp.ndarray img, tuple geometry):
+    cdef pyet_intp ky, kx, sy, sx, dy, dx
+    ky, kx, sy, sx, dy, dx = geometry
     cdef geom g = make_geom(img, ky, kx, sy, sx, dy, dx)
     cdef pyet_intp s[4]
     cdef pyet_intp os0 = out.strides[0], os1 = out.strides[1]
     for d in range(4):
         s[d] = img.strides[d]
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *pi = cnp.PyArray_DATA(img)
-    cdef int nt = threads_for(out.size, out.shape[0]), size = out.itemsize
-    if out.size == 0:
-        return
+    cdef item_t *po = <item_t *>cnp.PyArray_DATA(out)
+    cdef const item_t *pi = <const item_t *>cnp.PyArray_DATA(img)
+    cdef int nt = threads_for(out.size, out.shape[0])
     with nogil:
-        if size == 1:
-            im2col_kernel(<uint8_t *>po, os0, os1, <const uint8_t *>pi, s, &g, nt)
-        elif size == 4:
-            im2col_kernel(<uint32_t *>po, os0, os1, <const uint32_t *>pi, s, &g, nt)
-        else:
-            im2col_kernel(<uint64_t *>po, os0, os1, <const uint64_t *>pi, s, &g, nt)
+        im2col_kernel(po, os0, os1, pi, s, &g, nt)
 
 
-def col2im_into(cnp.ndarray out, cnp.ndarray col, pyet_intp ky, pyet_intp kx, pyet_intp sy,
+def im2col_into(cnp.ndarray out, cnp.ndarray img, pyet_intp ky, pyet_intp kx, pyet_intp sy,
                 pyet_intp sx, pyet_intp dy, pyet_intp dx):
-    """Sum the patches in the columns of col back into out (N, C, H, W)."""
+    """Patches of img (N, C, H, W) as the columns of out (C*ky*kx, N*oH*oW).
+
+    Parameters
+    ----------
+    out : ndarray
+        Any strides, img's dtype; its shape is checked.
+    img : ndarray
+        Any strides.
+    ky, kx, sy, sx, dy, dx : int
+        Kernel size, strides and dilations (>= 1; the kernel fits: checked by the caller).
+    """
+    cdef geom g = make_geom(img, ky, kx, sy, sx, dy, dx)
+    if out.ndim != 2 or out.shape[0] != g.C * ky * kx or out.shape[1] != g.N * g.oH * g.oW:
+        raise ValueError(f"im2col_into: out {shp(out)} is not the patch matrix of {shp(img)}")
+    check_dtypes(out, (img,), "im2col_into")
+    fn = specialization(_im2col, out, True, "im2col_into")
+    if out.size:
+        aside(fn, out, (readable(img), (ky, kx, sy, sx, dy, dx)))
+
+
+def _col2im(num_t tag, cnp.ndarray out, cnp.ndarray col, tuple geometry):
+    cdef pyet_intp ky, kx, sy, sx, dy, dx
+    ky, kx, sy, sx, dy, dx = geometry
     cdef geom g = make_geom(out, ky, kx, sy, sx, dy, dx)
     cdef pyet_intp o[4]
     cdef pyet_intp cs0 = col.strides[0], cs1 = col.strides[1]
     for d in range(4):
         o[d] = out.strides[d]
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *pc = cnp.PyArray_DATA(col)
+    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
+    cdef const num_t *pc = <const num_t *>cnp.PyArray_DATA(col)
     cdef int nt = threads_for(col.size + out.size, g.N * g.C * g.H)
-    cdef int typ = out.descr.type_num
-    if out.size == 0:
-        return
     with nogil:
-        if typ == cnp.NPY_FLOAT32:
-            col2im_kernel(<float *>po, o, <const float *>pc, cs0, cs1, &g, nt)
-        elif typ == cnp.NPY_FLOAT64:
-            col2im_kernel(<double *>po, o, <const double *>pc, cs0, cs1, &g, nt)
-        elif typ == cnp.NPY_INT32:
-            col2im_kernel(<int32_t *>po, o, <const int32_t *>pc, cs0, cs1, &g, nt)
-        else:
-            col2im_kernel(<int64_t *>po, o, <const int64_t *>pc, cs0, cs1, &g, nt)
+        col2im_kernel(po, o, pc, cs0, cs1, &g, nt)
+
+
+def col2im_into(cnp.ndarray out, cnp.ndarray col, pyet_intp ky, pyet_intp kx, pyet_intp sy,
+                pyet_intp sx, pyet_intp dy, pyet_intp dx):
+    """Sum the patches in the columns of col back into out (N, C, H, W).
+
+    Parameters
+    ----------
+    out : ndarray
+        Any strides; int32, int64, float32 or float64.
+    col : ndarray
+        (C*ky*kx, N*oH*oW), any strides, out's dtype.
+    ky, kx, sy, sx, dy, dx : int
+        As for ``im2col_into``.
+    """
+    cdef geom g = make_geom(out, ky, kx, sy, sx, dy, dx)
+    if col.ndim != 2 or col.shape[0] != g.C * ky * kx or col.shape[1] != g.N * g.oH * g.oW:
+        raise ValueError(f"col2im_into: col {shp(col)} is not the patch matrix of {shp(out)}")
+    check_dtypes(out, (col,), "col2im_into")
+    fn = specialization(_col2im, out, False, "col2im_into")
+    if out.size:
+        aside(fn, out, (readable(col), (ky, kx, sy, sx, dy, dx)))
 
 
 # ------------------------------------------------------------------ pooling
@@ -276,35 +327,60 @@ cdef inline void strides3(cnp.ndarray a, pyet_intp *s):
     s[0], s[1], s[2] = a.strides[0], a.strides[1], a.strides[2]
 
 
-def pool_into(cnp.ndarray out, cnp.ndarray src, pyet_intp ky, pyet_intp kx, pyet_intp sy,
-              pyet_intp sx, str op):
-    """Pool src (P, H, W) into out (P, pH, pW)."""
+def _pool(num_t tag, cnp.ndarray out, cnp.ndarray src, tuple params):
+    cdef pyet_intp ky, kx, sy, sx
+    ky, kx, sy, sx, op = params
     cdef pool_geom g = make_pool_geom(src, out, ky, kx, sy, sx, op)
     cdef pyet_intp o[3]
     cdef pyet_intp s[3]
     strides3(out, o)
     strides3(src, s)
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *ps = cnp.PyArray_DATA(src)
-    cdef int nt = threads_for(out.size * min(ky, g.H) * min(kx, g.W), g.P * g.pH)
-    cdef int typ = out.descr.type_num
-    if out.size == 0:
-        return
+    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
+    cdef const num_t *ps = <const num_t *>cnp.PyArray_DATA(src)
+    cdef int nt = threads_for(out.size * min(g.ky, g.H) * min(g.kx, g.W), g.P * g.pH)
     with nogil:
-        if typ == cnp.NPY_FLOAT32:
-            pool_kernel(<float *>po, o, <const float *>ps, s, &g, nt)
-        elif typ == cnp.NPY_FLOAT64:
-            pool_kernel(<double *>po, o, <const double *>ps, s, &g, nt)
-        elif typ == cnp.NPY_INT32:
-            pool_kernel(<int32_t *>po, o, <const int32_t *>ps, s, &g, nt)
-        else:
-            pool_kernel(<int64_t *>po, o, <const int64_t *>ps, s, &g, nt)
+        pool_kernel(po, o, ps, s, &g, nt)
 
 
-def unpool_into(cnp.ndarray out, cnp.ndarray src, cnp.ndarray pooled, cnp.ndarray grad,
-                pyet_intp ky, pyet_intp kx, pyet_intp sy, pyet_intp sx, str op):
-    """The gradient of pooling src (P, H, W) into pooled (P, pH, pW), given
-    grad (P, pH, pW), into out (P, H, W)."""
+cdef int check_pooled(cnp.ndarray src, cnp.ndarray pooled, pyet_intp ky, pyet_intp kx,
+                      pyet_intp sy, pyet_intp sx, str what, str fname) except -1:
+    # pooled has MShadow's pooled shape of src (see pooled_shape in _nodes/spatial.py)
+    cdef pyet_intp H = src.shape[1], W = src.shape[2]
+    if (pooled.ndim != 3 or pooled.shape[0] != src.shape[0]
+            or pooled.shape[1] != min(H - ky + sy - 1, H - 1) // sy + 1
+            or pooled.shape[2] != min(W - kx + sx - 1, W - 1) // sx + 1):
+        raise ValueError(f"{fname}: {what} {shp(pooled)} is not the pooled shape of "
+                         f"{shp(src)}")
+    return 0
+
+
+def pool_into(cnp.ndarray out, cnp.ndarray src, pyet_intp ky, pyet_intp kx, pyet_intp sy,
+              pyet_intp sx, str op):
+    """Pool src (P, H, W) into out (P, pH, pW).
+
+    Parameters
+    ----------
+    out : ndarray
+        Any strides; int32, int64, float32 or float64.
+    src : ndarray
+        Any strides, out's dtype.
+    ky, kx, sy, sx : int
+        Window and steps (>= 1, the window fits: checked by the caller).
+    op : {"max", "sum", "avg"}
+    """
+    if src.ndim != 3:
+        raise ValueError(f"pool_into: src must be 3-D, got {shp(src)}")
+    check_pooled(src, out, ky, kx, sy, sx, "out", "pool_into")
+    check_dtypes(out, (src,), "pool_into")
+    fn = specialization(_pool, out, False, "pool_into")
+    if out.size:
+        aside(fn, out, (readable(src), (ky, kx, sy, sx, op)))
+
+
+def _unpool(num_t tag, cnp.ndarray out, cnp.ndarray src, cnp.ndarray pooled,
+            cnp.ndarray grad, tuple params):
+    cdef pyet_intp ky, kx, sy, sx
+    ky, kx, sy, sx, op = params
     cdef pool_geom g = make_pool_geom(src, pooled, ky, kx, sy, sx, op)
     cdef pyet_intp o[3]
     cdef pyet_intp s[3]
@@ -314,24 +390,34 @@ def unpool_into(cnp.ndarray out, cnp.ndarray src, cnp.ndarray pooled, cnp.ndarra
     strides3(src, s)
     strides3(pooled, ps)
     strides3(grad, gs)
-    cdef void *po = cnp.PyArray_DATA(out)
-    cdef const void *pi = cnp.PyArray_DATA(src)
-    cdef const void *pp = cnp.PyArray_DATA(pooled)
-    cdef const void *pg = cnp.PyArray_DATA(grad)
-    cdef int nt = threads_for(out.size * (1 + (ky // sy + 1) * (kx // sx + 1)), g.P * g.H)
-    cdef int typ = out.descr.type_num
-    if out.size == 0:
-        return
+    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
+    cdef const num_t *pi = <const num_t *>cnp.PyArray_DATA(src)
+    cdef const num_t *pp = <const num_t *>cnp.PyArray_DATA(pooled)
+    cdef const num_t *pg = <const num_t *>cnp.PyArray_DATA(grad)
+    cdef int nt = threads_for(out.size * (1 + (g.ky // g.sy + 1) * (g.kx // g.sx + 1)),
+                              g.P * g.H)
     with nogil:
-        if typ == cnp.NPY_FLOAT32:
-            unpool_kernel(<float *>po, o, <const float *>pi, s, <const float *>pp, ps,
-                          <const float *>pg, gs, &g, nt)
-        elif typ == cnp.NPY_FLOAT64:
-            unpool_kernel(<double *>po, o, <const double *>pi, s, <const double *>pp, ps,
-                          <const double *>pg, gs, &g, nt)
-        elif typ == cnp.NPY_INT32:
-            unpool_kernel(<int32_t *>po, o, <const int32_t *>pi, s, <const int32_t *>pp, ps,
-                          <const int32_t *>pg, gs, &g, nt)
-        else:
-            unpool_kernel(<int64_t *>po, o, <const int64_t *>pi, s, <const int64_t *>pp, ps,
-                          <const int64_t *>pg, gs, &g, nt)
+        unpool_kernel(po, o, pi, s, pp, ps, pg, gs, &g, nt)
+
+
+def unpool_into(cnp.ndarray out, cnp.ndarray src, cnp.ndarray pooled, cnp.ndarray grad,
+                pyet_intp ky, pyet_intp kx, pyet_intp sy, pyet_intp sx, str op):
+    """The gradient of pooling src (P, H, W) into pooled (P, pH, pW), given
+    grad (P, pH, pW), into out (P, H, W).
+
+    Parameters
+    ----------
+    out, src, pooled, grad : ndarray
+        Any strides, one dtype (int32, int64, float32 or float64).
+    ky, kx, sy, sx, op
+        As for ``pool_into``.
+    """
+    if src.ndim != 3 or (<object>out).shape != (<object>src).shape:
+        raise ValueError(f"unpool_into: out {shp(out)} and src {shp(src)} must be one 3-D shape")
+    check_pooled(src, pooled, ky, kx, sy, sx, "pooled", "unpool_into")
+    check_pooled(src, grad, ky, kx, sy, sx, "grad", "unpool_into")
+    check_dtypes(out, (src, pooled, grad), "unpool_into")
+    fn = specialization(_unpool, out, False, "unpool_into")
+    if out.size:
+        aside(fn, out, (readable(src), readable(pooled), readable(grad),
+                        (ky, kx, sy, sx, op)))
