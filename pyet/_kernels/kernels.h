@@ -249,11 +249,12 @@ PYET_INT_FUNCS(int64_t, i64)
         pyet_divmod_##SUF(a, b, &mod);                                      \
         return mod;                                                         \
     }                                                                       \
+    /* NaN propagates; on ties (-0.0 against 0.0) b, as NumPy's */        \
     PYET_INLINE T pyet_max_##SUF(T a, T b) {                              \
-        return ((a >= b) | (a != a)) ? a : b; /* NaN propagates */             \
+        return ((a > b) | (a != a)) ? a : b;                                \
     }                                                                       \
     PYET_INLINE T pyet_min_##SUF(T a, T b) {                              \
-        return ((a <= b) | (a != a)) ? a : b;                                  \
+        return ((a < b) | (a != a)) ? a : b;                                \
     }                                                                       \
     PYET_INLINE T pyet_sign_##SUF(T a) {                                  \
         return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a));        \
@@ -445,7 +446,13 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
 #define PYET_FLOAT_CASES(T, SUF, M)                                         \
     PYET_NUM_CASES(T, SUF)                                                  \
     case OP_fmod: PYET_LOOP2(T, T, M(fmod)(x, y)); return 1;                \
-    case OP_power: PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                \
+    case OP_power:                                                          \
+        /* NumPy's loop takes sqrt for a scalar exponent 0.5 (they differ */ \
+        /* at -0.0 and -inf) */                                             \
+        if ((sflags & 2) && *(const T *)in[1] == (T)0.5) {                  \
+            PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                         \
+        }                                                                   \
+        PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                           \
     case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
     case OP_arctan2: PYET_LOOP2(T, T, M(atan2)(x, y)); return 1;            \
     case OP_hypot: PYET_LOOP2(T, T, M(hypot)(x, y)); return 1;              \
