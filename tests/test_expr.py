@@ -220,9 +220,9 @@ def test_np_maximum_with_zero():
     "call,name",
     [
         (lambda t, ti: np.gcd(ti, ti), "gcd"),
-        (lambda t, ti: np.logaddexp2(t, t), "logaddexp2"),
+        (lambda t, ti: np.heaviside(t, t), "heaviside"),
         (lambda t, ti: np.spacing(t), "spacing"),
-        (lambda t, ti: np.cbrt(t), "cbrt"),
+        (lambda t, ti: np.fabs(t), "fabs"),
         (lambda t, ti: np.left_shift(ti, 1), "left_shift"),
         (lambda t, ti: np.nextafter(t, 1.0), "nextafter"),
     ],

@@ -44,3 +44,6 @@ include "nodes.pxi"
 include "products.pxi"
 include "plan.pxi"
 include "engine.pxi"
+
+# the op table and the compiled kernels agree, or pyet does not import
+check_op_table()

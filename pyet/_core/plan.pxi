@@ -49,13 +49,15 @@ for _op in range(OP_COUNT):
 
 
 def check_op_table():
-    """The op table's dtypes (each row's ``dtypes``) are the compiled kernels':
-    ImportError naming the first row that disagrees."""
+    """Every dtype the op table declares for a row (``dtypes``) has a compiled
+    kernel: ImportError naming the first row that lacks one.  (A kernel may
+    have more: bool ``positive`` shares the copy loop NumPy never asks for.)"""
     for row in OPS:
         have = {DTYPES[d].name for d in range(DT_COUNT) if HAS_KERNEL[OPCODES[row.name]][d]}
-        if set(row.dtypes) != have:
+        if not set(row.dtypes) <= have:
             raise ImportError(f"pyet's op table says {row.name} computes in "
-                              f"{sorted(row.dtypes)}, the compiled kernels in {sorted(have)}")
+                              f"{sorted(row.dtypes)}, the compiled kernels only in "
+                              f"{sorted(have)}")
 
 
 # ------------------------------------------------------------------ programs

@@ -62,7 +62,10 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     X(where)                                                               \
     /* fused patterns (see _rewrite.py for the rules that produce them) */ \
     X(axpy) X(scale_sum) X(scale_axpy) X(axpby) X(muladd) X(mulsub)        \
-    X(submul) X(logistic)
+    X(submul) X(logistic)                                                  \
+    /* later additions (appended: earlier codes keep their values) */     \
+    X(cbrt) X(exp2) X(erf) X(deg2rad) X(rad2deg) X(reciprocal)            \
+    X(logaddexp) X(logaddexp2)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -203,7 +206,13 @@ typedef struct {
     PYET_INLINE T pyet_max_##SUF(T a, T b) { return a >= b ? a : b; }     \
     PYET_INLINE T pyet_min_##SUF(T a, T b) { return a <= b ? a : b; }     \
     PYET_INLINE T pyet_abs_##SUF(T a) { return a < 0 ? (T)(0 - a) : a; }  \
-    PYET_INLINE T pyet_sign_##SUF(T a) { return (T)((a > 0) - (a < 0)); }
+    PYET_INLINE T pyet_sign_##SUF(T a) { return (T)((a > 0) - (a < 0)); } \
+    /* NumPy casts 1.0 / a to T: 0 for |a| > 1; x86-64 converts 1.0 / 0 */ \
+    /* (inf) to the integer indefinite, T's minimum */                    \
+    PYET_INLINE T pyet_reciprocal_##SUF(T a) {                            \
+        if (a == 0) return (T)((uint64_t)1 << (8 * sizeof(T) - 1));         \
+        return (a == 1 || a == -1) ? a : 0;                                 \
+    }
 
 PYET_INT_FUNCS(int32_t, i32)
 PYET_INT_FUNCS(int64_t, i64)
@@ -240,14 +249,31 @@ PYET_INT_FUNCS(int64_t, i64)
         pyet_divmod_##SUF(a, b, &mod);                                      \
         return mod;                                                         \
     }                                                                       \
+    /* NaN propagates; on ties (-0.0 against 0.0) b, as NumPy's */        \
     PYET_INLINE T pyet_max_##SUF(T a, T b) {                              \
-        return ((a >= b) | (a != a)) ? a : b; /* NaN propagates */             \
+        return ((a > b) | (a != a)) ? a : b;                                \
     }                                                                       \
     PYET_INLINE T pyet_min_##SUF(T a, T b) {                              \
-        return ((a <= b) | (a != a)) ? a : b;                                  \
+        return ((a < b) | (a != a)) ? a : b;                                \
     }                                                                       \
     PYET_INLINE T pyet_sign_##SUF(T a) {                                  \
         return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a));        \
+    }                                                                       \
+    /* as NumPy's npy_logaddexp: x == y first, so inf with inf gives inf */ \
+    PYET_INLINE T pyet_logaddexp_##SUF(T x, T y) {                        \
+        if (x == y) return x + (T)0.693147180559945309417232121458176568;   \
+        const T d = x - y;                                                  \
+        if (d > 0) return x + M(log1p)(M(exp)(-d));                         \
+        if (d <= 0) return y + M(log1p)(M(exp)(d));                         \
+        return d; /* NaN */                                                 \
+    }                                                                       \
+    PYET_INLINE T pyet_logaddexp2_##SUF(T x, T y) {                       \
+        const T log2e = (T)1.442695040888963407359924681001892137;          \
+        if (x == y) return x + 1;                                           \
+        const T d = x - y;                                                  \
+        if (d > 0) return x + log2e * M(log1p)(M(exp2)(-d));                \
+        if (d <= 0) return y + log2e * M(log1p)(M(exp2)(d));                \
+        return d;                                                           \
     }
 
 /* exp(x) without branches, so loops over it vectorize: Cody-Waite reduction
@@ -412,6 +438,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_floor: case OP_ceil: case OP_trunc: PYET_LOOP1(T, T, x);        \
         return 1;                                                           \
     case OP_invert: PYET_LOOP1(T, T, ~x); return 1;                         \
+    case OP_reciprocal: PYET_LOOP1(T, T, pyet_reciprocal_##SUF(x)); return 1; \
     case OP_bitwise_and: PYET_LOOP2(T, T, x & y); return 1;                 \
     case OP_bitwise_or: PYET_LOOP2(T, T, x | y); return 1;                  \
     case OP_bitwise_xor: PYET_LOOP2(T, T, x ^ y); return 1;
@@ -419,7 +446,13 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
 #define PYET_FLOAT_CASES(T, SUF, M)                                         \
     PYET_NUM_CASES(T, SUF)                                                  \
     case OP_fmod: PYET_LOOP2(T, T, M(fmod)(x, y)); return 1;                \
-    case OP_power: PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                \
+    case OP_power:                                                          \
+        /* NumPy's loop takes sqrt for a scalar exponent 0.5 (they differ */ \
+        /* at -0.0 and -inf) */                                             \
+        if ((sflags & 2) && *(const T *)in[1] == (T)0.5) {                  \
+            PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                         \
+        }                                                                   \
+        PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                           \
     case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
     case OP_arctan2: PYET_LOOP2(T, T, M(atan2)(x, y)); return 1;            \
     case OP_hypot: PYET_LOOP2(T, T, M(hypot)(x, y)); return 1;              \
@@ -446,7 +479,19 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_rint: PYET_LOOP1(T, T, M(rint)(x)); return 1;                   \
     case OP_floor: PYET_LOOP1(T, T, M(floor)(x)); return 1;                 \
     case OP_ceil: PYET_LOOP1(T, T, M(ceil)(x)); return 1;                   \
-    case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;
+    case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;                 \
+    case OP_cbrt: PYET_LOOP1(T, T, M(cbrt)(x)); return 1;                   \
+    case OP_exp2: PYET_LOOP1(T, T, M(exp2)(x)); return 1;                   \
+    case OP_erf: PYET_LOOP1(T, T, M(erf)(x)); return 1;                     \
+    /* NumPy's constants, rounded in T: pi/180 and 180/pi */               \
+    case OP_deg2rad: PYET_LOOP1(T, T, x * ((T)3.14159265358979323846 / (T)180)); \
+        return 1;                                                           \
+    case OP_rad2deg: PYET_LOOP1(T, T, x * ((T)180 / (T)3.14159265358979323846)); \
+        return 1;                                                           \
+    case OP_reciprocal: PYET_LOOP1(T, T, (T)1 / x); return 1;               \
+    case OP_logaddexp: PYET_LOOP2(T, T, pyet_logaddexp_##SUF(x, y)); return 1; \
+    case OP_logaddexp2: PYET_LOOP2(T, T, pyet_logaddexp2_##SUF(x, y));      \
+        return 1;
 
 /* The compute-bound float loops (see PYET_DISPATCH_WIDE). */
 #define PYET_WIDE_CASES(T, SUF, M)                                          \

@@ -41,6 +41,30 @@ def _accumulator(kind, dtype):
     return dtype, info.min if kind == "max" else info.max
 
 
+def _c_strides(shape, dtype):
+    """C-order strides of ``shape`` (computed: np.empty would refuse more than 64 axes)."""
+    strides, step = [], np.dtype(dtype).itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d if d > 1 else 1  # (max is the lazy reduction here)
+    return tuple(reversed(strides))
+
+
+def _slots(nthreads, nslots, kept, dtype):
+    """Accumulators: nthreads x nslots arrays of shape ``kept`` in one flat buffer.
+
+    Returns the buffer, ``views[t][k]`` (slot k of thread t) and the (thread, slot)
+    strides in bytes.  Flat, not an ndarray of shape (nthreads, nslots, *kept): that
+    one has two axes more than the operand, too many for 63 or 64 axes.
+    """
+    size = int(np.prod(kept, dtype=np.int64))
+    itemsize = np.dtype(dtype).itemsize
+    buf = np.empty(nthreads * nslots * size, dtype)
+    views = [[buf[(t * nslots + k) * size:(t * nslots + k + 1) * size].reshape(kept)
+              for k in range(nslots)] for t in range(nthreads)]
+    return buf, views, (nslots * size * itemsize, size * itemsize)
+
+
 class Reduction(Special):
     """A reduction of ``kind`` over ``axes`` (sorted), folded block by block
     into accumulators: the tree below is read once, never materialized."""
@@ -70,18 +94,22 @@ class Reduction(Special):
         acc_dtype, start = _accumulator(kind, dtype)
         kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
         # one set of accumulators per thread, combined in thread order after;
-        # float64 sums keep a compensation term beside each (accs[t, 1])
+        # float64 sums keep a compensation term beside each
         nthreads = core.reduce_threads(child.size)
         compensated = kind in ("sum", "mean") and acc_dtype == _F64
-        accs = np.full((nthreads, 1 + compensated) + kept, start, acc_dtype)
-        strides = tuple(0 if i in axes else s for i, s in enumerate(accs.strides[2:]))
+        accs, slots, (thread_stride, comp_stride) = _slots(nthreads, 1 + compensated, kept,
+                                                           acc_dtype)
+        accs.fill(start)
+        strides = tuple(0 if i in axes else s
+                        for i, s in enumerate(_c_strides(kept, acc_dtype)))
         view = np.ndarray(child.shape, acc_dtype, accs, 0, strides)  # accs with child's shape
         if child.size:
-            core.reduce_into(view, child, _FOLD[kind], nthreads, accs.strides[0],
-                             accs.strides[1] if compensated else 0)
-        parts = accs[:, 0]
+            core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride,
+                             comp_stride if compensated else 0)
+        parts = [slot[0] for slot in slots]
         if compensated:  # after an inf the compensation is nan: leave it out
-            np.add(parts, accs[:, 1], out=parts, where=np.isfinite(parts))
+            for slot in slots:
+                np.add(slot[0], slot[1], out=slot[0], where=np.isfinite(slot[0]))
         acc = parts[0]
         for t in range(1, nthreads):
             acc = _COMBINE[kind](acc, parts[t])
@@ -191,20 +219,20 @@ def _arg_fold(kind, child, k):
     kept = tuple(1 if i == k else d for i, d in enumerate(child.shape))
     nthreads = core.reduce_threads(child.size)
     # per thread, two 8-byte slots per accumulator: the value, its int64 index
-    raw = np.empty((nthreads, 2) + kept, np.int64)
-    raw[:, 1] = np.iinfo(np.int64).max
-    vals = [np.ndarray(kept, dtype, raw, t * raw.strides[0], raw.strides[2:])
-            for t in range(nthreads)]
+    raw, slots, (thread_stride, index_stride) = _slots(nthreads, 2, kept, np.int64)
+    raw.fill(np.iinfo(np.int64).max)
+    kept_strides = _c_strides(kept, np.int64)
+    vals = [np.ndarray(kept, dtype, slot[0], 0, kept_strides) for slot in slots]
     for v in vals:
         v[...] = _accumulator(kind[3:], dtype)[1]
     view = np.ndarray(child.shape, dtype, raw, 0,
-                      tuple(0 if i == k else s for i, s in enumerate(raw.strides[2:])))
+                      tuple(0 if i == k else s for i, s in enumerate(kept_strides)))
     n = child.shape[k]
     index = np.arange(n, dtype=np.int64).reshape([n if i == k else 1 for i in range(child.ndim)])
-    core.reduce_into(view, child, _FOLD[kind], nthreads, raw.strides[0], raw.strides[1], index)
-    best, first = vals[0], raw[0, 1]
+    core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride, index_stride, index)
+    best, first = vals[0], slots[0][1]
     for t in range(1, nthreads):  # the fold's order: extreme, then NaN, then least index
-        v, j = vals[t], raw[t, 1]
+        v, j = vals[t], slots[t][1]
         with np.errstate(invalid="ignore"):
             wins = (v > best) if kind == "argmax" else (v < best)
             wins |= (v != v) & (best == best)
