@@ -139,8 +139,6 @@ def test_power_half_at_minus_zero_and_minus_inf(dtype):
         assert not np.signbit(np.power(a, half)[0])
 
 
-@pytest.mark.xfail(strict=True, reason="core: plan lowers a 0-d exponent as a leaf, not a "
-                                       "scalar, so the kernel's sqrt path never sees it")
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_power_zero_d_exponent_half(dtype):
     """NumPy's loop sees a 0-d exponent with stride 0, like a scalar: sqrt again."""
@@ -199,8 +197,6 @@ def test_all_scalar_operands_python_int_beyond_int64():
         ev(pyet.add(2**63, 1))
 
 
-@pytest.mark.xfail(strict=True, reason="core: as_operand turns 2**63 into uint64 (TypeError), "
-                                       "NumPy raises OverflowError")
 def test_all_scalar_operands_python_int_beyond_int64_overflow_error():
     with pytest.raises(OverflowError):
         ev(pyet.add(2**63, 1))
@@ -220,8 +216,6 @@ def test_int32_against_in_range_ints_is_exact():
             assert_same_bits(ev(op(t, v)), op(a, v))
 
 
-@pytest.mark.xfail(strict=True, reason="core: binary() refuses an out-of-range weak int "
-                                       "(_check_weak_int) even for comparisons")
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_int_compared_with_out_of_range_python_int(dtype):
     """NumPy 2 compares with Python ints outside the dtype mathematically: t < 2**31 is

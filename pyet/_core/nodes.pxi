@@ -413,7 +413,9 @@ cdef Tensor wrap(object arr):
     """A leaf viewing ndarray ``arr`` (no copy)."""
     cdef Tensor t = Tensor.__new__(Tensor)
     cdef int code = dtype_code((<cnp.ndarray>arr).dtype)
-    seal(t, OP_leaf, (), (<object>arr).shape, code, code, None)
+    # a 0-d leaf is lowered as a scalar read when bound: its own structure
+    cdef tuple shape = (<object>arr).shape
+    seal(t, OP_leaf, (), shape, code, code, None if shape else "0-d")
     t._array = arr
     t._depth = 0
     t._nleaves = 1
@@ -480,11 +482,39 @@ cdef object _check_weak_int(Expr s, int cdt):
                                 f"{DTYPES[cdt]}")
 
 
+_COMPARISONS = frozenset({OP_less, OP_less_equal, OP_greater, OP_greater_equal, OP_equal,
+                          OP_not_equal})
+
+
+cdef object _constant_comparison(int op, tuple args, int cdt):
+    # NumPy 2 compares integers with a Python int beyond their dtype
+    # mathematically: every element gets the same answer (t < 2**31 is all
+    # True for int32), so the node is that constant, broadcast
+    if op not in _COMPARISONS or (cdt != DT_I32 and cdt != DT_I64):
+        return None
+    info = np.iinfo(DTYPES[cdt])
+    beyond = False
+    sides = []
+    for a in args:
+        if weak_of(a) == 1 and not info.min <= (<Scalar>a)._value <= info.max:
+            sides.append(np.inf if (<Scalar>a)._value > 0 else -np.inf)
+            beyond = True
+        else:
+            sides.append(0.0)  # any in-range value: the answer is the same
+    if not beyond:
+        return None
+    value = np.array(bool(_UFUNC_BY_CODE[op](*sides)))
+    return wrap(np.broadcast_to(value, broadcast_all(args)))
+
+
 cdef Expr make_node(int op, tuple args):
     """A lazy op node: shape, dtypes and structure key computed here, once."""
     cdef Expr e = Expr.__new__(Expr), a
     cdef int cdt, dt
     cdt, dt = resolve(op, args)
+    constant = _constant_comparison(op, args, cdt)
+    if constant is not None:
+        return constant
     seal(e, op, args, broadcast_all(args), cdt, dt, None)
     for a in args:
         if a._op == OP_scalar:
@@ -512,7 +542,10 @@ def apply(str name, tuple operands):
     if all((<Expr>a)._op == OP_scalar for a in args):
         # a function of scalars alone still makes a (0-d) array expression;
         # the first operand becomes a 0-d array of its NumPy type (as NumPy's)
-        args[0] = wrap(np.asarray((<Scalar>args[0])._value))
+        first = <Scalar>args[0]
+        if first._weak == 1 and not -2**63 <= first._value < 2**63:
+            raise OverflowError(f"Python integer {first._value} out of bounds for int64")
+        args[0] = wrap(np.asarray(first._value))
     if op == OP_power:
         return power(args[0], args[1])
     return make_node(op, tuple(args))
@@ -557,7 +590,10 @@ def F(object fn, operands, dtype=None):
     elif callable(fn):
         # the result type of empty operands of the operands' dtypes: no value
         # computed; each block's result is checked against it
-        probe = fn(*[np.empty(0, dtype=DTYPES[(<Expr>a)._dt]) for a in args])
+        empties = [np.empty(0, dtype=DTYPES[(<Expr>a)._dt]) for a in args]
+        for x in empties:
+            x.flags.writeable = False  # as the blocks fn gets when evaluated
+        probe = fn(*empties)
         if probe is None:
             raise TypeError(f"pyet.F: {name} returned None; it must return an array")
         out = np.asarray(probe).dtype
@@ -578,6 +614,10 @@ cdef Expr binary(int op, object a, object b):
     cdef int cdt, dt
     cdef tuple args = (x, y)
     cdt, dt = resolve(op, args)
+    if (x._op == OP_scalar or y._op == OP_scalar) and op in _COMPARISONS:
+        constant = _constant_comparison(op, args, cdt)
+        if constant is not None:
+            return constant
     seal(e, op, args, broadcast_shapes(x.shape, y.shape), cdt, dt, None)
     if x._op == OP_scalar:
         _check_weak_int(x, cdt)

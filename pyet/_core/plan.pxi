@@ -114,7 +114,7 @@ cdef class _Lowering:
     cdef tuple operand(self, Expr e, int want):
         """Lower e so that its value is available in dtype ``want``."""
         cdef tuple src
-        if e._op == OP_scalar:
+        if is_scalar(e):
             self.scalar_dt.append(want)
             self.nscalars += 1
             return (SRC_SCALAR, self.nscalars - 1)
@@ -174,14 +174,19 @@ cdef object _match(Expr e):
     return None
 
 
+cdef inline bint is_scalar(Expr e):
+    # scalars and 0-d leaves: one value, bound when the program runs
+    return e._op == OP_scalar or (e._op == OP_leaf and not e.shape)
+
+
 cdef bint _fits(object pattern, Expr e, tuple path, int dt, dict binding):
     if isinstance(pattern, str):
         if pattern in binding:
             return False
         if pattern[0] == "s":
-            if e._op != OP_scalar:
+            if not is_scalar(e):
                 return False
-        elif e._op == OP_scalar or e._dt != dt:
+        elif is_scalar(e) or e._dt != dt:
             return False
         binding[pattern] = path
         return True
@@ -222,6 +227,12 @@ cdef Program get_program(Expr e, int dst_dt):
 def cache_size():
     """Number of cached programs (each distinct tree structure and dtypes)."""
     return len(_PROGRAMS)
+
+
+def cache_info():
+    """Sizes and limits of the structure-key table and the program cache."""
+    return {"keys": len(_INTERN), "key_limit": INTERN_LIMIT,
+            "programs": len(_PROGRAMS), "program_limit": PROGRAM_LIMIT}
 
 
 def lower(Expr e, int dst_dt):
@@ -279,7 +290,10 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs):
     # pre-order, left to right: the order lowering numbers leaves, scalars
     # and user functions (none of which is part of a program)
     if e._op == OP_leaf:
-        leaves.append((<Tensor>e)._array)
+        if e.shape:
+            leaves.append((<Tensor>e)._array)
+        else:  # a 0-d array: its value now, in the program's dtype (store_scalar)
+            scalars.append((<Tensor>e)._array)
     elif e._op == OP_scalar:
         scalars.append((<Scalar>e)._value)
     else:
@@ -290,6 +304,8 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs):
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
+    if isinstance(v, cnp.ndarray):  # a 0-d leaf: NumPy's cast to the program's dtype
+        v = (<cnp.ndarray>v).astype(DTYPES[dt])[()]
     if dt == DT_F64:
         (<double *>slot)[0] = v
     elif dt == DT_F32:
