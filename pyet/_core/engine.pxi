@@ -17,7 +17,7 @@
 _evaluation = threading.local()
 
 
-def assign(object dst, object value):
+cpdef assign(object dst, object value):
     """Evaluate ``value`` (an expression, array or scalar) into ndarray ``dst``.
 
     Every check happens before the first write: on any error dst is untouched.

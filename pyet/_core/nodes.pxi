@@ -400,12 +400,23 @@ cdef tuple broadcast_all(tuple args):
 
 # ------------------------------------------------------------------- leaves
 
+# structure keys of leaves and scalars, by dtype (and weakness, 0-d-ness):
+# taken once, as every node of the hot path needs one
+cdef list _SCALAR_KEYS = [intern_key((OP_scalar, i // 3, i // 3, i % 3))
+                          for i in range(3 * DT_COUNT)]
+cdef list _LEAF_KEYS = [intern_key((OP_leaf, i // 2, i // 2, "0-d" if i % 2 else None))
+                        for i in range(2 * DT_COUNT)]
+
+
 cdef Scalar scalar_node(object value, int dt, int weak):
     cdef Scalar e = Scalar.__new__(Scalar)
-    seal(e, OP_scalar, (), (), dt, dt, weak)
+    e._op = OP_scalar
+    e._args = ()
+    e.shape = ()
+    e._cdt = e._dt = dt
+    e._key = _SCALAR_KEYS[3 * dt + weak]
     e._value = value
     e._weak = weak
-    e._depth = 0
     return e
 
 
@@ -413,11 +424,13 @@ cdef Tensor wrap(object arr):
     """A leaf viewing ndarray ``arr`` (no copy)."""
     cdef Tensor t = Tensor.__new__(Tensor)
     cdef int code = dtype_code((<cnp.ndarray>arr).dtype)
-    # a 0-d leaf is lowered as a scalar read when bound: its own structure
-    cdef tuple shape = (<object>arr).shape
-    seal(t, OP_leaf, (), shape, code, code, None if shape else "0-d")
+    t._op = OP_leaf
+    t._args = ()
+    t.shape = (<object>arr).shape
+    t._cdt = t._dt = code
+    # a 0-d leaf is lowered as a scalar read when bound: a structure of its own
+    t._key = _LEAF_KEYS[2 * code + (0 if t.shape else 1)]
     t._array = arr
-    t._depth = 0
     t._nleaves = 1
     return t
 
@@ -618,7 +631,16 @@ cdef Expr binary(int op, object a, object b):
         constant = _constant_comparison(op, args, cdt)
         if constant is not None:
             return constant
-    seal(e, op, args, broadcast_shapes(x.shape, y.shape), cdt, dt, None)
+    # seal() for two children, unrolled: the hot path of operators
+    e._op = op
+    e._args = args
+    e.shape = broadcast_shapes(x.shape, y.shape)
+    e._cdt = cdt
+    e._dt = dt
+    e._key = intern_key((op, cdt, dt, None, x._key, y._key))
+    e._flags = x._flags | y._flags
+    e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
+    e._nleaves = x._nleaves + y._nleaves
     if x._op == OP_scalar:
         _check_weak_int(x, cdt)
     if y._op == OP_scalar:
@@ -835,18 +857,28 @@ def swapaxes(e, axis1, axis2):
     """``e`` with two axes interchanged, lazily, as NumPy's ``swapaxes``."""
     cdef Expr x = as_operand(e)
     cdef int nd = len(x.shape)
-    for a in (axis1, axis2):
-        if not -nd <= a < nd:
-            raise ValueError(f"axis {a} is out of bounds for an expression of {nd} dimensions")
+    a1, a2 = axis_index(axis1, nd), axis_index(axis2, nd)
     axes = list(range(nd))
-    axes[axis1 % nd], axes[axis2 % nd] = axes[axis2 % nd], axes[axis1 % nd]
+    axes[a1], axes[a2] = axes[a2], axes[a1]
     return transpose(x, axes)
 
 
-cdef int normalize_axis(int a, int nd) except? -1:
-    if not -nd <= a < nd:
-        raise np.exceptions.AxisError(a, nd)
-    return a + nd if a < 0 else a  # (C division: no % on negatives)
+def axis_index(axis, int ndim):
+    """``axis`` (an integer, negatives counting from the end) as an index in
+    [0, ndim); NumPy's AxisError otherwise.  pyet's one axis check."""
+    return normalize_axis_index(operator.index(axis), ndim)
+
+
+def reshaped_view(arr, shape):
+    """NumPy's reshape of ndarray ``arr`` to ``shape`` as a view of the same
+    memory, or None where NumPy would have to copy."""
+    try:
+        return np.reshape(arr, shape, copy=False)
+    except ValueError:
+        return None
+    except TypeError:  # NumPy 2.0: no copy argument; reshape, then see whether it copied
+        out = arr.reshape(shape)
+        return out if not arr.size or np.may_share_memory(out, arr) else None
 
 
 # ------------------------------------------------------------------ Tensor

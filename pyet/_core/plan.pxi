@@ -13,7 +13,7 @@ DEF MAXD = 64          # NumPy 2's largest ndim
 DEF MAX_REG_BYTES = 8  # largest itemsize
 
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
-# measurement (bench/tune_block.py) so a few registers stay in L1
+# measurement so that a few registers stay in L1
 cdef pyet_intp BLOCK = 512
 
 

@@ -1,4 +1,4 @@
-"""Compiled kernels of the index blocks (``_nn.py``): take (gather rows),
+"""Compiled kernels of the index blocks (``pyet/_nodes/nn.py``): take (gather rows),
 choose_row_element, take_grad (scatter-add rows).
 
 Every kernel reads its operands through byte strides (any layout, negative

@@ -1,4 +1,4 @@
-"""Compiled kernels of the spatial blocks (``_spatial.py``): im2col, col2im,
+"""Compiled kernels of the spatial blocks (``pyet/_nodes/spatial.py``): im2col, col2im,
 pooling and its gradient.
 
 Each kernel splits its work into independent lines (a matrix row segment, an

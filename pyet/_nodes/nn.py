@@ -5,7 +5,7 @@ each usable anywhere inside a tree.
 ``one_hot``, ``fill_row_element`` and ``mask`` are elementwise trees built
 from pyet's own ops, so they fuse with the rest of the expression; ``take``,
 ``take_grad`` and ``choose_row_element`` are special nodes computed by
-compiled gathers and scatters (``_nn_kernels.pyx``).
+compiled gathers and scatters (``pyet/_kernels/nn.pyx``).
 
 Indices follow NumPy's fancy indexing: any integer dtype, a negative index
 counts from the end, and an index outside ``[-n, n)`` raises IndexError.
@@ -66,12 +66,6 @@ def _count(value, fname, what, least=0):
     return n
 
 
-def _reshaped_view(a, shape):
-    """A view of ndarray ``a`` with ``shape``, or None when NumPy would copy."""
-    out = a.reshape(shape)
-    return out if not a.size or np.may_share_memory(out, a) else None
-
-
 class Kernel(Special):
     """A special node computed by a compiled kernel into an array of its shape.
 
@@ -90,7 +84,7 @@ class Kernel(Special):
     def into(self, dst, args):
         arrays = [array_of(a) for a in args]
         work = self.work_shape(arrays)
-        view = _reshaped_view(dst, work)
+        view = core.reshaped_view(dst, work)
         if view is not None:
             self.compute(view, arrays)
             return

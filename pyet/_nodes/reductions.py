@@ -7,11 +7,9 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
-import operator
 import warnings
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index
 
 from pyet._core import core
 from pyet._core.core import Special, materialize, node
@@ -165,7 +163,7 @@ def reduction(kind, e, axis=None, keepdims=False):
             axes = ()  # as NumPy's: axis 0 or -1 of a 0-d array (np.mean refuses it)
         else:
             axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-            axes = tuple(normalize_axis_index(operator.index(a), nd) for a in axes)
+            axes = tuple(core.axis_index(a, nd) for a in axes)
         if len(set(axes)) != len(axes):
             raise ValueError(f"duplicate value in 'axis': {axis!r}")
     axes = tuple(sorted(axes))

@@ -2,7 +2,6 @@
 in one compiled pass (``_kernels/nn.pyx``, ``_kernels/softmax.h``)."""
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index
 
 from pyet._core import core
 from pyet._core.core import Special, node
@@ -68,8 +67,8 @@ def _rows(a, axis, copy=False):
     n = moved.shape[-1]
     shape = (moved.size // n if n else 0, n)
     if n == 1 or moved.strides[-1] == moved.itemsize:
-        view = moved.reshape(shape)
-        if not moved.size or np.may_share_memory(view, moved):
+        view = core.reshaped_view(moved, shape)
+        if view is not None:
             return view
     if not copy:
         return None
@@ -81,7 +80,7 @@ def _softmax(e, axis, log):
     if x.ndim == 0:
         raise ValueError(f"{'log_softmax' if log else 'softmax'} needs an expression of at "
                          "least one dimension")
-    axis = normalize_axis_index(axis, x.ndim)
+    axis = core.axis_index(axis, x.ndim)
     if x.shape[axis] == 0 and x.size == 0 and np.prod(x.shape[:axis] + x.shape[axis + 1:]):
         raise ValueError("zero-size array to reduction operation maximum which has no identity")
     dtype = x.dtype

@@ -1,6 +1,6 @@
 """Spatial blocks of convolutional networks (MShadow's ``unpack_patch2col``,
 ``pack_col2patch``, ``pool`` and ``unpool``) as special nodes, usable anywhere
-inside a tree and computed by compiled kernels (``_spatial_kernels.pyx``).
+inside a tree and computed by compiled kernels (``pyet/_kernels/spatial.pyx``).
 
 Images are (..., C, H, W) for patches and (..., H, W) for pooling; the
 leading axes are folded into one (N images, or planes).  Inputs are read

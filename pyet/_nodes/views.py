@@ -26,22 +26,12 @@ class _NoView(Exception):
 _fmt = core.fmt_shape
 
 
-def _reshaped_view(arr, shape):
-    """NumPy's reshape of ``arr`` when it is a view; _NoView when it would copy."""
-    try:
-        return np.reshape(arr, shape, copy=False)
-    except ValueError:
-        raise _NoView from None
-    except TypeError:  # NumPy 2.0: no copy argument; reshape, then see whether it copied
-        out = arr.reshape(shape)
-        if arr.size and not np.may_share_memory(out, arr):
-            raise _NoView from None
-        return out
-
-
 def _view_leaf(arr, kind, arg):
     if kind == "reshape":
-        return _reshaped_view(arr, arg)
+        view = core.reshaped_view(arr, arg)
+        if view is None:
+            raise _NoView
+        return view
     return VIEWS[kind](arr, arg)
 
 
@@ -66,12 +56,6 @@ def _push(e, kind, arg, shape):
 
 _operand = core.as_expr
 
-
-def _axis(axis, ndim):
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim)
-    return axis % ndim
 
 
 # ------------------------------------------------------------- views
@@ -176,7 +160,7 @@ def flip(e, axis=None):
         axes = tuple(range(x.ndim))
     else:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        axes = tuple(_axis(a, x.ndim) for a in axes)
+        axes = tuple(core.axis_index(a, x.ndim) for a in axes)
         if len(set(axes)) != len(axes):
             raise ValueError(f"flip: repeated axis in {axis!r}")
     if not axes:
@@ -368,7 +352,7 @@ def concatenate(seq, axis=0):
     first = pieces[0]
     if first.ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    axis = _axis(axis, first.ndim)
+    axis = core.axis_index(axis, first.ndim)
     for i, p in enumerate(pieces[1:], 1):
         if p.ndim != first.ndim:
             raise ValueError("all the input arrays must have same number of dimensions, but the "
@@ -397,7 +381,7 @@ def stack(seq, axis=0):
             raise ValueError(f"all input arrays must have the same shape: the array at index 0 "
                              f"has shape {_fmt(shape)} and the array at index {i} has shape "
                              f"{_fmt(p.shape)}")
-    axis = _axis(axis, len(shape) + 1)
+    axis = core.axis_index(axis, len(shape) + 1)
     new = shape[:axis] + (1,) + shape[axis:]
     return concatenate([_push(p, "expand", axis, new) for p in pieces], axis)
 
