@@ -55,12 +55,12 @@ cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
 
 
 cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
+    if assign_root_form(d, e, dst_dt):
+        return
     outer = getattr(_evaluation, "done", None) is None  # not nested in an evaluation
     if outer:
         _evaluation.done = {}
     try:
-        if assign_root_form(d, e, dst_dt):
-            return
         if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
                 and not leaves_overlap(e, d):
             (<SpecialNode>e)._kernel.into(d, e._args)  # straight into dst, no scratch
@@ -123,17 +123,22 @@ cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
         if dot_dtypes((<Expr>x)._dt, (<Expr>y)._dt)[0] != dst_dt:
             return False
         alpha = sign * (float((<Scalar>binding["a"])._value) if "a" in binding else 1.0)
+        if dd is None:
+            beta = 0.0
+        if (<Expr>x)._op == OP_leaf and (<Expr>y)._op == OP_leaf and \
+                gemm_2d_ready(d, (<Tensor>x)._array, (<Tensor>y)._array):
+            # the common case, checked and run in C: A and B are disjoint from d,
+            # so writing D first cannot change them
+            if dd is not None and not same_view(dd, d):
+                assign(d, dd)
+            gemm_2d(d, (<Tensor>x)._array, (<Tensor>y)._array, alpha, beta)
+            return True
         # the operands are read (copied when they overlap d) before D is written
         a = operand_array(materialize_node(x), DTYPES[dst_dt], d)
         b = operand_array(materialize_node(y), DTYPES[dst_dt], d)
         if dd is not None and not same_view(dd, d):
             assign(d, dd)
-        if dd is None:
-            beta = 0.0
-        if gemm_2d_ready(d, a, b):  # the common case, without the Python layer
-            gemm_2d(d, a, b, alpha, beta)
-        else:
-            matmul_into(d, a, b, alpha, beta)
+        matmul_into(d, a, b, alpha, beta)
         return True
     return False
 

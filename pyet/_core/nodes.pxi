@@ -679,8 +679,11 @@ def special(object kernel, tuple args, tuple shape, object dtype):
     expressions ``args``; checks are the caller's, done before this."""
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
     cdef int dt = dtype_code(dtype)
-    seal(e, OP_special, args, tuple(shape), dt, dt,
-         (type(kernel), kernel.params(), tuple(shape)))
+    if type(kernel) is Product:  # its shape follows from its children's
+        extra = (Product, (<object>kernel).batch)
+    else:
+        extra = (type(kernel), kernel.params(), tuple(shape))
+    seal(e, OP_special, args, tuple(shape), dt, dt, extra)
     e._kernel = kernel
     e._flags |= HAS_SPECIAL
     return e
