@@ -272,3 +272,29 @@ def test_no_registration_hooks():
     for name in ("set_evaluator", "set_complex_assigner", "register_value",
                  "register_root_form"):
         assert not hasattr(core, name)
+
+
+# ------------------------------------------------------------- 0-d leaves
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 5000])
+def test_zero_d_leaves_in_every_position(n):
+    """0-d arrays are read as scalars where a kernel takes one, as arrays where
+    it does not (where's condition, F's operands): never past a scalar's slot."""
+    x = np.linspace(-2, 2, n)
+    c, h, k = np.array(True), np.array(0.5), np.array(3, np.int32)
+    tx = pyet.asarray(x)
+    cases = [
+        (pyet.where(c, tx, -tx), np.where(c, x, -x)),
+        (pyet.where(~pyet.asarray(c), tx, h), np.where(~c, x, h)),
+        (pyet.where(pyet.asarray(h) > 0.1, tx, 0.0), np.where(h > 0.1, x, 0.0)),
+        (pyet.F(np.add, tx, h), x + h),
+        (pyet.F(lambda a, b: a * b, h, tx), h * x),
+        (pyet.exp(pyet.asarray(h)) * tx, np.exp(h) * x),
+        (pyet.asarray(k) * tx + h, k * x + h),
+        (tx * h + pyet.asarray(k), x * h + k),
+        (pyet.power(tx, h), np.power(x, h)),
+    ]
+    with np.errstate(invalid="ignore"):
+        for e, want in cases:
+            for _ in range(3):
+                np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), want)

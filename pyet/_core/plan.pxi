@@ -111,10 +111,11 @@ cdef class _Lowering:
         self.pyfuncs.append(fn)
         return (SRC_REG, r)
 
-    cdef tuple operand(self, Expr e, int want):
-        """Lower e so that its value is available in dtype ``want``."""
+    cdef tuple operand(self, Expr e, int want, bint scalar_ok=True):
+        """Lower e so that its value is available in dtype ``want``; a 0-d leaf
+        becomes a scalar unless the consumer's kernel cannot take one."""
         cdef tuple src
-        if is_scalar(e):
+        if e._op == OP_scalar or (scalar_ok and e._op == OP_leaf and not e.shape):
             self.scalar_dt.append(want)
             self.nscalars += 1
             return (SRC_SCALAR, self.nscalars - 1)
@@ -140,11 +141,12 @@ cdef class _Lowering:
         if e._op == OP_pyfunc:  # numbered in pre-order, as binding collects them
             slot = self.npyfuncs
             self.npyfuncs += 1
-            srcs = [self.operand(a, a._dt) for a in e._args]
+            srcs = [self.operand(a, a._dt, False) for a in e._args]  # fn gets arrays
             return self.emit(OP_pyfunc, e._dt, e._dt, srcs,
                              (slot, [(<Expr>a)._dt for a in e._args]))
         if e._op == OP_where:
-            srcs = [self.operand(e._args[0], DT_BOOL), self.operand(e._args[1], e._cdt),
+            # the where kernel reads its condition as an array
+            srcs = [self.operand(e._args[0], DT_BOOL, False), self.operand(e._args[1], e._cdt),
                     self.operand(e._args[2], e._cdt)]
             return self.emit(OP_where, e._cdt, e._dt, srcs)
         srcs = [self.operand(a, e._cdt) for a in e._args]
@@ -286,11 +288,13 @@ cdef str _listing(int op, int dt, int dt_out, int out, list srcs):
 
 # ---------------------------------------------------------------- binding
 
-cdef void collect(Expr e, list leaves, list scalars, list pyfuncs):
+cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_ok=True):
     # pre-order, left to right: the order lowering numbers leaves, scalars
-    # and user functions (none of which is part of a program)
+    # and user functions (none of which is part of a program); scalar_ok as
+    # lowering's operand() has it
+    cdef Py_ssize_t i
     if e._op == OP_leaf:
-        if e.shape:
+        if e.shape or not scalar_ok:
             leaves.append((<Tensor>e)._array)
         else:  # a 0-d array: its value now, in the program's dtype (store_scalar)
             scalars.append((<Tensor>e)._array)
@@ -299,8 +303,9 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs):
     else:
         if e._op == OP_pyfunc:
             pyfuncs.append((<PyFunc>e)._fn)
-        for a in e._args:
-            collect(<Expr>a, leaves, scalars, pyfuncs)
+        for i in range(len(e._args)):
+            collect(<Expr>e._args[i], leaves, scalars, pyfuncs,
+                    not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)))
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
