@@ -133,6 +133,21 @@ class Product(Special):
             return batch_dot(matrix_t(y), matrix_t(x))
         return None
 
+    def vjp(self, node, g):
+        """Reverse mode: the gradients with respect to A and B given the product's
+        gradient ``g``, as lazy products (pyet.grad sums a broadcast batch back)."""
+        x, y = node._args
+        if self.batch:
+            return batch_dot(g, matrix_t(y)), batch_dot(matrix_t(x), g)
+        nx, ny = len(x.shape), len(y.shape)
+        if nx == 2 and ny == 2:
+            return dot(g, permute(y, (1, 0))), dot(permute(x, (1, 0)), g)
+        if nx == 2:  # matrix @ vector
+            return outer(g, y), dot(permute(x, (1, 0)), g)
+        if ny == 2:  # vector @ matrix
+            return dot(y, g), outer(x, g)
+        return binary(OP_multiply, g, y), binary(OP_multiply, g, x)
+
     def gemm_into(self, dst, args, alpha, beta):
         """dst := alpha * A @ B + beta * dst as one BLAS call when dst has the
         product's float dtype (no rounding in between); False otherwise, nothing
