@@ -1040,6 +1040,8 @@ def array_of(e, dtype=None):
     """The value of expression ``e`` as an ndarray: a leaf's own array (no
     copy unless a dtype conversion is asked for), anything else computed."""
     cdef Expr x = e
+    if x._op == OP_special:  # through the evaluation's table: computed once per evaluation
+        x = materialize(x)
     if x._op == OP_leaf:
         arr = (<Tensor>x)._array
     elif x._op == OP_scalar:
