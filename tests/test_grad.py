@@ -177,6 +177,10 @@ def test_maximum_ties_split():
     np.testing.assert_array_equal(ev(gb), [0.5, 1, 0])
     ga, gb = pyet.grad(pyet.sum(pyet.minimum(a, b)), [a, b])
     np.testing.assert_array_equal(ev(ga), [0.5, 1, 0])
+    # against a constant bound the array keeps a tie's gradient (torch.clamp)
+    t = pyet.asarray(np.array([-1.0, 0.0, 1.0]))
+    np.testing.assert_array_equal(ev(pyet.grad(pyet.sum(pyet.clip(t, -1, 1)), t)), [1, 1, 1])
+    np.testing.assert_array_equal(ev(pyet.grad(pyet.sum(pyet.maximum(0.0, t)), t)), [0, 1, 1])
 
 
 def test_broadcast_strided_and_repeated_leaves():
@@ -445,3 +449,59 @@ def test_against_torch():
     loss_torch(*tt).backward()
     for g, t in zip(got, tt, strict=True):
         np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_against_torch_blocks():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(1)
+    img, w, v = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 27)), rng.uniform(
+        0.5, 2, (3, 5))
+    v[0, :2] = [0.5, 2.0]  # clip's bounds exactly
+
+    def loss_pyet(img, w, v):
+        cols = pyet.unpack_patch2col(img, 3, 3)  # (27, 2*4*4)
+        conv = pyet.transpose(pyet.reshape(w @ cols, (4, 2, 4, 4)), (1, 0, 2, 3))
+        pooled = pyet.pool(pyet.tanh(conv), 2, 2, op="avg")
+        return (pyet.sum(pyet.sigmoid(pooled) ** 1.5) + pyet.sum(pyet.clip(v, 0.5, 2.0) ** v)
+                + pyet.sum(pyet.softmax(v * 2, 0) * pyet.log(v)))
+
+    def loss_torch(img, w, v):
+        conv = F.conv2d(img, w.reshape(4, 3, 3, 3))
+        pooled = F.avg_pool2d(torch.tanh(conv), 2)
+        return (torch.sum(torch.sigmoid(pooled) ** 1.5) + torch.sum(v.clamp(0.5, 2.0) ** v)
+                + torch.sum(torch.softmax(v * 2, 0) * torch.log(v)))
+
+    arrays = [img, w, v]
+    ts = [pyet.asarray(a) for a in arrays]
+    got = [ev(g) for g in pyet.grad(loss_pyet(*ts), ts)]
+    tt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    loss_torch(*tt).backward()
+    for g, t in zip(got, tt, strict=True):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=array_shapes(min_dims=1, max_dims=3, max_side=4), data=st.data())
+def test_random_shapes_reductions_softmax_views(shape, data):
+    """Reductions, softmax and views of random shapes and axes."""
+    nd = len(shape)
+    axis = data.draw(st.integers(0, nd - 1))
+    kind = data.draw(st.sampled_from(["sum", "mean", "prod", "max", "min", "softmax",
+                                      "log_softmax", "flip", "transpose", "reshape", "bcast"]))
+    keep = data.draw(st.booleans())
+    x = rand(shape, 0.5, 1.5, data.draw(st.integers(0, 2**16)))
+    if kind in ("softmax", "log_softmax"):
+        build = lambda a: getattr(pyet, kind)(a * 3, axis)  # noqa: E731
+    elif kind == "flip":
+        build = lambda a: pyet.flip(a, axis) * a  # noqa: E731
+    elif kind == "transpose":
+        perm = data.draw(st.permutations(range(nd)))
+        build = lambda a: pyet.transpose(a * a, perm)  # noqa: E731
+    elif kind == "reshape":
+        build = lambda a: pyet.reshape(a.T, (-1,)) * 2  # noqa: E731
+    elif kind == "bcast":
+        build = lambda a: pyet.broadcast_to(a, (2,) + shape) * a  # noqa: E731
+    else:
+        build = lambda a: getattr(pyet, kind)(pyet.exp(a), axis, keepdims=keep)  # noqa: E731
+    check(build, [x], rtol=1e-4)

@@ -81,6 +81,11 @@ def _f(name, *operands):
     return core.apply(name, operands)
 
 
+def _is_expr(v):
+    from pyet._core import core
+    return isinstance(v, core.Expr)
+
+
 def _where(c, x, y):
     from pyet._core import core
     return core.where(c, x, y)
@@ -90,19 +95,25 @@ _LN2, _LN10 = float(np.log(2)), float(np.log(10))
 _TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
 
 
-def _max_grad(args, out, g):
-    # PyTorch's tie rule: equal arguments share the gradient equally
-    x, y = args
+def _extremum_grad(x, y, wins, g):
+    # PyTorch's tie rules: two arrays share the gradient of a tie equally
+    # (torch.maximum); against a constant bound the array keeps all of it
+    # (torch.clamp, so clip(x, lo, hi) passes the gradient at lo and hi)
+    if not _is_expr(y):
+        return _where(wins(y, x), 0, g), None
+    if not _is_expr(x):
+        return None, _where(wins(x, y), 0, g)
     half = g * 0.5
-    return (_where(x > y, g, _where(x == y, half, 0)),
-            _where(y > x, g, _where(x == y, half, 0)))
+    return (_where(wins(x, y), g, _where(x == y, half, 0)),
+            _where(wins(y, x), g, _where(x == y, half, 0)))
+
+
+def _max_grad(args, out, g):
+    return _extremum_grad(*args, lambda a, b: a > b, g)
 
 
 def _min_grad(args, out, g):
-    x, y = args
-    half = g * 0.5
-    return (_where(x < y, g, _where(x == y, half, 0)),
-            _where(y < x, g, _where(x == y, half, 0)))
+    return _extremum_grad(*args, lambda a, b: a < b, g)
 
 
 def _power_grad(args, out, g):
