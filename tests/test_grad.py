@@ -505,3 +505,39 @@ def test_random_shapes_reductions_softmax_views(shape, data):
     else:
         build = lambda a: getattr(pyet, kind)(pyet.exp(a), axis, keepdims=keep)  # noqa: E731
     check(build, [x], rtol=1e-4)
+
+
+@pytest.mark.parametrize("block", ["take", "pool_max", "pool_avg", "im2col", "choose"])
+def test_second_order_blocks(block):
+    idx = np.array([2, 0, 2])
+    f = {"take": lambda a: pyet.take(idx, a * a),
+         "pool_max": lambda a: pyet.pool(a * a, 2, 2, 2, 2, "max"),
+         "pool_avg": lambda a: pyet.pool(a * a, 2, 2, 1, 1, "avg"),
+         "im2col": lambda a: pyet.unpack_patch2col(pyet.reshape(a * a, (1, 1, 3, 4)), 2, 2),
+         "choose": lambda a: pyet.choose_row_element(a * a, idx)}[block]
+
+    def gradnorm(a):
+        return pyet.sum(pyet.grad(pyet.sum(pyet.tanh(f(a))), a) ** 2)
+    check(gradnorm, [rand((3, 4), 0.2, 1.5, seed=3)], rtol=1e-4)
+
+
+def test_deep_tree():
+    x = pyet.asarray(np.array([0.3, 0.7]))
+    e = x
+    for _ in range(3000):
+        e = pyet.sin(e) * 0.5 + x
+    g = ev(pyet.grad(pyet.sum(e), x))
+    h = 1e-7
+    xp = np.array([0.3, 0.7])
+    fd = []
+    for i in range(2):
+        vals = []
+        for s in (h, -h):
+            v = xp.copy()
+            v[i] += s
+            z = v.copy()
+            for _ in range(3000):
+                z = np.sin(z) * 0.5 + v
+            vals.append(z[i])
+        fd.append((vals[0] - vals[1]) / (2 * h))
+    np.testing.assert_allclose(g, fd, rtol=1e-5)
