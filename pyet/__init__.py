@@ -23,6 +23,8 @@ from pyet._core.core import Expr, Tensor, batch_dot, dot, outer, swapaxes, trans
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
 from pyet._kernels.parallel import get_num_threads, set_num_threads
+from pyet._nodes.grad import *  # noqa: F403
+from pyet._nodes.grad import __all__ as _grad_names
 from pyet._nodes.nn import *  # noqa: F403
 from pyet._nodes.nn import __all__ as _nn_names
 from pyet._nodes.reductions import *  # noqa: F403
@@ -40,6 +42,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
-    *_function_names, *_nn_names, *_reduce_names, *_softmax_names, *_spatial_names,
+    *_function_names, *_grad_names, *_nn_names, *_reduce_names, *_softmax_names, *_spatial_names,
     *_view_names,
 ]

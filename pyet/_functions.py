@@ -48,7 +48,7 @@ def clip(a, a_min, a_max):
     return e if isinstance(e, core.Expr) else core.apply("positive", (e,))
 
 
-def F(fn, *operands, dtype=None):
+def F(fn, *operands, dtype=None, grad=None):
     """A user-defined elementwise function as a node of the tree (MShadow's ``F<OP>``).
 
     Parameters
@@ -63,9 +63,14 @@ def F(fn, *operands, dtype=None):
     dtype : data-type, optional
         What ``fn`` returns.  By default a ufunc's own rule, or for any other
         callable the dtype it returns for empty operands of the operands' dtypes.
+    grad : callable, optional
+        Its gradient rule for :func:`pyet.grad`: ``grad(args, out, g)`` gets the
+        operand expressions, this node and the incoming gradient (all lazy)
+        and returns one lazy gradient per operand (None: no gradient).
+        Without it, differentiating through the node raises NotImplementedError.
 
     Returns
     -------
     Expr
     """
-    return core.F(fn, operands, dtype)
+    return core.F(fn, operands, dtype, grad)

@@ -222,6 +222,7 @@ cdef class PyFunc(Expr):
     """A user elementwise function (MShadow's ``F<OP>``); bound when evaluated."""
 
     cdef readonly object _fn
+    cdef readonly object _grad       # (args, out, g) -> gradients, or None (pyet.grad)
 
 
 cdef class SpecialNode(Expr):
@@ -574,8 +575,9 @@ def where(object cond, object x, object y):
     return make_node(OP_where, (c, as_operand(x), as_operand(y)))
 
 
-def F(object fn, operands, dtype=None):
-    """A user elementwise function as a node (MShadow's ``F<OP>``)."""
+def F(object fn, operands, dtype=None, grad=None):
+    """A user elementwise function as a node (MShadow's ``F<OP>``); ``grad``,
+    its gradient rule for pyet.grad, is kept on the node."""
     cdef list args = [as_operand(o) for o in operands]
     if not args:
         raise TypeError("pyet.F needs at least one operand")
@@ -616,6 +618,9 @@ def F(object fn, operands, dtype=None):
     cdef PyFunc e = PyFunc.__new__(PyFunc)
     seal(e, OP_pyfunc, tuple(args), broadcast_all(tuple(args)), dt, dt, len(args))
     e._fn = fn
+    if grad is not None and not callable(grad):
+        raise TypeError(f"pyet.F: grad must be callable, got {type(grad).__name__}")
+    e._grad = grad
     e._flags |= HAS_PYFUNC
     return e
 
@@ -696,6 +701,7 @@ cpdef Expr with_args(Expr e, tuple args):
     if e._op == OP_pyfunc:
         c = PyFunc.__new__(PyFunc)
         (<PyFunc>c)._fn = (<PyFunc>e)._fn
+        (<PyFunc>c)._grad = (<PyFunc>e)._grad
         seal(c, OP_pyfunc, args, broadcast_all(args), e._cdt, e._dt, len(args))
         c._flags |= HAS_PYFUNC
         return c
@@ -739,7 +745,7 @@ cdef list flatten(Expr root):
         elif e._op == OP_scalar:
             state = ("scalar", (<Scalar>e)._value, e._dt, (<Scalar>e)._weak)
         elif e._op == OP_pyfunc:
-            state = ("pyfunc", (<PyFunc>e)._fn, e._dt)
+            state = ("pyfunc", (<PyFunc>e)._fn, e._dt, (<PyFunc>e)._grad)
         elif e._op == OP_special:
             state = ("special", (<SpecialNode>e)._kernel, e.shape, e._dt)
         else:
@@ -759,7 +765,7 @@ def _unflatten(list order):
         elif kind == "scalar":
             e = scalar_node(state[1], state[2], state[3])
         elif kind == "pyfunc":
-            e = F(state[1], args, DTYPES[state[2]])
+            e = F(state[1], args, DTYPES[state[2]], state[3])
         elif kind == "special":
             e = special(state[1], args, state[2], DTYPES[state[3]])
         else:
@@ -1069,6 +1075,8 @@ def array_of(e, dtype=None):
     """The value of expression ``e`` as an ndarray: a leaf's own array (no
     copy unless a dtype conversion is asked for), anything else computed."""
     cdef Expr x = e
+    if x._op == OP_special:  # through the evaluation's table: computed once per evaluation
+        x = materialize(x)
     if x._op == OP_leaf:
         arr = (<Tensor>x)._array
     elif x._op == OP_scalar:

@@ -31,6 +31,11 @@ class Op(NamedTuple):
     kind: str  # float | number | predicate | bitwise | compare
     domain: tuple  # one Domain per operand
     dtypes: tuple  # NumPy dtype names the compiled kernel computes in
+    # reverse-mode rule (args, out, g) -> one gradient tree per argument (None:
+    # no gradient), built with pyet's lazy ops; None for a non-differentiable
+    # op, whose arguments get zero gradients.  Scalar arguments come as their
+    # Python/NumPy values; ``out`` is the node itself, so gradients share it.
+    grad: object = None
 
 
 _FLOATS = ("float32", "float64")
@@ -64,7 +69,115 @@ def _row(name, arity, kind, dtypes, domain=_ANY, ufunc=None, reference=None):
     ufunc = ufunc or getattr(np, name)
     domain = domain if isinstance(domain, tuple) and isinstance(domain[0], Domain) else \
         (domain,) * arity
-    return Op(name, arity, ufunc, reference or ufunc, kind, domain, dtypes)
+    return Op(name, arity, ufunc, reference or ufunc, kind, domain, dtypes, GRADS.get(name))
+
+
+# ------------------------------------------------------------ gradient rules
+
+def _f(name, *operands):
+    """The lazy op ``name`` on operands (core is imported at call time: it
+    imports this module when it loads)."""
+    from pyet._core import core
+    return core.apply(name, operands)
+
+
+def _is_expr(v):
+    from pyet._core import core
+    return isinstance(v, core.Expr)
+
+
+def _where(c, x, y):
+    from pyet._core import core
+    return core.where(c, x, y)
+
+
+_LN2, _LN10 = float(np.log(2)), float(np.log(10))
+_TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
+
+
+def _extremum_grad(x, y, wins, g):
+    # PyTorch's tie rules: two arrays share the gradient of a tie equally
+    # (torch.maximum); against a constant bound the array keeps all of it
+    # (torch.clamp, so clip(x, lo, hi) passes the gradient at lo and hi)
+    if not _is_expr(y):
+        return _where(wins(y, x), 0, g), None
+    if not _is_expr(x):
+        return None, _where(wins(x, y), 0, g)
+    half = g * 0.5
+    return (_where(wins(x, y), g, _where(x == y, half, 0)),
+            _where(wins(y, x), g, _where(x == y, half, 0)))
+
+
+def _max_grad(args, out, g):
+    return _extremum_grad(*args, lambda a, b: a > b, g)
+
+
+def _min_grad(args, out, g):
+    return _extremum_grad(*args, lambda a, b: a < b, g)
+
+
+def _power_grad(args, out, g):
+    x, y = args
+    # d/dy: out*log(x), and 0 where x == 0 and y >= 0 (PyTorch's convention)
+    dy = g * _where((x == 0) & (y >= 0), 0, out * _f("log", x))
+    return g * y * x ** (y - 1), dy
+
+
+def _atan2_grad(args, out, g):
+    y, x = args
+    r = g / (x * x + y * y)
+    return r * x, -r * y
+
+
+# one rule per differentiable op; the rows above pick theirs up by name
+GRADS = {
+    "exp": lambda a, o, g: (g * o,),
+    "log": lambda a, o, g: (g / a[0],),
+    "log1p": lambda a, o, g: (g / (a[0] + 1),),
+    "expm1": lambda a, o, g: (g * (o + 1),),
+    "log2": lambda a, o, g: (g / (a[0] * _LN2),),
+    "log10": lambda a, o, g: (g / (a[0] * _LN10),),
+    "sqrt": lambda a, o, g: (g * 0.5 / o,),
+    "sin": lambda a, o, g: (g * _f("cos", a[0]),),
+    "cos": lambda a, o, g: (-g * _f("sin", a[0]),),
+    "tan": lambda a, o, g: (g * (o * o + 1),),
+    "arcsin": lambda a, o, g: (g / _f("sqrt", 1 - a[0] * a[0]),),
+    "arccos": lambda a, o, g: (-g / _f("sqrt", 1 - a[0] * a[0]),),
+    "arctan": lambda a, o, g: (g / (a[0] * a[0] + 1),),
+    "sinh": lambda a, o, g: (g * _f("cosh", a[0]),),
+    "cosh": lambda a, o, g: (g * _f("sinh", a[0]),),
+    "tanh": lambda a, o, g: (g * (1 - o * o),),
+    "arcsinh": lambda a, o, g: (g / _f("sqrt", a[0] * a[0] + 1),),
+    "arccosh": lambda a, o, g: (g / _f("sqrt", a[0] * a[0] - 1),),
+    "arctanh": lambda a, o, g: (g / (1 - a[0] * a[0]),),
+    "sigmoid": lambda a, o, g: (g * o * (1 - o),),
+    "negative": lambda a, o, g: (-g,),
+    "positive": lambda a, o, g: (g,),
+    "square": lambda a, o, g: (g * 2 * a[0],),
+    "absolute": lambda a, o, g: (g * _f("sign", a[0]),),  # sign(0) = 0: 0 at 0
+    "relu": lambda a, o, g: (_where(a[0] > 0, g, 0),),    # 0 at 0
+    "add": lambda a, o, g: (g, g),
+    "subtract": lambda a, o, g: (g, -g),
+    "multiply": lambda a, o, g: (g * a[1], g * a[0]),
+    "divide": lambda a, o, g: (g / a[1], -g * o / a[1]),
+    "maximum": _max_grad,
+    "minimum": _min_grad,
+    "power": _power_grad,
+    # x - floor(x/y)*y and x - trunc(x/y)*y: the quotient is piecewise constant
+    "remainder": lambda a, o, g: (g, -g * _f("floor_divide", a[0], a[1])),
+    "fmod": lambda a, o, g: (g, -g * _f("trunc", a[0] / a[1])),
+    "arctan2": _atan2_grad,
+    "hypot": lambda a, o, g: (g * a[0] / o, g * a[1] / o),
+    "copysign": lambda a, o, g: (g * _f("sign", a[0]) * _f("sign", o), None),
+    "cbrt": lambda a, o, g: (g / (3 * o * o),),
+    "exp2": lambda a, o, g: (g * o * _LN2,),
+    "erf": lambda a, o, g: (g * _TWO_OVER_SQRT_PI * _f("exp", -(a[0] * a[0])),),
+    "deg2rad": lambda a, o, g: (g * float(np.pi / 180),),
+    "rad2deg": lambda a, o, g: (g * float(180 / np.pi),),
+    "reciprocal": lambda a, o, g: (-g * o * o,),
+    "logaddexp": lambda a, o, g: (g * _f("exp", a[0] - o), g * _f("exp", a[1] - o)),
+    "logaddexp2": lambda a, o, g: (g * _f("exp2", a[0] - o), g * _f("exp2", a[1] - o)),
+}
 
 
 # unary, floating point (integers are computed in float64, as NumPy does)

@@ -133,6 +133,21 @@ class Product(Special):
             return batch_dot(matrix_t(y), matrix_t(x))
         return None
 
+    def vjp(self, node, g):
+        """Reverse mode: the gradients with respect to A and B given the product's
+        gradient ``g``, as lazy products (pyet.grad sums a broadcast batch back)."""
+        x, y = node._args
+        if self.batch:
+            return batch_dot(g, _shared_t(y)), batch_dot(_shared_t(x), g)
+        nx, ny = len(x.shape), len(y.shape)
+        if nx == 2 and ny == 2:
+            return dot(g, _shared_t(y)), dot(_shared_t(x), g)
+        if nx == 2:  # matrix @ vector
+            return outer(g, y), dot(_shared_t(x), g)
+        if ny == 2:  # vector @ matrix
+            return dot(y, g), outer(x, g)
+        return binary(OP_multiply, g, y), binary(OP_multiply, g, x)
+
     def gemm_into(self, dst, args, alpha, beta):
         """dst := alpha * A @ B + beta * dst as one BLAS call when dst has the
         product's float dtype (no rounding in between); False otherwise, nothing
@@ -146,6 +161,20 @@ class Product(Special):
         return True
 
 
+cdef Expr _shared_t(Expr e):
+    # An operand transposed for a gradient product.  permute() would push the
+    # transpose into a tree and rewrite a product below it ((A @ B).T is
+    # B.T @ A.T): a new node, so the forward's product would be computed again.
+    # A view of the tree's value keeps the forward's nodes shared; BLAS reads it
+    # transposed, without a copy.
+    if e._op == OP_leaf or e._op == OP_scalar:
+        return matrix_t(e)
+    cdef tuple axes = (0, 2, 1)
+    if len(e.shape) == 2:
+        axes = (1, 0)
+    return view_node(e, "transpose", axes, tuple([e.shape[a] for a in axes]))
+
+
 _PRODUCT = Product(False)
 _BATCH_PRODUCT = Product(True)
 
@@ -154,6 +183,8 @@ def operand_array(Expr x, dtype, dst=None):
     """A product's operand as an ndarray: a leaf as it is when its dtype fits
     (BLAS layouts are checked later); anything else computed.  A leaf that
     overlaps the destination is copied first."""
+    if x._op == OP_special:  # through the evaluation's table: computed once per evaluation
+        x = materialize_node(x)
     if x._op == OP_leaf:
         arr = (<Tensor>x)._array
         if dst is not None and np.may_share_memory(arr, dst):

@@ -21,7 +21,7 @@ import numpy as np
 from pyet._core import core
 from pyet._core.core import Special, array_of, node
 from pyet._kernels import nn as _nn_kernels
-from pyet._nodes.views import reshape
+from pyet._nodes.views import broadcast_to, reshape
 
 _operand = core.as_expr
 
@@ -118,6 +118,11 @@ class Take(Kernel):
         idx, w = arrays
         _nn_kernels.take_into(out, w.reshape(w.shape[0], out.shape[1]), idx.reshape(-1))
 
+    def vjp(self, node, g):
+        """Reverse mode: rows of ``g`` scattered back (take_grad); none to indices."""
+        idx, w = node._args
+        return (None, take_grad(idx, g, w.shape[0]))
+
 
 def take(indices, W):
     """Rows of ``W`` at ``indices`` (MShadow's ``take``; NumPy's ``W[indices]``).
@@ -174,6 +179,12 @@ class ChooseRowElement(Kernel):
 
     def compute(self, out, arrays):
         _nn_kernels.choose_into(out, arrays[0], arrays[1])
+
+    def vjp(self, node, g):
+        """Reverse mode: ``g[i]`` at (i, indices[i]) of zeros, fused elementwise."""
+        m, idx = node._args
+        zeros = broadcast_to(core.tensor(np.zeros((), g.dtype)), m.shape)
+        return (fill_row_element(zeros, g, idx), None)
 
 
 def _matrix(e, fname, what):
@@ -251,6 +262,10 @@ class TakeGrad(Kernel):
     def compute(self, out, arrays):
         idx, g = arrays
         _nn_kernels.take_grad_into(out, g.reshape(idx.size, out.shape[1]), idx.reshape(-1))
+
+    def vjp(self, node, g):
+        """Reverse mode: the rows of ``g`` gathered again (take)."""
+        return (None, take(node._args[0], g))
 
 
 def take_grad(indices, G, num_rows):

@@ -121,6 +121,33 @@ class Reduction(Special):
         # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
         return np.asarray(acc, dtype=_result_dtype(kind, dtype)).reshape(out_shape)
 
+    def vjp(self, node, g):
+        """Reverse mode: the gradient with respect to the operand, lazily (sum and
+        mean spread ``g`` back; prod is exact with zeros; tied maxima and minima
+        share the gradient equally, as PyTorch's amax/amin)."""
+        from pyet._nodes.views import broadcast_to, reshape
+
+        (x,) = node._args
+        kind, axes = self.kind, self.axes
+        if kind not in ("sum", "mean", "prod", "max", "min"):
+            return (None,)  # integer and bool results
+        kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        gk = reshape(g, kept)
+        if kind == "sum":
+            return (broadcast_to(gk, x.shape),)
+        if kind == "mean":
+            count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+            return (broadcast_to(gk / count, x.shape),)
+        if kind == "prod":
+            # the product of the others: out/x fails at zeros, so count them
+            zero = x == 0
+            nzeros = reduction("sum", zero, axes, keepdims=True)
+            others = reduction("prod", core.where(zero, 1, x), axes, keepdims=True)
+            return (gk * core.where(zero, core.where(nzeros == 1, others, 0),
+                                    core.where(nzeros == 0, others / x, 0)),)
+        hit = (x == reshape(node, kept)).astype(x.dtype)
+        return (gk * hit / reduction("sum", hit, axes, keepdims=True),)
+
 
 def _result_dtype(kind, dtype):
     """NumPy 2's result dtypes: sums of bools and small ints are int64, means

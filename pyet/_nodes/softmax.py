@@ -44,6 +44,15 @@ class Softmax(Special):
         else:
             self._rows_into(rows, args[0])
 
+    def vjp(self, node, g):
+        """Reverse mode, lazily: ``s*(g - sum(g*s))`` for s = softmax,
+        ``g - exp(l)*sum(g)`` for l = log_softmax (sums along the axis)."""
+        from pyet._nodes.reductions import sum as _sum
+
+        if self.log:
+            return (g - core.apply("exp", (node,)) * _sum(g, self.axis, keepdims=True),)
+        return (node * (g - _sum(g * node, self.axis, keepdims=True)),)
+
     def _rows_into(self, rows, child):
         if isinstance(child, core.Tensor):  # read in place when its rows are contiguous
             x = _rows(child._array, self.axis, copy=True)

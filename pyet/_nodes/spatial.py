@@ -16,6 +16,7 @@ from pyet._core import core
 from pyet._core.core import node
 from pyet._kernels import spatial as _spatial_kernels
 from pyet._nodes.nn import Kernel, _count, _fmt
+from pyet._nodes.views import broadcast_to
 
 _operand = core.as_expr
 _NUMERIC = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.float32, np.float64))
@@ -92,6 +93,11 @@ class Im2Col(Kernel):
         img = arrays[0]
         _spatial_kernels.im2col_into(out, img.reshape(_fold(img.shape, 3)), *self.geometry())
 
+    def vjp(self, node, g):
+        """Reverse mode: the columns summed back into images (col2im)."""
+        return (pack_col2patch(g, node._args[0].shape, self.ky, self.kx, (self.sy, self.sx),
+                               (self.dy, self.dx)),)
+
 
 def unpack_patch2col(img, ky, kx, stride=1, dilate=1):
     """The ky x kx patches of ``img`` as the columns of a matrix (im2col;
@@ -162,6 +168,10 @@ class Col2Im(Im2Col):
 
     def compute(self, out, arrays):
         _spatial_kernels.col2im_into(out, arrays[0], *self.geometry())
+
+    def vjp(self, node, g):
+        """Reverse mode: the patches of ``g`` as columns again (im2col)."""
+        return (unpack_patch2col(g, self.ky, self.kx, (self.sy, self.sx), (self.dy, self.dx)),)
 
 
 def pack_col2patch(col, img_shape, ky, kx, stride=1, dilate=1):
@@ -269,6 +279,12 @@ class Pool(Kernel):
         src = arrays[0]
         _spatial_kernels.pool_into(out, src.reshape(_fold(src.shape, 2)), *self.params())
 
+    def vjp(self, node, g):
+        """Reverse mode: :func:`unpool` (every tied maximum gets the window's gradient)."""
+        x = node._args[0]
+        return (unpool(x, node, g.astype(x.dtype), self.ky, self.kx, self.sy, self.sx,
+                       self.op),)
+
 
 def pool(e, ky, kx, sy=None, sx=None, op="max"):
     """Pool the last two axes of ``e`` over ky x kx windows (MShadow's ``pool``).
@@ -322,6 +338,20 @@ class Unpool(Pool):
     def compute(self, out, arrays):
         src, pooled, grad = (a.reshape(_fold(a.shape, 2)) for a in arrays)
         _spatial_kernels.unpool_into(out, src, pooled, grad, *self.params())
+
+    def vjp(self, node, g):
+        """Reverse mode with respect to the pooled gradient (args[2]): pooling ``g``
+        again (sum, avg), or for max the sum of ``g`` at each window's maxima,
+        when windows do not overlap.  src and pooled get none (piecewise constant)."""
+        src, pooled, _ = node._args
+        if self.op != "max":
+            return (None, None, pool(g, self.ky, self.kx, self.sy, self.sx, self.op))
+        if self.sy < self.ky or self.sx < self.kx:
+            raise NotImplementedError("pyet.grad: the gradient of unpool with overlapping "
+                                      "max windows (stride < kernel) is not implemented")
+        ones = broadcast_to(core.tensor(np.ones((), pooled.dtype)), pooled.shape)
+        hits = unpool(src, pooled, ones, self.ky, self.kx, self.sy, self.sx, "max")
+        return (None, None, pool(g * hits, self.ky, self.kx, self.sy, self.sx, "sum"))
 
 
 def unpool(src, pooled, grad, ky, kx, sy=None, sx=None, op="max"):

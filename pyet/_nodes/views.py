@@ -252,6 +252,11 @@ class Pad(Special):
         (top, bottom), (left, right) = self.widths
         return shape[:-2] + (shape[-2] + top + bottom, shape[-1] + left + right)
 
+    def vjp(self, node, g):
+        """Reverse mode: the interior of ``g`` (the border is a constant)."""
+        (top, _), (left, _) = self.widths
+        return (crop(g, node._args[0].shape[-2:], (top, left)),)
+
     def into(self, dst, args):
         (top, _), (left, _) = self.widths
         H, W = args[0].shape[-2:]
@@ -323,6 +328,84 @@ class Concat(Special):
             stop = start + a.shape[self.axis]
             core.assign(dst[lead + (slice(start, stop),)], a)
             start = stop
+
+    def vjp(self, node, g):
+        """Reverse mode: each piece's slice of ``g``."""
+        lead = (slice(None),) * self.axis
+        out, start = [], 0
+        for a in node._args:
+            stop = start + a.shape[self.axis]
+            out.append(index(g, lead + (slice(start, stop), Ellipsis)))
+            start = stop
+        return tuple(out)
+
+
+def _hashable(key):
+    """A basic-indexing key with its slices as tuples (slices are unhashable
+    before Python 3.12; params() must hash)."""
+    return tuple(("slice", k.start, k.stop, k.step) if isinstance(k, slice) else
+                 ("...",) if k is Ellipsis else k for k in key)
+
+
+class Index(Special):
+    """NumPy's basic indexing ``child[key]`` of a computed child."""
+
+    __slots__ = ("key",)
+    name = "index"
+
+    def __init__(self, key):
+        self.key = key
+
+    def params(self):
+        return _hashable(self.key)
+
+    def value(self, args):
+        return array_of(args[0])[self.key]
+
+    def vjp(self, node, g):
+        return (index_adjoint(g, self.key, node._args[0].shape),)
+
+
+class IndexAdjoint(Special):
+    """Zeros of ``shape`` with the view ``[key]`` set to the child: the adjoint
+    (reverse-mode gradient) of basic indexing."""
+
+    __slots__ = ("key", "shape")
+    name = "index_adjoint"
+
+    def __init__(self, key, shape):
+        self.key, self.shape = key, shape
+
+    def params(self):
+        return (_hashable(self.key), self.shape)
+
+    def value(self, args):
+        out = np.empty(self.shape, args[0].dtype)
+        self.into(out, args)
+        return out
+
+    def into(self, dst, args):
+        core.assign(dst, 0)
+        core.assign(dst[self.key], args[0])
+
+    def vjp(self, node, g):
+        return (index(g, self.key),)
+
+
+def index(e, key):
+    """``e[key]`` for a basic-indexing ``key`` (a tuple), lazily: a view of a
+    tensor's memory, else the computed value's view."""
+    x = _operand(e)
+    if isinstance(x, core.Tensor):
+        return view_of_leaf(x, "index", key, x._array[key])
+    shape = np.broadcast_to(np.zeros((), np.bool_), x.shape)[key].shape
+    return node(Index(key), (x,), shape, x.dtype)
+
+
+def index_adjoint(g, key, shape):
+    """Zeros of ``shape`` with ``[key]`` set to ``g``, lazily."""
+    x = _operand(g)
+    return node(IndexAdjoint(key, tuple(shape)), (x,), tuple(shape), x.dtype)
 
 
 def _pieces(seq, fname):
