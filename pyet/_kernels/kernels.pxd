@@ -1,9 +1,11 @@
-# C types and kernels shared by every compiled module (declared once here).
+# The elementwise kernels of kernels.h, as the core calls them.
 
 from libc.stdint cimport int64_t
 
+from pyet._kernels.types cimport pyet_intp
+
+
 cdef extern from "kernels.h" nogil:
-    ctypedef Py_ssize_t pyet_intp
     ctypedef unsigned char pyet_bool
 
     enum:

@@ -5,7 +5,7 @@ cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from pyet._kernels.kernels cimport pyet_intp
+from pyet._kernels.types cimport pyet_intp
 
 # arithmetic kernels: the numeric dtypes
 ctypedef fused num_t:

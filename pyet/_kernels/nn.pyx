@@ -15,7 +15,7 @@ fused type once (``specialization``).
 cimport numpy as cnp
 from cython.parallel cimport prange
 
-from pyet._kernels.kernels cimport pyet_intp
+from pyet._kernels.types cimport pyet_intp
 from pyet._kernels.parallel cimport threads_for
 
 import numpy as np

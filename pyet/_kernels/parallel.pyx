@@ -4,7 +4,7 @@ work deserves; one setting, one threshold."""
 
 import os
 
-from pyet._kernels.kernels cimport pyet_intp
+from pyet._kernels.types cimport pyet_intp
 
 
 cdef extern from "threads.h" nogil:

@@ -15,7 +15,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport NAN
 
-from pyet._kernels.kernels cimport pyet_intp
+from pyet._kernels.types cimport pyet_intp
 from pyet._kernels.nn cimport (aligned, at, copy_row, get, item_t, num_t, readable, ref, shp,
                                specialization)
 from pyet._kernels.parallel cimport threads_for
