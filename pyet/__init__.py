@@ -18,6 +18,18 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ:
     _os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
+try:
+    from pyet._core import core as _compiled  # noqa: E402, F401
+except ImportError as _exc:  # the source folder, where nothing is compiled
+    if "pyet._core" not in str(_exc) and "pyet._kernels" not in str(_exc):
+        raise
+    raise ImportError(
+        f"pyet's compiled modules are not in {_os.path.dirname(__file__)}: this looks like "
+        "pyet's source folder, which Python found before the installed pyet. Run from "
+        "another folder, or with `python -P` (which keeps the current folder off sys.path); "
+        "to build in place: pip install --no-build-isolation -e ."
+    ) from None
+
 from pyet._blob import Blob  # noqa: E402
 from pyet._core.core import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
 from pyet._functions import *  # noqa: F403
@@ -35,12 +47,26 @@ from pyet._nodes.spatial import *  # noqa: F403
 from pyet._nodes.spatial import __all__ as _spatial_names
 from pyet._nodes.views import *  # noqa: F403
 from pyet._nodes.views import __all__ as _view_names
-from pyet._tensor_api import asarray, empty, evaluate, full, ones, zeros
+from pyet._tensor_api import (
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    evaluate,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Blob", "Expr", "Tensor", "asarray", "batch_dot", "dot", "empty", "evaluate", "full",
+    "Blob", "Expr", "Tensor", "arange", "asarray", "empty_like", "full_like", "linspace",
+    "ones_like", "zeros_like", "batch_dot", "dot", "empty", "evaluate", "full",
     "get_num_threads", "ones", "outer", "set_num_threads", "swapaxes", "transpose", "zeros",
     *_function_names, *_grad_names, *_nn_names, *_reduce_names, *_softmax_names, *_spatial_names,
     *_view_names,

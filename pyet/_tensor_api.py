@@ -63,7 +63,7 @@ def empty(shape, dtype=np.float64):
 def full(shape, fill_value, dtype=np.float64):
     """A new aligned tensor of ``shape`` filled with ``fill_value``."""
     t = empty(shape, dtype)
-    t[...] = fill_value
+    t.numpy().fill(fill_value)  # NumPy's conversion of the value, as np.full
     return t
 
 
@@ -98,4 +98,49 @@ def evaluate(expr, out=None):
         return out
     dst = out.numpy() if isinstance(out, Tensor) else out
     core.assign(dst, expr)
+    return out
+
+
+def _like(a, dtype, shape):
+    e = a if isinstance(a, Expr) else core.as_expr(a)
+    return (e.shape if shape is None else shape), (e.dtype if dtype is None else dtype)
+
+
+def empty_like(a, dtype=None, shape=None):
+    """A new uninitialized aligned tensor of ``a``'s shape and dtype (NumPy's
+    ``empty_like``); ``a`` may be an expression, which is not evaluated."""
+    return empty(*_like(a, dtype, shape))
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """A new aligned tensor of zeros with ``a``'s shape and dtype (NumPy's ``zeros_like``)."""
+    return zeros(*_like(a, dtype, shape))
+
+
+def ones_like(a, dtype=None, shape=None):
+    """A new aligned tensor of ones with ``a``'s shape and dtype (NumPy's ``ones_like``)."""
+    return ones(*_like(a, dtype, shape))
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """A new aligned tensor of ``a``'s shape and dtype filled with ``fill_value``
+    (NumPy's ``full_like``)."""
+    shape, dtype = _like(a, dtype, shape)
+    return full(shape, fill_value, dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """Evenly spaced values in ``[start, stop)`` as a new aligned tensor (NumPy's ``arange``)."""
+    values = np.arange(start, stop, step, dtype=dtype)
+    out = empty(values.shape, values.dtype)
+    out.numpy()[...] = values
+    return out
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` as a new aligned
+    tensor (NumPy's ``linspace``)."""
+    values = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    out = empty(values.shape, values.dtype)
+    out.numpy()[...] = values
     return out

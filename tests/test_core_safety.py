@@ -298,3 +298,15 @@ def test_zero_d_leaves_in_every_position(n):
         for e, want in cases:
             for _ in range(3):
                 np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), want)
+
+
+def test_import_from_the_source_folder_says_what_is_wrong():
+    src = pathlib.Path(__file__).parents[1]
+    if not (src / "pyet" / "__init__.py").is_file() or \
+            list((src / "pyet" / "_core").glob("core*.so")):
+        pytest.skip("no uncompiled source folder beside the tests")
+    code = f"import sys; sys.path.insert(0, {str(src)!r}); import pyet"
+    run = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "pyet's compiled modules are not in" in run.stderr
+    assert "circular import" not in run.stderr
