@@ -84,3 +84,15 @@ cdef inline cnp.ndarray readable(cnp.ndarray a):
     # a, or an aligned C-contiguous copy when it is misaligned (a field of a
     # packed structured array, an odd byte offset)
     return a if cnp.PyArray_ISALIGNED(a) else cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+
+
+cdef inline object aside(object kernel, cnp.ndarray out, tuple args):
+    # kernel(0, out, *args) (0: the fused tag), or into an aligned temporary
+    # copied into a misaligned out: the kernels never write a misaligned element
+    if aligned(out):
+        kernel(0, out, *args)
+    else:
+        tmp = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(out), cnp.PyArray_DIMS(out),
+                                cnp.PyArray_TYPE(out), 0)
+        kernel(0, tmp, *args)
+        out[...] = tmp

@@ -23,17 +23,6 @@ import numpy as np
 cnp.import_array()
 
 
-cdef object aside(object kernel, cnp.ndarray out, tuple args):
-    # kernel(0, out, *args) (0: the fused tag), or into an aligned temporary
-    # copied into a misaligned out: the kernels never write a misaligned element
-    if aligned(out):
-        kernel(0, out, *args)
-    else:
-        tmp = np.empty((<object>out).shape, out.dtype)
-        kernel(0, tmp, *args)
-        out[...] = tmp
-
-
 cdef cnp.ndarray indices(cnp.ndarray idx, pyet_intp n, str fname):
     # idx as n contiguous intp (the callers checked the values)
     if idx.ndim != 1 or idx.shape[0] != n or idx.dtype != np.intp:

@@ -16,24 +16,11 @@ from cython.parallel cimport prange
 from libc.math cimport NAN
 
 from pyet._kernels.types cimport pyet_intp
-from pyet._kernels.nn cimport (aligned, at, copy_row, get, item_t, num_t, readable, ref, shp,
+from pyet._kernels.nn cimport (aside, at, copy_row, get, item_t, num_t, readable, ref, shp,
                                specialization)
 from pyet._kernels.parallel cimport threads_for
 
-import numpy as np
-
 cnp.import_array()
-
-
-cdef object aside(object kernel, cnp.ndarray out, tuple args):
-    # kernel(0, out, *args) (0: the fused tag), or into an aligned temporary
-    # copied into a misaligned out: the kernels never write a misaligned element
-    if aligned(out):
-        kernel(0, out, *args)
-    else:
-        tmp = np.empty((<object>out).shape, out.dtype)
-        kernel(0, tmp, *args)
-        out[...] = tmp
 
 
 cdef int check_dtypes(cnp.ndarray out, tuple arrays, str fname) except -1:
