@@ -17,20 +17,28 @@
 _evaluation = threading.local()
 
 
-cpdef assign(object dst, object value):
-    """Evaluate ``value`` (an expression, array or scalar) into ndarray ``dst``.
-
-    Every check happens before the first write: on any error dst is untouched.
-    """
+cpdef check_assignment(object dst, object value):
+    """The checks of ``dst[...] = value`` (destination type, writeable, shape,
+    casting) without evaluating anything: ``value`` as an Expr, or an error."""
     cdef Expr e = as_operand(value)
     if not isinstance(dst, np.ndarray):
         raise TypeError(f"destination must be an ndarray or pyet.Tensor, got "
                         f"{type(dst).__name__}")
     cdef cnp.ndarray d = <cnp.ndarray>dst
-    cdef int dst_dt = array_dtype_code(d)
     if not cnp.PyArray_ISWRITEABLE(d):
         raise ValueError("assignment destination is read-only")
-    check_target(e, d, dst_dt)
+    check_target(e, d, array_dtype_code(d))
+    return e
+
+
+cpdef assign(object dst, object value):
+    """Evaluate ``value`` (an expression, array or scalar) into ndarray ``dst``.
+
+    Every check happens before the first write: on any error dst is untouched.
+    """
+    cdef Expr e = check_assignment(dst, value)
+    cdef cnp.ndarray d = <cnp.ndarray>dst
+    cdef int dst_dt = array_dtype_code(d)
     if e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES:
         e = split(e)
     if e._flags & HAS_INT_POWER:
@@ -43,6 +51,7 @@ cpdef assign(object dst, object value):
 
 cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     cdef Program prog = get_program(e, dst_dt)
+    STATS[0] += 1
     cdef list leaves = [], scalars = [], pyfuncs = []
     collect(e, leaves, scalars, pyfuncs)
     if e._flags & HAS_PYFUNC:
@@ -64,6 +73,7 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
         if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
                 and not leaves_overlap(e, d):
             (<SpecialNode>e)._kernel.into(d, e._args)  # straight into dst, no scratch
+            _count_special(e, 0)
             return
         assign_elementwise(d, materialize_node(e), dst_dt)
     finally:
@@ -132,6 +142,7 @@ cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
             if dd is not None and not same_view(dd, d):
                 assign(d, dd)
             gemm_2d(d, (<Tensor>x)._array, (<Tensor>y)._array, alpha, beta)
+            STATS[1] += 1
             return True
         # the operands are read (copied when they overlap d) before D is written
         a = operand_array(materialize_node(x), DTYPES[dst_dt], d)
@@ -139,6 +150,7 @@ cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
         if dd is not None and not same_view(dd, d):
             assign(d, dd)
         matmul_into(d, a, b, alpha, beta)
+        STATS[1] += 1
         return True
     return False
 
@@ -162,16 +174,103 @@ cdef Expr materialize_node(Expr e):
     if not (e._flags & HAS_SPECIAL):
         return e
     done = getattr(_evaluation, "done", None)
-    if done is not None and id(e) in done:
-        return done[id(e)][1]
+    key = None
+    if done is not None:
+        # in a plan's scope equal structures over the same memory share a value;
+        # otherwise a node is itself (kept alive in the table: its id stays its own)
+        key = value_key(e) if getattr(_evaluation, "structural", False) else id(e)
+        hit = done.get(key)
+        if hit is not None:
+            return hit[1]
     cdef Expr leaf
     if e._op == OP_special:
-        leaf = wrap((<SpecialNode>e)._kernel.value(e._args))
+        value = (<SpecialNode>e)._kernel.value(e._args)
+        _count_special(e, (<cnp.ndarray>value).nbytes)
+        leaf = wrap(value)
     else:
         leaf = with_args(e, tuple([materialize_node(a) for a in e._args]))
     if done is not None:
-        done[id(e)] = (e, leaf)  # e kept alive: its id stays its own
+        done[key] = (e, leaf)
     return leaf
+
+
+# ------------------------------------------------------------ statistics
+
+# elementwise passes, gemm calls, reductions, special-node computations,
+# scratch bytes: counted since the last stats(reset=True)
+cdef Py_ssize_t STATS[5]
+STATS[:] = [0, 0, 0, 0, 0]
+_STAT_NAMES = ("elementwise_passes", "gemm_calls", "reductions", "special_nodes",
+               "scratch_bytes")
+
+
+cdef _count_special(Expr e, Py_ssize_t nbytes):
+    kernel = (<SpecialNode>e)._kernel
+    if isinstance(kernel, Product):
+        STATS[1] += 1
+    elif type(kernel).__name__ == "Reduction":  # (a family's class: known by name only)
+        STATS[2] += 1
+    else:
+        STATS[3] += 1
+    STATS[4] += nbytes
+
+
+def stats(bint reset=False):
+    """Counters of the work evaluations did since the last ``stats(reset=True)``:
+    elementwise passes, gemm calls, reductions, other special-node computations
+    and scratch bytes allocated for special nodes' values."""
+    out = {name: STATS[i] for i, name in enumerate(_STAT_NAMES)}
+    if reset:
+        for i in range(5):
+            STATS[i] = 0
+    return out
+
+
+# ------------------------------------------------------- plan evaluation
+
+cdef tuple value_key(Expr root):
+    """What makes a subtree's value: its structure, and per leaf its memory,
+    shape, strides and dtype, per scalar its value, per user function itself
+    (pre-order).  Equal keys, equal values, as long as no memory is written."""
+    cdef list parts = [root._key], stack = [root]
+    cdef Expr e
+    while stack:
+        e = stack.pop()
+        if e._op == OP_leaf:
+            a = (<Tensor>e)._array
+            parts.append((a.__array_interface__["data"][0], a.shape, a.strides, e._dt))
+        elif e._op == OP_scalar:
+            parts.append(((<Scalar>e)._value, e._dt))
+        else:
+            if e._op == OP_pyfunc:
+                parts.append((<PyFunc>e)._fn)
+            stack.extend(reversed(e._args))
+    return tuple(parts)
+
+
+class EvaluationScope:
+    """Evaluations sharing one table of computed special nodes (an EvalPlan's
+    run): equal subtrees over the same memory are computed once, and a value
+    is forgotten once a later statement writes memory it was computed from."""
+
+    def __enter__(self):
+        self.outer = getattr(_evaluation, "done", None) is not None
+        if not self.outer:
+            _evaluation.done = {}
+            _evaluation.structural = True
+        return self
+
+    def __exit__(self, *exc):
+        if not self.outer:
+            _evaluation.done = None
+            _evaluation.structural = False
+        return False
+
+    def forget(self, dst):
+        """Drop the values computed from memory that ``dst`` overlaps."""
+        done = _evaluation.done
+        for key in [k for k, (node, _) in done.items() if leaves_overlap(node, dst)]:
+            del done[key]
 
 
 def materialize(e):

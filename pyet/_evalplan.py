@@ -1,0 +1,148 @@
+"""Deferred evaluation of many statements (MetaNN's ``EvalRegister`` /
+``EvalPlan::Eval``): statements are registered, checked at once, and run
+together; what they share is computed once."""
+
+import numpy as np
+
+from pyet._core import core
+from pyet._core.core import Tensor
+from pyet._tensor_api import empty
+
+_UPDATES = {"=": None, "+=": "__add__", "-=": "__sub__", "*=": "__mul__", "/=": "__truediv__"}
+
+
+class Handle:
+    """A result registered with :meth:`EvalPlan.register`; ``value`` is its
+    Tensor once the plan has run."""
+
+    __slots__ = ("expr", "_value")
+
+    def __init__(self, expr):
+        self.expr = expr
+        self._value = None
+
+    @property
+    def value(self):
+        if self._value is None:
+            raise RuntimeError("the plan holding this result has not run yet")
+        return self._value
+
+    def __repr__(self):
+        state = "computed" if self._value is not None else "pending"
+        return f"Handle({state}, shape={self.expr.shape}, dtype={self.expr.dtype})"
+
+
+class EvalPlan:
+    """Statements evaluated together, with the result of running them one by
+    one in the order registered.
+
+    Every check (shapes, dtypes, casting, a writable destination) happens when
+    a statement is registered.  When the plan runs, a product, reduction or
+    other special node that several statements compute -- the same structure
+    over the same memory, whether or not the same Python object -- is computed
+    once, unless a statement in between wrote memory it reads.
+
+    Examples
+    --------
+    >>> plan = pyet.EvalPlan()
+    >>> plan.assign(y1, pyet.sigmoid(pyet.dot(x, W) + b))
+    >>> h = plan.register(2 * pyet.sigmoid(pyet.dot(x, W) + b))
+    >>> plan.run()          # one gemm for both statements
+    >>> h.value
+    """
+
+    def __init__(self):
+        self._statements = []
+
+    def __len__(self):
+        return len(self._statements)
+
+    def assign(self, dst, expr, op="="):
+        """Register ``dst[...] op expr`` (op one of ``= += -= *= /=``)."""
+        if op not in _UPDATES:
+            raise ValueError(f"EvalPlan.assign: op must be one of {sorted(_UPDATES)}, "
+                             f"got {op!r}")
+        if not isinstance(dst, (Tensor, np.ndarray)):
+            raise TypeError(f"EvalPlan.assign: destination must be an ndarray or "
+                            f"pyet.Tensor, got {type(dst).__name__}")
+        target = dst if isinstance(dst, Tensor) else core.as_expr(dst)
+        arr = target.numpy()
+        value = expr if _UPDATES[op] is None else getattr(target, _UPDATES[op])(expr)
+        self._statements.append((arr, core.check_assignment(arr, value), None))
+
+    def register(self, expr):
+        """Register a result; returns a :class:`Handle` whose ``value`` exists
+        once the plan has run."""
+        e = core.as_expr(expr)
+        handle = Handle(e)
+        self._statements.append((None, e, handle))
+        return handle
+
+    def run(self):
+        """Evaluate every registered statement in order, then empty the plan."""
+        statements, self._statements = self._statements, []
+        with core.EvaluationScope() as scope:
+            for dst, e, handle in statements:
+                if handle is not None:
+                    out = empty(e.shape, e.dtype)
+                    dst = out.numpy()
+                core.assign(dst, e)
+                scope.forget(dst)
+                if handle is not None:
+                    handle._value = out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.run()
+        else:
+            self._statements = []
+        return False
+
+    def __repr__(self):
+        lines = [f"EvalPlan of {len(self._statements)} statement(s)"]
+        for dst, e, handle in self._statements:
+            target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
+            lines.append(f"  {target} = {e!r}")
+        return "\n".join(lines)
+
+
+def evaluate_all(exprs, outs=None):
+    """Evaluate several expressions together (one :class:`EvalPlan`).
+
+    Parameters
+    ----------
+    exprs : sequence of Expr, array_like or scalar
+    outs : sequence of (ndarray, Tensor or None), optional
+        Destinations; None entries (or no ``outs``) get new tensors.
+
+    Returns
+    -------
+    list of Tensor or the given destinations
+    """
+    exprs = list(exprs)
+    outs = [None] * len(exprs) if outs is None else list(outs)
+    if len(outs) != len(exprs):
+        raise ValueError(f"evaluate_all: {len(exprs)} expressions but {len(outs)} outs")
+    plan = EvalPlan()
+    results = []
+    for e, out in zip(exprs, outs, strict=True):
+        if out is None:
+            results.append(plan.register(e))
+        else:
+            plan.assign(out, e)
+            results.append(out)
+    plan.run()
+    return [r.value if isinstance(r, Handle) else r for r in results]
+
+
+def stats(reset=False):
+    """Counters of the work done since the last ``stats(reset=True)``:
+    ``elementwise_passes``, ``gemm_calls``, ``reductions``, ``special_nodes``
+    (other special-node computations) and ``scratch_bytes``."""
+    return core.stats(reset)
+
+
+__all__ = ["EvalPlan", "Handle", "evaluate_all", "stats"]
