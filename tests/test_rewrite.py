@@ -84,3 +84,56 @@ def test_rules_fire_for_repeated_operands(dtype):
     x = pyet.asarray(np.arange(4, dtype=dtype))
     text = core.lower(x * 2.0 + x, core.dtype_code(dtype)).text
     assert text.startswith("dst = axpy"), text
+
+
+# ----------------------------------------------------------- build-time folds
+
+EDGES = {"float32": [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -3.25, 1e-45],
+         "float64": [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -3.25, 5e-324],
+         "int32": [0, 1, -1, 2**31 - 1, -2**31],
+         "int64": [0, 1, -1, 2**63 - 1, -2**63],
+         "bool": [True, False]}
+
+FOLDS = [  # (the tree, NumPy's unfolded value)
+    (lambda x: x * 1, lambda a: a * 1),
+    (lambda x: 1 * x, lambda a: 1 * a),
+    (lambda x: x / 1, lambda a: a / 1),
+    (lambda x: x - 0, lambda a: a - 0),
+    (lambda x: np.negative(np.negative(x)), lambda a: np.negative(np.negative(a))),
+    (lambda x: ~~x, lambda a: ~~a),
+    (lambda x: x + 0, lambda a: a + 0),          # not a fold: -0.0 + 0 is 0.0
+    (lambda x: x * 1.0, lambda a: a * 1.0),
+    (lambda x: x * np.float64(1), lambda a: a * np.float64(1)),
+]
+
+
+@pytest.mark.parametrize("dtype", sorted(EDGES))
+@pytest.mark.parametrize("k", range(len(FOLDS)))
+def test_folds_give_the_unfolded_value(dtype, k):
+    tree, ref = FOLDS[k]
+    a = np.array(EDGES[dtype], dtype)
+    try:
+        with np.errstate(all="ignore"):
+            want = ref(a)
+    except TypeError:  # NumPy refuses (-bool, ~float): so does pyet
+        with pytest.raises(TypeError):
+            pyet.evaluate(tree(pyet.asarray(a)))
+        return
+    with np.errstate(all="ignore"):
+        e = tree(pyet.asarray(a))
+        got = np.asarray(pyet.evaluate(e))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want)) if got.dtype.kind == "f" else True
+
+
+def test_folds_apply_only_where_exact():
+    x = pyet.asarray(np.ones(3, np.float32))
+    assert x * 1 is x and 1 * x is x and x / 1 is x and x - 0 is x
+    assert pyet.negative(pyet.negative(x)) is x
+    assert x + 0 is not x                  # -0.0 + 0 == 0.0
+    assert x * np.float64(1) is not x      # the result is float64
+    b = pyet.asarray(np.ones(3, bool))
+    assert b * 1 is not b                  # bool * 1 is int64
+    i = pyet.asarray(np.ones(3, np.int32))
+    assert i / 1 is not i and ~~i is i     # int / 1 is float64

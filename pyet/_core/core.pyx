@@ -32,7 +32,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from pyet._core.ops import OPS, OPS_BY_NAME, UFUNC_TO_OP
-from pyet._core.rewrite import COMMUTATIVE, ROOT_FORMS, RULES
+from pyet._core.rewrite import COMMUTATIVE, INVOLUTIONS, NEUTRAL_FOLDS, ROOT_FORMS, RULES
 from pyet._kernels import blas as _blas
 
 from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready

@@ -521,11 +521,40 @@ cdef object _constant_comparison(int op, tuple args, int cdt):
     return wrap(np.broadcast_to(value, broadcast_all(args)))
 
 
+# the build-time folds of rewrite.py, by op code
+cdef dict _NEUTRAL = {OPCODES[name]: (side, value) for name, side, value in NEUTRAL_FOLDS}
+cdef frozenset _INVOLUTIONS = frozenset([OPCODES[name] for name in INVOLUTIONS])
+
+
+cdef object _fold(int op, tuple args, int dt):
+    # the operand a fold leaves, or None
+    cdef Expr a, s
+    if len(args) == 1:
+        a = args[0]
+        if op in _INVOLUTIONS and a._op == op and a._dt == dt:
+            return a._args[0]  # (its dtype is a's: these ops keep the dtype)
+        return None
+    fold = _NEUTRAL.get(op)
+    if fold is None:
+        return None
+    side, value = fold
+    for k in ([1, 0] if side == 2 else [1]):
+        s, a = args[k], args[1 - k]
+        if s._op == OP_scalar and not isinstance((<Scalar>s)._value, (bool, np.bool_)) \
+                and (<Scalar>s)._value == value and a._dt == dt and a._op != OP_scalar \
+                and len(a.shape) >= len(s.shape):
+            return a
+    return None
+
+
 cdef Expr make_node(int op, tuple args):
     """A lazy op node: shape, dtypes and structure key computed here, once."""
     cdef Expr e = Expr.__new__(Expr), a
     cdef int cdt, dt
     cdt, dt = resolve(op, args)
+    folded = _fold(op, args, dt)
+    if folded is not None:
+        return folded
     constant = _constant_comparison(op, args, cdt)
     if constant is not None:
         return constant
@@ -632,10 +661,15 @@ cdef Expr binary(int op, object a, object b):
     cdef int cdt, dt
     cdef tuple args = (x, y)
     cdt, dt = resolve(op, args)
-    if (x._op == OP_scalar or y._op == OP_scalar) and op in _COMPARISONS:
-        constant = _constant_comparison(op, args, cdt)
-        if constant is not None:
-            return constant
+    if x._op == OP_scalar or y._op == OP_scalar:
+        if op in _COMPARISONS:
+            constant = _constant_comparison(op, args, cdt)
+            if constant is not None:
+                return constant
+        elif op in _NEUTRAL:
+            folded = _fold(op, args, dt)
+            if folded is not None:
+                return folded
     # seal() for two children, unrolled: the hot path of operators
     e._op = op
     e._args = args

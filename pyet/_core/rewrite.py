@@ -50,3 +50,15 @@ ROOT_FORMS = (
     (("subtract", "P", "D"), 1.0, -1.0),                      # dot(A, B) - D
     (("subtract", ("multiply", "a", "P"), "D"), 1.0, -1.0),   # a * dot(A, B) - D
 )
+
+# Folds applied when a node is built.  Each gives the unfolded node's value for
+# every input (NaN, inf and -0.0 included) and applies only where the node has
+# its operand's dtype and shape; folds that hold only for finite inputs
+# (x * 0 -> 0, x - x -> 0) are not here.
+# Rows: (op, operand position of the neutral scalar: 1 right, 2 either side, its value)
+NEUTRAL_FOLDS = (
+    ("multiply", 2, 1),   # x * 1 -> x (1 * x too): x*1 rounds to x, -0.0 and NaN kept
+    ("divide", 1, 1),     # x / 1 -> x
+    ("subtract", 1, 0),   # x - 0 -> x (-0.0 - 0 is -0.0; x + 0 is not a fold: -0.0 + 0 = 0.0)
+)
+INVOLUTIONS = ("negative", "invert")  # -(-x) -> x, ~~x -> x (integers wrap back)
