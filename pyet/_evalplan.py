@@ -102,11 +102,7 @@ class EvalPlan:
         return False
 
     def __repr__(self):
-        lines = [f"EvalPlan of {len(self._statements)} statement(s)"]
-        for dst, e, handle in self._statements:
-            target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
-            lines.append(f"  {target} = {e!r}")
-        return "\n".join(lines)
+        return explain(self)
 
 
 def evaluate_all(exprs, outs=None):
@@ -138,6 +134,40 @@ def evaluate_all(exprs, outs=None):
     return [r.value if isinstance(r, Handle) else r for r in results]
 
 
+def explain(what, out=None):
+    """What evaluating an expression, or running a plan, will do: for each
+    statement the root's way (one gemm with its alpha and beta, a special node
+    straight into the destination, or an elementwise pass), the special nodes
+    computed into scratch (with sizes, and how often a shared one is used), the
+    elementwise program after the rewrite rules, operands copied because they
+    overlap the destination, and the threads.  Nothing is computed.
+
+    Parameters
+    ----------
+    what : Expr or EvalPlan
+    out : ndarray or Tensor, optional
+        The destination of an expression (by default a new array).
+
+    Returns
+    -------
+    str
+    """
+    if isinstance(what, EvalPlan):
+        lines = [f"EvalPlan of {len(what)} statement(s); special nodes of equal structure "
+                 "over the same memory are computed once per run"]
+        for k, (dst, e, handle) in enumerate(what._statements):
+            target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
+            arr = dst if dst is not None else np.empty(e.shape, e.dtype)
+            lines.append(f"[{k}] {target} = {e!r}")
+            lines.extend("    " + line for line in core.explain_assignment(arr, e))
+        return "\n".join(lines)
+    e = core.as_expr(what)
+    if out is None:
+        out = np.empty(e.shape, e.dtype)
+    dst = out.numpy() if isinstance(out, Tensor) else out
+    return "\n".join([repr(e)] + core.explain_assignment(dst, e))
+
+
 def stats(reset=False):
     """Counters of the work done since the last ``stats(reset=True)``:
     ``elementwise_passes``, ``gemm_calls``, ``reductions``, ``special_nodes``
@@ -145,4 +175,4 @@ def stats(reset=False):
     return core.stats(reset)
 
 
-__all__ = ["EvalPlan", "Handle", "evaluate_all", "stats"]
+__all__ = ["EvalPlan", "Handle", "evaluate_all", "explain", "stats"]

@@ -148,3 +148,26 @@ def test_random_plans_equal_running_one_by_one(steps):
         ref[dst][...] = new
     for a, r in zip(ours, ref, strict=True):
         np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-12)
+
+
+def test_explain_says_what_will_run(layer):
+    x, W, b = (pyet.asarray(a) for a in layer)
+    C = np.zeros((16, 4))
+    text = pyet.explain(0.5 * pyet.dot(x, W) + pyet.asarray(C), out=C)
+    assert "one gemm into dst" in text and "0.5 * dot" in text and "+ 1 * dst" in text
+    text = pyet.explain(pyet.sigmoid(pyet.dot(x, W) + b))
+    assert "scratch: dot() (16,4) float64, 512 bytes" in text
+    assert "dst = sigmoid[float64->float64](r0)" in text
+    text = pyet.explain(2.0 * (x + 0.5 * x))  # the seed's update shape: one fused kernel
+    assert "dst = scale_axpy" in text
+    s = pyet.sum(x, axis=0)
+    assert "used 2 times, computed once" in pyet.explain(s * s)
+    y = np.arange(8.0)
+    assert "overlaps dst: copied first" in pyet.explain(pyet.asarray(y[::-1]) + 1, out=y)
+    plan = pyet.EvalPlan()
+    plan.assign(C, pyet.dot(x, W))
+    plan.register(pyet.asarray(C) + 1)
+    assert "[0] dst(16, 4)" in repr(plan) and "[1] result" in repr(plan)
+    with pytest.raises(ValueError, match="cannot evaluate"):
+        pyet.explain(pyet.asarray(C).T, out=C)
+    np.testing.assert_array_equal(C, 0)  # explaining computes nothing

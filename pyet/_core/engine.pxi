@@ -349,3 +349,94 @@ cdef check_int_powers(Expr root):
             if np.any(np.less(array_of(e._args[1]), 0)):
                 raise ValueError("Integers to negative integer powers are not allowed.")
         stack.extend(e._args)
+
+
+# ----------------------------------------------------------------- explain
+
+def explain_assignment(object dst, object value):
+    """Lines saying how ``dst[...] = value`` would be evaluated (nothing is
+    computed): the root's way, special nodes and their scratch, shared nodes,
+    the elementwise program, operands copied because they overlap dst."""
+    cdef Expr e = check_assignment(dst, value)
+    cdef cnp.ndarray d = <cnp.ndarray>dst
+    cdef int dst_dt = array_dtype_code(d)
+    lines = []
+    if e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES:
+        lines.append(f"evaluated in pieces (depth {e._depth}, {e._nleaves} leaves; "
+                     f"limits {MAX_DEPTH}, {MAX_LEAVES})")
+    form = _explain_root_form(d, e, dst_dt)
+    if form is not None:
+        lines.append(form)
+        return lines
+    if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
+            and not leaves_overlap(e, d):
+        lines.append(f"{(<SpecialNode>e)._kernel.name} straight into dst")
+        return lines
+    seen, specials = {}, []
+    cdef list stack = [e]
+    cdef Expr x
+    while stack:  # special nodes below the root, each counted where it is shared
+        x = stack.pop()
+        if not (x._flags & HAS_SPECIAL):
+            continue
+        if x._op == OP_special:
+            seen[id(x)] = seen.get(id(x), 0) + 1
+            if seen[id(x)] == 1:
+                specials.append(x)
+            continue
+        stack.extend(x._args)
+    for x in specials:
+        kernel = (<SpecialNode>x)._kernel
+        nbytes = DTYPES[x._dt].itemsize
+        for n in x.shape:
+            nbytes *= n
+        uses = f", used {seen[id(x)]} times, computed once" if seen[id(x)] > 1 else ""
+        lines.append(f"scratch: {kernel.name}({', '.join(kernel.describe())}) "
+                     f"{fmt_shape(x.shape)} {DTYPES[x._dt]}, {nbytes} bytes{uses}")
+    leafy = _stand_in(e)
+    cdef Program prog = lower(leafy, dst_dt)
+    lines.append(f"elementwise pass, {prog.nregs} block register(s):")
+    lines.extend("  " + line for line in prog.text.split("\n"))
+    cdef list leaves = [], scalars = [], fns = []
+    collect(leafy, leaves, scalars, fns)
+    for i, a in enumerate(leaves):
+        if (<cnp.ndarray>a).size and np.may_share_memory(a, d) and not (
+                (<cnp.ndarray>a).ctypes.data == d.ctypes.data
+                and (<object>a).strides == (<object>d).strides):
+            lines.append(f"  leaf{i} overlaps dst: copied first")
+    size = 1
+    for n in (<object>d).shape:
+        size *= n
+    lines.append(f"threads: up to {threads_for(size, size)}")
+    return lines
+
+
+cdef Expr _stand_in(Expr e):
+    # e with special nodes replaced by uninitialized leaves of their shape and
+    # dtype, as materialize_node would leave it (nothing computed)
+    if not (e._flags & HAS_SPECIAL):
+        return e
+    if e._op == OP_special:
+        return wrap(np.empty(e.shape, DTYPES[e._dt]))
+    return with_args(e, tuple([_stand_in(a) for a in e._args]))
+
+
+cdef object _explain_root_form(cnp.ndarray d, Expr e, int dst_dt):
+    if e._dt != dst_dt or (dst_dt != DT_F32 and dst_dt != DT_F64):
+        return None
+    for pattern, sign, beta in ROOT_FORMS:
+        binding = {}
+        if not _root_fits(pattern, e, binding):
+            continue
+        p = binding["P"]
+        dd = binding.get("D")
+        if p._dt != dst_dt or p.shape != (<object>d).shape or \
+                (dd is not None and dd._dt != dst_dt):
+            return None
+        alpha = sign * (float((<Scalar>binding["a"])._value) if "a" in binding else 1.0)
+        x, y = p._args
+        first = "D written into dst, then " if dd is not None and not same_view(dd, d) else ""
+        return (f"one gemm into dst: {first}dst := {alpha:g} * "
+                f"{(<SpecialNode>p)._kernel.name}(A{fmt_shape(x.shape)}, "
+                f"B{fmt_shape(y.shape)}) + {beta if dd is not None else 0.0:g} * dst")
+    return None

@@ -541,8 +541,7 @@ cdef object _fold(int op, tuple args, int dt):
     for k in ([1, 0] if side == 2 else [1]):
         s, a = args[k], args[1 - k]
         if s._op == OP_scalar and not isinstance((<Scalar>s)._value, (bool, np.bool_)) \
-                and (<Scalar>s)._value == value and a._dt == dt and a._op != OP_scalar \
-                and len(a.shape) >= len(s.shape):
+                and (<Scalar>s)._value == value and a._dt == dt and a._op != OP_scalar:
             return a
     return None
 
@@ -744,10 +743,6 @@ cpdef Expr with_args(Expr e, tuple args):
     if e._flags & HAS_INT_POWER and e._op == OP_power:
         c._flags |= HAS_INT_POWER
     return c
-
-
-def _opc(name):
-    return OPCODES[name]
 
 
 _CMP_OPS = {0: OP_less, 1: OP_less_equal, 2: OP_equal, 3: OP_not_equal,
