@@ -15,13 +15,15 @@ for _name, _row in OPS_BY_NAME.items():
 _UFUNC_CODE = {uf: OPCODES[name] for uf, name in UFUNC_TO_OP.items()}
 
 # _flags: what evaluation must do before the elementwise pass
-HAS_SPECIAL = 1     # a special node below: computed into scratch first
-HAS_INT_POWER = 2   # an integer power with an array exponent: checked for negatives
-HAS_PYFUNC = 4      # a user function: evaluated aside, then copied
+cdef enum:
+    HAS_SPECIAL = 1     # a special node below: computed into scratch first
+    HAS_INT_POWER = 2   # an integer power with an array exponent: checked for negatives
+    HAS_PYFUNC = 4      # a user function: evaluated aside, then copied
 
 # deeper trees, or trees of more leaves, are evaluated in pieces (engine.pxi)
-MAX_DEPTH = 512
-MAX_LEAVES = 128
+cdef enum:
+    MAX_DEPTH = 512
+    MAX_LEAVES = 128
 
 
 # ------------------------------------------------------------------- classes
@@ -526,9 +528,27 @@ cdef dict _NEUTRAL = {OPCODES[name]: (side, value) for name, side, value in NEUT
 cdef frozenset _INVOLUTIONS = frozenset([OPCODES[name] for name in INVOLUTIONS])
 
 
+# per op code: a fold may apply (the hot path of operators asks this in C)
+cdef bint FOLDABLE[OP_COUNT]
+cdef bint COMPARES[OP_COUNT]
+for _op in range(OP_COUNT):
+    FOLDABLE[_op] = _op in _NEUTRAL or _op in _INVOLUTIONS
+    COMPARES[_op] = _op in _COMPARISONS
+
+
+cdef inline bint _is_number(Expr s, object value):
+    # s is a scalar node holding ``value`` (a number, not a bool)
+    if s._op != OP_scalar:
+        return False
+    v = (<Scalar>s)._value
+    if type(v) is float or type(v) is int:
+        return v == value
+    return not isinstance(v, (bool, np.bool_)) and v == value
+
+
 cdef object _fold(int op, tuple args, int dt):
     # the operand a fold leaves, or None
-    cdef Expr a, s
+    cdef Expr a
     if len(args) == 1:
         a = args[0]
         if op in _INVOLUTIONS and a._op == op and a._dt == dt:
@@ -538,11 +558,12 @@ cdef object _fold(int op, tuple args, int dt):
     if fold is None:
         return None
     side, value = fold
-    for k in ([1, 0] if side == 2 else [1]):
-        s, a = args[k], args[1 - k]
-        if s._op == OP_scalar and not isinstance((<Scalar>s)._value, (bool, np.bool_)) \
-                and (<Scalar>s)._value == value and a._dt == dt and a._op != OP_scalar:
-            return a
+    a = args[0]
+    if a._dt == dt and a._op != OP_scalar and _is_number(args[1], value):
+        return a
+    a = args[1]
+    if side == 2 and a._dt == dt and a._op != OP_scalar and _is_number(args[0], value):
+        return a
     return None
 
 
@@ -551,12 +572,14 @@ cdef Expr make_node(int op, tuple args):
     cdef Expr e = Expr.__new__(Expr), a
     cdef int cdt, dt
     cdt, dt = resolve(op, args)
-    folded = _fold(op, args, dt)
-    if folded is not None:
-        return folded
-    constant = _constant_comparison(op, args, cdt)
-    if constant is not None:
-        return constant
+    if FOLDABLE[op]:
+        folded = _fold(op, args, dt)
+        if folded is not None:
+            return folded
+    if COMPARES[op]:
+        constant = _constant_comparison(op, args, cdt)
+        if constant is not None:
+            return constant
     seal(e, op, args, broadcast_all(args), cdt, dt, None)
     for a in args:
         if a._op == OP_scalar:
@@ -661,11 +684,11 @@ cdef Expr binary(int op, object a, object b):
     cdef tuple args = (x, y)
     cdt, dt = resolve(op, args)
     if x._op == OP_scalar or y._op == OP_scalar:
-        if op in _COMPARISONS:
+        if COMPARES[op]:
             constant = _constant_comparison(op, args, cdt)
             if constant is not None:
                 return constant
-        elif op in _NEUTRAL:
+        elif FOLDABLE[op]:
             folded = _fold(op, args, dt)
             if folded is not None:
                 return folded
