@@ -79,17 +79,26 @@ class EvalPlan:
         return handle
 
     def run(self):
-        """Evaluate every registered statement in order, then empty the plan."""
+        """Evaluate every registered statement in order, then empty the plan.
+
+        Consecutive elementwise statements over destinations of one shape run
+        as one pass over memory (an optimizer's statements on one parameter
+        read each operand once per block and write every destination).  If a
+        statement raises (a user function, a negative integer power), every
+        destination is put back as it was: nothing has been written.
+        """
         statements, self._statements = self._statements, []
-        with core.EvaluationScope() as scope:
-            for dst, e, handle in statements:
-                if handle is not None:
-                    out = empty(e.shape, e.dtype)
-                    dst = out.numpy()
-                core.assign(dst, e)
-                scope.forget(dst)
-                if handle is not None:
-                    handle._value = out
+        dsts, exprs, results = [], [], []
+        for dst, e, handle in statements:
+            if handle is not None:
+                out = empty(e.shape, e.dtype)
+                dst = out.numpy()
+                results.append((handle, out))
+            dsts.append(dst)
+            exprs.append(e)
+        core.run_statements(dsts, exprs)
+        for handle, out in results:
+            handle._value = out
 
     def __enter__(self):
         return self
@@ -155,11 +164,23 @@ def explain(what, out=None):
     if isinstance(what, EvalPlan):
         lines = [f"EvalPlan of {len(what)} statement(s); special nodes of equal structure "
                  "over the same memory are computed once per run"]
+        arrays = [dst if dst is not None else np.empty(e.shape, e.dtype)
+                  for dst, e, handle in what._statements]
+        passes = {ks[0]: (ks, nregs, text) for ks, nregs, text in
+                  core.explain_statements(arrays, [e for _, e, _ in what._statements])}
+        fused = {k for ks, _, _ in passes.values() for k in ks}
         for k, (dst, e, handle) in enumerate(what._statements):
             target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
-            arr = dst if dst is not None else np.empty(e.shape, e.dtype)
             lines.append(f"[{k}] {target} = {e!r}")
-            lines.extend("    " + line for line in core.explain_assignment(arr, e))
+            if k in passes:
+                ks, nregs, text = passes[k]
+                lines.append(f"    one pass writing statements {ks} (dst{{k}} is statement "
+                             f"k's destination), {nregs} block register(s):")
+                lines.extend("      " + line for line in text.split("\n"))
+            elif k in fused:
+                lines.append("    (in the pass above)")
+            else:
+                lines.extend("    " + line for line in core.explain_assignment(arrays[k], e))
         return "\n".join(lines)
     e = core.as_expr(what)
     if out is None:

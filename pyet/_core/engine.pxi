@@ -440,3 +440,200 @@ cdef object _explain_root_form(cnp.ndarray d, Expr e, int dst_dt):
                 f"{(<SpecialNode>p)._kernel.name}(A{fmt_shape(x.shape)}, "
                 f"B{fmt_shape(y.shape)}) + {beta if dd is not None else 0.0:g} * dst")
     return None
+
+
+# ------------------------------------------------------------- statements
+
+cpdef run_statements(list dsts, list exprs):
+    """Run ``dsts[k][...] = exprs[k]`` in order, as one plan (EvalPlan.run):
+    the result of running them one by one, with special nodes of equal
+    structure over the same memory computed once, and consecutive elementwise
+    statements over destinations of one shape run as ONE multi-output pass.
+
+    A statement whose errors depend on values (a user function, an integer
+    power) makes the plan keep copies of every destination first and put them
+    back if anything raises: on an error, no destination has been written.
+    """
+    cdef Py_ssize_t k
+    cdef Expr e
+    saved = None
+    for k in range(len(exprs)):
+        e = <Expr>exprs[k]
+        if e._flags & (HAS_PYFUNC | HAS_INT_POWER):
+            saved = [np.array(d, copy=True) for d in dsts]
+            break
+    try:
+        with EvaluationScope() as scope:
+            _run_in_scope(dsts, exprs, scope)
+    except BaseException:
+        if saved is not None:
+            for d, old in zip(dsts, saved):
+                np.copyto(d, old)
+        raise
+
+
+cdef object _view_key(cnp.ndarray a):
+    # what makes two arrays the same view: memory, shape, strides, dtype
+    return (<Py_ssize_t>cnp.PyArray_DATA(a), (<object>a).shape, (<object>a).strides,
+            cnp.PyArray_TYPE(a), cnp.PyArray_ITEMSIZE(a))
+
+
+cdef bint _bounds_overlap(cnp.ndarray a, cnp.ndarray b) noexcept:
+    cdef uintptr_t alo, ahi, blo, bhi
+    if cnp.PyArray_SIZE(a) == 0 or cnp.PyArray_SIZE(b) == 0:
+        return False
+    extent(a, &alo, &ahi)
+    extent(b, &blo, &bhi)
+    return alo < bhi and blo < ahi
+
+
+cdef class _Group:
+    """Consecutive elementwise statements over destinations of one shape,
+    lowered and run as one pass; each leaf that is an earlier statement's
+    destination reads what that statement wrote into the block."""
+    cdef list dsts, exprs, dts, leaf_map, leaves, scalars, keys, index
+    cdef dict leaf_index, written
+    cdef tuple shape
+    cdef list log              # explain: groups recorded, nothing run
+
+    def __init__(self, log=None):
+        self.log = log
+        self.clear()
+
+    cdef clear(self):
+        self.dsts, self.exprs, self.dts, self.leaf_map, self.index = [], [], [], [], []
+        self.leaves, self.scalars, self.keys = [], [], []
+        self.leaf_index, self.written = {}, {}
+        self.shape = None
+
+    cdef bint accepts(self, cnp.ndarray d, Expr e, list leaves, list scalars):
+        """Whether dst d = e can join: the same shape, d and e's leaves either
+        disjoint from every destination so far or exactly one of them."""
+        cdef cnp.ndarray x
+        if self.shape is None:
+            return True
+        if (<object>d).shape != self.shape or \
+                len(self.leaves) + len(leaves) + len(self.dsts) >= 250:
+            return False
+        for dk in self.dsts:
+            if _bounds_overlap(d, <cnp.ndarray>dk) and \
+                    _view_key(d) != _view_key(<cnp.ndarray>dk):
+                return False
+        for a in leaves:
+            x = <cnp.ndarray>a
+            for dk in self.dsts:
+                if _bounds_overlap(x, <cnp.ndarray>dk) and _view_key(x) not in self.written:
+                    return False
+        for a in scalars:  # 0-d leaves are read when the pass is bound: before it writes
+            if isinstance(a, np.ndarray):
+                for dk in self.dsts:
+                    if _bounds_overlap(<cnp.ndarray>a, <cnp.ndarray>dk):
+                        return False
+        return True
+
+    cdef add(self, Py_ssize_t index, cnp.ndarray d, Expr e, int dt, list leaves,
+             list scalars):
+        cdef Py_ssize_t k = len(self.dsts)
+        self.index.append(index)
+        for a in leaves:
+            key = _view_key(<cnp.ndarray>a)
+            w = self.written.get(key)
+            if w is not None:
+                self.leaf_map.append((SRC_DST, w))
+                continue
+            i = self.leaf_index.get(key)
+            if i is None:
+                i = self.leaf_index[key] = len(self.leaves)
+                self.leaves.append(a)
+            self.leaf_map.append((SRC_LEAF, i))
+        self.scalars.extend(scalars)
+        self.written[_view_key(d)] = k
+        self.dsts.append(d)
+        self.exprs.append(e)
+        self.dts.append(dt)
+        self.keys.append(e._key * 8 + dt)
+        self.shape = (<object>d).shape
+
+    cdef run(self, scope):
+        cdef Program prog
+        if not self.dsts:
+            return
+        if self.log is not None:
+            if len(self.dsts) > 1:
+                prog = lower_group(self.exprs, self.dts, self.leaf_map, len(self.leaves))
+                self.log.append((list(self.index), prog.nregs, prog.text))
+            self.clear()
+            return
+        if len(self.dsts) == 1:
+            assign_elementwise(<cnp.ndarray>self.dsts[0], <Expr>self.exprs[0], self.dts[0])
+        else:
+            key = (tuple(self.keys), tuple(self.leaf_map))
+            prog = _PROGRAMS.get(key)
+            if prog is None:
+                prog = lower_group(self.exprs, self.dts, self.leaf_map, len(self.leaves))
+                if len(_PROGRAMS) >= PROGRAM_LIMIT:
+                    _PROGRAMS.clear()
+                _PROGRAMS[key] = prog
+            STATS[0] += 1
+            execute_group(prog, self.dsts, self.leaves, self.scalars, [])
+        for d in self.dsts:
+            scope.forget(d)
+        self.clear()
+
+
+cdef bint _specials_overlap(Expr e, cnp.ndarray d) except -1:
+    # a special node below e reads memory that d may share
+    cdef list stack = [e]
+    cdef Expr x
+    while stack:
+        x = stack.pop()
+        if not (x._flags & HAS_SPECIAL):
+            continue
+        if x._op == OP_special:
+            if leaves_overlap(x, d):
+                return True
+        else:
+            stack.extend(x._args)
+    return False
+
+
+cdef _run_in_scope(list dsts, list exprs, scope, list log=None):
+    # log: record the multi-output passes (statement numbers, registers,
+    # listing) instead of running anything
+    cdef _Group group = _Group(log)
+    cdef Expr e
+    cdef cnp.ndarray d
+    cdef int dt
+    cdef list leaves, scalars, pyfuncs
+    for k in range(len(exprs)):
+        d = <cnp.ndarray>dsts[k]
+        e = <Expr>exprs[k]
+        dt = array_dtype_code(d)
+        if (e._flags & (HAS_PYFUNC | HAS_INT_POWER) or e._op == OP_special
+                or e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES or not (<object>d).shape
+                or (e._flags & HAS_SPECIAL and _explain_root_form(d, e, dt) is not None)):
+            group.run(scope)  # written its own way: alone
+            if log is None:
+                assign(d, e)
+                scope.forget(d)
+            continue
+        if e._flags & HAS_SPECIAL:
+            for dk in group.dsts:  # special nodes read what the statements before wrote
+                if _specials_overlap(e, <cnp.ndarray>dk):
+                    group.run(scope)
+                    break
+            e = materialize_node(e) if log is None else _stand_in(e)
+        leaves, scalars, pyfuncs = [], [], []
+        collect(e, leaves, scalars, pyfuncs)
+        if not group.accepts(d, e, leaves, scalars):
+            group.run(scope)
+        group.add(k, d, e, dt, leaves, scalars)
+    group.run(scope)
+
+
+def explain_statements(list dsts, list exprs):
+    """The multi-output passes run_statements would make, as (statement
+    numbers, registers, program listing); nothing is computed."""
+    log = []
+    _run_in_scope(dsts, exprs, None, log)
+    return log

@@ -66,6 +66,7 @@ cdef class Program:
     """A lowered tree: instructions plus what binding needs."""
     cdef pyet_instr *code
     cdef int ninstr, nregs, nleaves, nscalars, dt_out
+    cdef int ndst              # destinations written (several: a multi-output pass)
     cdef int *scalar_dt
     cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
     cdef bint has_pyfunc
@@ -83,13 +84,19 @@ cdef class Program:
 cdef class _Lowering:
     cdef list code, scalar_dt, free_regs, pyfuncs
     cdef int nleaves, nscalars, nregs, npyfuncs
+    # a multi-output pass: the source of each leaf occurrence (pre-order), a
+    # leaf shared by several statements or an earlier statement's destination
+    cdef list leaf_map
+    cdef int nleaf_seen
 
-    def __init__(self):
+    def __init__(self, list leaf_map=None):
         self.code = []
         self.scalar_dt = []
         self.free_regs = []
         self.pyfuncs = []
         self.nleaves = self.nscalars = self.nregs = self.npyfuncs = 0
+        self.leaf_map = leaf_map
+        self.nleaf_seen = 0
 
     cdef int alloc(self):
         if self.free_regs:
@@ -119,7 +126,10 @@ cdef class _Lowering:
             self.scalar_dt.append(want)
             self.nscalars += 1
             return (SRC_SCALAR, self.nscalars - 1)
-        if e._op == OP_leaf:
+        if e._op == OP_leaf and self.leaf_map is not None:
+            src = self.leaf_map[self.nleaf_seen]
+            self.nleaf_seen += 1
+        elif e._op == OP_leaf:
             self.nleaves += 1
             src = (SRC_LEAF, self.nleaves - 1)
         else:
@@ -237,28 +247,49 @@ def cache_info():
             "programs": len(_PROGRAMS), "program_limit": PROGRAM_LIMIT}
 
 
-def lower(Expr e, int dst_dt):
-    """Lower a tree to a program that writes dtype ``dst_dt`` into the destination."""
-    cdef _Lowering lw = _Lowering()
-    cdef Program p
-    src = lw.operand(e, dst_dt)
+cdef void _write_root(_Lowering lw, tuple src, int k, int dst_dt):
+    # destination k takes the root's value: the last instruction writes it
+    # there, or a copy (or fill) does for a bare leaf or scalar
     cdef Py_ssize_t last = len(lw.code) - 1
     if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1]:
         op, dt, dt_out, _, srcs = lw.code[last]
-        lw.code[last] = (op, dt, dt_out, -1, srcs)
-    else:  # a bare leaf or scalar: copy (or fill)
-        lw.code.append((OP_copy, dst_dt, dst_dt, -1, [src]))
+        lw.code[last] = (op, dt, dt_out, -1 - k, srcs)
+    else:
+        lw.code.append((OP_copy, dst_dt, dst_dt, -1 - k, [src]))
         lw.pyfuncs.append(None)
-    p = Program.__new__(Program)
+    lw.release([src])
+
+
+def lower(Expr e, int dst_dt):
+    """Lower a tree to a program that writes dtype ``dst_dt`` into the destination."""
+    cdef _Lowering lw = _Lowering()
+    _write_root(lw, lw.operand(e, dst_dt), 0, dst_dt)
+    return _assemble(lw, 1, dst_dt)
+
+
+def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
+    """Lower several trees to one program writing destination k with tree k,
+    in order, block by block (a multi-output pass).  ``leaf_map`` gives each
+    leaf occurrence's source: a shared leaf, or an earlier destination."""
+    cdef _Lowering lw = _Lowering(leaf_map)
+    for k in range(len(exprs)):
+        _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
+    lw.nleaves = nleaves
+    return _assemble(lw, len(exprs), dst_dts[0])
+
+
+cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
+    cdef Program p = Program.__new__(Program)
     p.ninstr = len(lw.code)
     p.code = <pyet_instr *>malloc(max(p.ninstr, 1) * sizeof(pyet_instr))
     p.scalar_dt = <int *>malloc(max(lw.nscalars, 1) * sizeof(int))
     if p.code == NULL or p.scalar_dt == NULL:
         raise MemoryError()
     p.nregs, p.nleaves, p.nscalars, p.dt_out = lw.nregs, lw.nleaves, lw.nscalars, dst_dt
+    p.ndst = ndst
     p.pyfuncs = lw.pyfuncs
     p.has_pyfunc = any(f is not None for f in lw.pyfuncs)
-    p.copies_leaf = (len(lw.code) == 1 and lw.code[0][0] == OP_copy
+    p.copies_leaf = (ndst == 1 and len(lw.code) == 1 and lw.code[0][0] == OP_copy
                      and lw.code[0][4][0][0] == SRC_LEAF)
     for i, d in enumerate(lw.scalar_dt):
         p.scalar_dt[i] = d
@@ -272,16 +303,16 @@ def lower(Expr e, int dst_dt):
             p.code[i].src[j] = idx
             if kind == SRC_SCALAR:
                 p.code[i].sflags |= 1 << j
-        lines.append(_listing(op, dt, dt_out, out, srcs))
+        lines.append(_listing(op, dt, dt_out, out, srcs, ndst))
         if op != OP_cast and op != OP_pyfunc and not HAS_KERNEL[op][dt]:
             raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
     p.text = "\n".join(lines)
     return p
 
 
-cdef str _listing(int op, int dt, int dt_out, int out, list srcs):
-    names = {SRC_REG: "r", SRC_LEAF: "leaf", SRC_SCALAR: "s"}
-    dst = "dst" if out < 0 else f"r{out}"
+cdef str _listing(int op, int dt, int dt_out, int out, list srcs, int ndst):
+    names = {SRC_REG: "r", SRC_LEAF: "leaf", SRC_SCALAR: "s", SRC_DST: "dst"}
+    dst = f"r{out}" if out >= 0 else "dst" if ndst == 1 else f"dst{-1 - out}"
     args = ", ".join(f"{names[k]}{i}" for k, i in srcs)
     return f"{dst} = {OPNAMES[op]}[{DTYPES[dt]}->{DTYPES[dt_out]}]({args})"
 
@@ -438,10 +469,10 @@ cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
 # ------------------------------------------------------------------ running
 
 cdef struct Run:
-    int nd, nops
+    int nd, nops, ndst
     pyet_intp shape[MAXD]
     pyet_intp *strides      # [nops][MAXD]
-    char **base             # [nops]: dst, then leaves
+    char **base             # [nops]: the ndst destinations, then leaves
     int *itemsize           # [nops]
     int *gather             # [nops]: gather block index when the row is strided, else -1
     char *scalars           # 8 bytes per scalar
@@ -511,7 +542,7 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
     # argmax/argmin read each value's index from the last leaf (reduce_into's)
     if r.red >= RED_ARGMAX:
         pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
-                        <const int64_t *>leafp[r.nops - 2])
+                        <const int64_t *>leafp[r.nops - 1 - r.ndst])
     else:
         pyet_reduce_store(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src)
 
@@ -522,18 +553,20 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     with this thread's registers."""
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef char *leafp[256]
+    cdef char *dstp[256]
     cdef void *inp[4]
     cdef void *out
-    cdef int k, i, j
+    cdef int k, i, j, nd = r.ndst
     cdef pyet_instr *ins
     cdef char *gathered = regs + prog.nregs * regbytes
-    cdef char *dstp = ptr[0] if r.gather[0] < 0 else gathered + r.gather[0] * regbytes
-    for k in range(1, r.nops):
+    for k in range(nd):  # a strided destination row is written in a block, then scattered
+        dstp[k] = ptr[k] if r.gather[k] < 0 else gathered + r.gather[k] * regbytes
+    for k in range(nd, r.nops):
         if r.gather[k] < 0:
-            leafp[k - 1] = ptr[k]
+            leafp[k - nd] = ptr[k]
         else:
-            leafp[k - 1] = gathered + r.gather[k] * regbytes
-            pyet_copy_strided(leafp[k - 1], r.itemsize[k], ptr[k],
+            leafp[k - nd] = gathered + r.gather[k] * regbytes
+            pyet_copy_strided(leafp[k - nd], r.itemsize[k], ptr[k],
                               r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     if r.red != RED_NONE and prog.copies_leaf:  # fold the leaf where it lies
         fold_block(r, prog.dt_out, n, ptr[0], leafp[0], leafp)
@@ -545,9 +578,11 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                 inp[j] = regs + ins.src[j] * regbytes
             elif ins.src_kind[j] == SRC_LEAF:
                 inp[j] = leafp[ins.src[j]]
-            else:
+            elif ins.src_kind[j] == SRC_SCALAR:
                 inp[j] = r.scalars + 8 * ins.src[j]
-        out = regs + ins.out * regbytes if ins.out >= 0 else dstp
+            else:  # what an earlier statement of the pass wrote into this block
+                inp[j] = dstp[ins.src[j]]
+        out = regs + ins.out * regbytes if ins.out >= 0 else dstp[-1 - ins.out]
         if ins.op == OP_cast:
             pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
         elif ins.op == OP_pyfunc:
@@ -556,9 +591,12 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         else:
             pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     if r.red != RED_NONE:  # fold the block into the accumulators
-        fold_block(r, prog.dt_out, n, ptr[0], dstp, leafp)
-    elif r.gather[0] >= 0:  # scatter into a strided destination row
-        pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp, r.itemsize[0], n, r.itemsize[0])
+        fold_block(r, prog.dt_out, n, ptr[0], dstp[0], leafp)
+        return 0
+    for k in range(nd):  # scatter into strided destination rows, in statement order
+        if r.gather[k] >= 0:
+            pyet_copy_strided(ptr[k], r.strides[k * MAXD + r.nd - 1], dstp[k], r.itemsize[k],
+                              n, r.itemsize[k])
     return 0
 
 
@@ -654,9 +692,21 @@ cdef int reduce_key(int nops, int nd, cnp.ndarray dst, pyet_intp *bstrides) noex
 cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list pyfuncs,
                  int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
                  pyet_intp red_comp=0) except -1:
-    cdef int nops = 1 + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
+    return execute_group(prog, [dst], leaves, scalars, pyfuncs, red, red_threads, red_stride,
+                         red_comp)
+
+
+cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list pyfuncs,
+                       int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
+                       pyet_intp red_comp=0) except -1:
+    """Run prog over destinations of one shape (several: a multi-output pass,
+    each written in statement order within a block)."""
+    cdef cnp.ndarray dst = <cnp.ndarray>dsts[0]
+    cdef int ndst = len(dsts)
+    cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
     if nops > 255:
-        raise ValueError(f"pyet evaluates trees of at most 254 array operands, got {nops - 1}")
+        raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
+                         f"got {nops - ndst}")
     cdef Run r
     # one allocation for the per-call metadata: strides before and after
     # merging, base pointers, gather buffers, item sizes, scalar slots
@@ -674,13 +724,18 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list 
     r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
     r.gather = r.itemsize + nops
     cdef list keep = []
+    cdef cnp.ndarray dk
     try:
-        r.base[0] = <char *>cnp.PyArray_DATA(dst)
-        r.itemsize[0] = cnp.PyArray_ITEMSIZE(dst)
-        for d in range(nd):
-            bstrides[d] = cnp.PyArray_STRIDES(dst)[d]
-        for k in range(1, nops):
-            a = prepare_leaf(leaves[k - 1], dst, bstrides + k * MAXD)
+        for k in range(ndst):
+            dk = <cnp.ndarray>dsts[k]
+            r.base[k] = <char *>cnp.PyArray_DATA(dk)
+            r.itemsize[k] = cnp.PyArray_ITEMSIZE(dk)
+            for d in range(nd):
+                bstrides[k * MAXD + d] = cnp.PyArray_STRIDES(dk)[d]
+        for k in range(ndst, nops):
+            a = leaves[k - ndst]
+            for d in range(ndst):  # copied when it overlaps a destination other than in place
+                a = prepare_leaf(a, <cnp.ndarray>dsts[d], bstrides + k * MAXD)
             keep.append(a)
             r.base[k] = <char *>cnp.PyArray_DATA(a)
             r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
@@ -692,6 +747,7 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list 
         if r.nd == 0:
             return 0
         r.nops = nops
+        r.ndst = ndst
         r.red = red
         r.red_stride = red_stride
         r.red_comp = red_comp
@@ -703,7 +759,7 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list 
         ngather = 0
         for k in range(nops):
             r.gather[k] = -1
-            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k == 0 and red):
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red):
                 r.gather[k] = ngather
                 ngather += 1
         r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block

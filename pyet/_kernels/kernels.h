@@ -75,8 +75,9 @@ enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
 static const char *const pyet_op_names[] = { PYET_OPS(PYET_NAME_ITEM) };
 #undef PYET_NAME_ITEM
 
-/* operand kinds of an instruction */
-enum { SRC_REG = 0, SRC_LEAF = 1, SRC_SCALAR = 2 };
+/* operand kinds of an instruction; SRC_DST reads the block a multi-output
+ * pass has just written for one of its destinations */
+enum { SRC_REG = 0, SRC_LEAF = 1, SRC_SCALAR = 2, SRC_DST = 3 };
 
 #define PYET_MAX_IN 4
 
@@ -85,7 +86,7 @@ typedef struct {
     int op;                     /* OP_* */
     int dt;                     /* dtype of the inputs (the loop's dtype) */
     int dt_out;                 /* dtype of the output */
-    int out;                    /* register, or -1 for the destination */
+    int out;                    /* register, or -1 - k for destination k */
     int nin;
     int sflags;                 /* bit k: operand k is a scalar */
     int src_kind[PYET_MAX_IN];  /* SRC_* */

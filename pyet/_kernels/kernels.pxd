@@ -55,6 +55,7 @@ cdef extern from "kernels.h" nogil:
         SRC_REG
         SRC_LEAF
         SRC_SCALAR
+        SRC_DST
         PYET_MAX_IN
 
     ctypedef struct pyet_instr:

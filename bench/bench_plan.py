@@ -1,0 +1,207 @@
+"""EvalPlan benchmark (issue 9, section 7).  Run from the repository root:
+
+    python -P bench/bench_plan.py [--quick]
+
+1. An Adam step on 1e7 float32 parameters as one plan (three statements, one multi-output pass)
+   against a hand-written fused C loop of the same update (bench/adam_step.c, compiled here),
+   the same three statements run one by one (no plan), NumPy with out= buffers, and PyTorch's
+   torch.optim.Adam with foreach=False and fused=True (optional: skipped without torch).
+2. Two structurally equal trees y1 = sigmoid(dot(x, W) + b), y2 = 2 * sigmoid(dot(x, W) + b)
+   (built separately) in one plan (one gemm) against evaluating them separately.
+3. Registering and running a plan of ten small statements (n = 100) against running them one by
+   one: the plan's fixed cost.
+
+One thread everywhere.  Competitors are interleaved; each time is the minimum over repeats, and
+for the small cases the median and 90th percentile of single calls are printed too.  Ratios are
+pyet's time over the other's: below 1 means pyet is faster.
+"""
+
+import argparse
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import bench, cpu_model  # noqa: E402
+
+CFLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off"]
+LR, B1, B2, EPS = 1e-3, 0.9, 0.999, 1e-8
+
+
+def build_adam(tmpdir):
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if not cc:
+        return None
+    src = Path(__file__).resolve().parent / "adam_step.c"
+    so = Path(tmpdir) / "adam_step.so"
+    try:
+        subprocess.run([cc, *CFLAGS, str(src), "-o", str(so), "-lm"], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    lib = ctypes.CDLL(str(so))
+    f = ctypes.c_float
+    lib.AdamStep.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_ssize_t] + [f] * 8
+    return lib
+
+
+def single_calls(fn, calls=300):
+    """Median and 90th percentile of single calls (seconds)."""
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), float(np.percentile(times, 90))
+
+
+def adam_case(pyet, lib, n, repeats, min_time):
+    rng = np.random.default_rng(0)
+    w, g, m = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    v = np.abs(rng.standard_normal(n)).astype(np.float32)
+    W, G, M, V = (pyet.asarray(a) for a in (w, g, m, v))
+    t = 10
+    bc1, bc2 = 1 - B1 ** t, 1 - B2 ** t
+
+    def statements():
+        return [(M, B1 * M + (1 - B1) * G), (V, B2 * V + (1 - B2) * G * G),
+                (W, W - LR * (M / bc1) / (pyet.sqrt(V / bc2) + EPS))]
+
+    def f_plan():
+        plan = pyet.EvalPlan()
+        for dst, e in statements():
+            plan.assign(dst, e)
+        plan.run()
+
+    def f_one_by_one():
+        for dst, e in statements():
+            dst[...] = e
+
+    t1, t2 = np.empty_like(w), np.empty_like(w)
+
+    def f_numpy():
+        np.multiply(m, B1, out=m)
+        np.multiply(g, 1 - B1, out=t1)
+        np.add(m, t1, out=m)
+        np.multiply(v, B2, out=v)
+        np.multiply(g, g, out=t1)
+        np.multiply(t1, 1 - B2, out=t1)
+        np.add(v, t1, out=v)
+        np.divide(v, bc2, out=t1)
+        np.sqrt(t1, out=t1)
+        np.add(t1, EPS, out=t1)
+        np.divide(m, bc1, out=t2)
+        np.multiply(t2, LR, out=t2)
+        np.divide(t2, t1, out=t2)
+        np.subtract(w, t2, out=w)
+
+    fns = {"plan": f_plan, "one by one": f_one_by_one, "NumPy out=": f_numpy}
+    if lib is not None:
+        args = [ctypes.c_void_p(a.ctypes.data) for a in (w, g, m, v)]
+        consts = [ctypes.c_float(x) for x in (LR, B1, 1 - B1, B2, 1 - B2, bc1, bc2, EPS)]
+        fns["C loop"] = lambda: lib.AdamStep(*args, ctypes.c_ssize_t(n), *consts)
+    try:
+        import torch
+        torch.set_num_threads(1)
+        for name, kw in (("torch foreach=False", {"foreach": False}),
+                         ("torch fused=True", {"fused": True})):
+            p = torch.nn.Parameter(torch.from_numpy(w.copy()))
+            p.grad = torch.from_numpy(g.copy())
+            try:
+                opt = torch.optim.Adam([p], lr=LR, betas=(B1, B2), eps=EPS, **kw)
+                opt.step()
+            except (RuntimeError, TypeError) as exc:
+                print(f"  ({name} unavailable: {exc})")
+                continue
+            fns[name] = opt.step
+    except ImportError:
+        pass
+    best = bench(fns, repeats, min_time)
+    return best
+
+
+def sigmoid_pair_case(pyet, repeats, min_time):
+    rng = np.random.default_rng(1)
+    x, W = rng.standard_normal((256, 256)), rng.standard_normal((256, 256)) / 16
+    b = rng.standard_normal(256)
+    X, Wt, B = (pyet.asarray(a) for a in (x, W, b))
+    y1, y2 = np.empty((256, 256)), np.empty((256, 256))
+
+    def f_plan():
+        plan = pyet.EvalPlan()
+        plan.assign(y1, pyet.sigmoid(pyet.dot(X, Wt) + B))
+        plan.assign(y2, 2 * pyet.sigmoid(pyet.dot(X, Wt) + B))
+        plan.run()
+
+    def f_separate():
+        pyet.evaluate(pyet.sigmoid(pyet.dot(X, Wt) + B), out=y1)
+        pyet.evaluate(2 * pyet.sigmoid(pyet.dot(X, Wt) + B), out=y2)
+
+    return bench({"plan": f_plan, "separately": f_separate}, repeats, min_time), \
+        {"plan": single_calls(f_plan), "separately": single_calls(f_separate)}
+
+
+def small_plan_case(pyet, repeats, min_time):
+    rng = np.random.default_rng(2)
+    arrs = [rng.standard_normal(100) for _ in range(6)]
+    T = [pyet.asarray(a) for a in arrs]
+    outs = [np.empty(100) for _ in range(10)]
+
+    def trees():
+        return [T[k % 6] * 2 + T[(k + 1) % 6] for k in range(10)]
+
+    def f_plan():
+        plan = pyet.EvalPlan()
+        for o, e in zip(outs, trees(), strict=True):
+            plan.assign(o, e)
+        plan.run()
+
+    def f_one_by_one():
+        for o, e in zip(outs, trees(), strict=True):
+            pyet.evaluate(e, out=o)
+
+    return bench({"plan": f_plan, "one by one": f_one_by_one}, repeats, min_time), \
+        {"plan": single_calls(f_plan, 2000), "one by one": single_calls(f_one_by_one, 2000)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    args = ap.parse_args()
+    import pyet
+    pyet.set_num_threads(1)
+    n = 1_000_000 if args.quick else 10_000_000
+    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    print(f"pyet {pyet.__version__}, numpy {np.__version__}, {cpu_model()}, one thread")
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = build_adam(tmp)
+        best = adam_case(pyet, lib, n, repeats, min_time)
+    print(f"\n1. Adam step, {n:.0e} float32 parameters (ms; ratio = plan / other)")
+    for name, sec in best.items():
+        r = best["plan"] / sec
+        print(f"  {name:22s} {sec * 1e3:8.2f} ms   {r:6.2f}")
+    best, calls = sigmoid_pair_case(pyet, repeats, min_time)
+    print("\n2. y1 = sigmoid(dot(x, W) + b), y2 = 2 * sigmoid(dot(x, W) + b), 256x256 float64")
+    for name, sec in best.items():
+        med, p90 = calls[name]
+        print(f"  {name:22s} {sec * 1e6:8.1f} us  (median {med * 1e6:.1f}, p90 {p90 * 1e6:.1f})"
+              f"   {best['plan'] / sec:6.2f}")
+    best, calls = small_plan_case(pyet, repeats, min_time)
+    print("\n3. ten statements of n = 100 float64: registering and running a plan")
+    for name, sec in best.items():
+        med, p90 = calls[name]
+        print(f"  {name:22s} {sec * 1e6:8.1f} us  (median {med * 1e6:.1f}, p90 {p90 * 1e6:.1f})"
+              f"   {best['plan'] / sec:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
