@@ -268,7 +268,13 @@ class EvaluationScope:
 
     def forget(self, dst):
         """Drop the values computed from memory that ``dst`` overlaps."""
-        done = _evaluation.done
+        forget_values(dst)
+
+
+cdef forget_values(cnp.ndarray dst):
+    # the values in this evaluation's table computed from memory dst overlaps
+    done = _evaluation.done
+    if done:
         for key in [k for k, (node, _) in done.items() if leaves_overlap(node, dst)]:
             del done[key]
 
@@ -462,14 +468,21 @@ cpdef run_statements(list dsts, list exprs):
         if e._flags & (HAS_PYFUNC | HAS_INT_POWER):
             saved = [np.array(d, copy=True) for d in dsts]
             break
+    outer = getattr(_evaluation, "done", None) is not None  # (an EvaluationScope's)
+    if not outer:
+        _evaluation.done = {}
+        _evaluation.structural = True
     try:
-        with EvaluationScope() as scope:
-            _run_in_scope(dsts, exprs, scope)
+        _run_in_scope(dsts, exprs)
     except BaseException:
         if saved is not None:
             for d, old in zip(dsts, saved):
                 np.copyto(d, old)
         raise
+    finally:
+        if not outer:
+            _evaluation.done = None
+            _evaluation.structural = False
 
 
 cdef object _view_key(cnp.ndarray a):
@@ -478,21 +491,12 @@ cdef object _view_key(cnp.ndarray a):
             cnp.PyArray_TYPE(a), cnp.PyArray_ITEMSIZE(a))
 
 
-cdef bint _bounds_overlap(cnp.ndarray a, cnp.ndarray b) noexcept:
-    cdef uintptr_t alo, ahi, blo, bhi
-    if cnp.PyArray_SIZE(a) == 0 or cnp.PyArray_SIZE(b) == 0:
-        return False
-    extent(a, &alo, &ahi)
-    extent(b, &blo, &bhi)
-    return alo < bhi and blo < ahi
-
-
 cdef class _Group:
     """Consecutive elementwise statements over destinations of one shape,
     lowered and run as one pass; each leaf that is an earlier statement's
     destination reads what that statement wrote into the block."""
-    cdef list dsts, exprs, dts, leaf_map, leaves, scalars, keys, index
-    cdef dict leaf_index, written
+    cdef list dsts, exprs, dts, leaf_map, leaves, scalars, keys, index, sources
+    cdef dict leaf_index
     cdef tuple shape
     cdef list log              # explain: groups recorded, nothing run
 
@@ -502,14 +506,18 @@ cdef class _Group:
 
     cdef clear(self):
         self.dsts, self.exprs, self.dts, self.leaf_map, self.index = [], [], [], [], []
-        self.leaves, self.scalars, self.keys = [], [], []
-        self.leaf_index, self.written = {}, {}
+        self.leaves, self.scalars, self.keys, self.sources = [], [], [], []
+        self.leaf_index = {}
         self.shape = None
 
     cdef bint accepts(self, cnp.ndarray d, Expr e, list leaves, list scalars):
         """Whether dst d = e can join: the same shape, d and e's leaves either
-        disjoint from every destination so far or exactly one of them."""
+        disjoint from every destination so far or exactly the view the last
+        statement writing that memory wrote (then read from the block).
+        Leaves the source of each leaf in ``sources``."""
         cdef cnp.ndarray x
+        cdef Py_ssize_t k
+        self.sources = [None] * len(leaves)
         if self.shape is None:
             return True
         if (<object>d).shape != self.shape or \
@@ -519,11 +527,14 @@ cdef class _Group:
             if _bounds_overlap(d, <cnp.ndarray>dk) and \
                     _view_key(d) != _view_key(<cnp.ndarray>dk):
                 return False
-        for a in leaves:
-            x = <cnp.ndarray>a
-            for dk in self.dsts:
-                if _bounds_overlap(x, <cnp.ndarray>dk) and _view_key(x) not in self.written:
-                    return False
+        for i in range(len(leaves)):
+            x = <cnp.ndarray>leaves[i]
+            for k in range(len(self.dsts) - 1, -1, -1):  # the last writer first
+                if _bounds_overlap(x, <cnp.ndarray>self.dsts[k]):
+                    if _view_key(x) != _view_key(<cnp.ndarray>self.dsts[k]):
+                        return False
+                    self.sources[i] = (SRC_DST, k)
+                    break
         for a in scalars:  # 0-d leaves are read when the pass is bound: before it writes
             if isinstance(a, np.ndarray):
                 for dk in self.dsts:
@@ -533,28 +544,24 @@ cdef class _Group:
 
     cdef add(self, Py_ssize_t index, cnp.ndarray d, Expr e, int dt, list leaves,
              list scalars):
-        cdef Py_ssize_t k = len(self.dsts)
+        # after accepts() (its sources)
         self.index.append(index)
-        for a in leaves:
-            key = _view_key(<cnp.ndarray>a)
-            w = self.written.get(key)
-            if w is not None:
-                self.leaf_map.append((SRC_DST, w))
-                continue
-            i = self.leaf_index.get(key)
-            if i is None:
-                i = self.leaf_index[key] = len(self.leaves)
-                self.leaves.append(a)
-            self.leaf_map.append((SRC_LEAF, i))
+        for a, src in zip(leaves, self.sources):
+            if src is None:
+                i = self.leaf_index.get(id(a))
+                if i is None:
+                    i = self.leaf_index[id(a)] = len(self.leaves)
+                    self.leaves.append(a)
+                src = (SRC_LEAF, i)
+            self.leaf_map.append(src)
         self.scalars.extend(scalars)
-        self.written[_view_key(d)] = k
         self.dsts.append(d)
         self.exprs.append(e)
         self.dts.append(dt)
         self.keys.append(e._key * 8 + dt)
         self.shape = (<object>d).shape
 
-    cdef run(self, scope):
+    cdef run(self):
         cdef Program prog
         if not self.dsts:
             return
@@ -576,8 +583,8 @@ cdef class _Group:
                 _PROGRAMS[key] = prog
             STATS[0] += 1
             execute_group(prog, self.dsts, self.leaves, self.scalars, [])
-        for d in self.dsts:
-            scope.forget(d)
+        for d in self.dsts:  # values computed from memory just written are stale
+            forget_values(d)
         self.clear()
 
 
@@ -597,7 +604,7 @@ cdef bint _specials_overlap(Expr e, cnp.ndarray d) except -1:
     return False
 
 
-cdef _run_in_scope(list dsts, list exprs, scope, list log=None):
+cdef _run_in_scope(list dsts, list exprs, list log=None):
     # log: record the multi-output passes (statement numbers, registers,
     # listing) instead of running anything
     cdef _Group group = _Group(log)
@@ -612,28 +619,29 @@ cdef _run_in_scope(list dsts, list exprs, scope, list log=None):
         if (e._flags & (HAS_PYFUNC | HAS_INT_POWER) or e._op == OP_special
                 or e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES or not (<object>d).shape
                 or (e._flags & HAS_SPECIAL and _explain_root_form(d, e, dt) is not None)):
-            group.run(scope)  # written its own way: alone
+            group.run()  # written its own way: alone
             if log is None:
                 assign(d, e)
-                scope.forget(d)
+                forget_values(d)
             continue
         if e._flags & HAS_SPECIAL:
             for dk in group.dsts:  # special nodes read what the statements before wrote
                 if _specials_overlap(e, <cnp.ndarray>dk):
-                    group.run(scope)
+                    group.run()
                     break
             e = materialize_node(e) if log is None else _stand_in(e)
         leaves, scalars, pyfuncs = [], [], []
         collect(e, leaves, scalars, pyfuncs)
         if not group.accepts(d, e, leaves, scalars):
-            group.run(scope)
+            group.run()
+            group.accepts(d, e, leaves, scalars)  # the first of a new pass
         group.add(k, d, e, dt, leaves, scalars)
-    group.run(scope)
+    group.run()
 
 
 def explain_statements(list dsts, list exprs):
     """The multi-output passes run_statements would make, as (statement
     numbers, registers, program listing); nothing is computed."""
     log = []
-    _run_in_scope(dsts, exprs, None, log)
+    _run_in_scope(dsts, exprs, log)
     return log

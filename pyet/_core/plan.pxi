@@ -406,6 +406,16 @@ cdef object prepare_leaf(cnp.ndarray a, cnp.ndarray dst, pyet_intp *bstrides):
     return prepare_leaf(a, dst, bstrides)
 
 
+cdef bint _bounds_overlap(cnp.ndarray a, cnp.ndarray b) noexcept:
+    # the memory spans of a and b intersect (they may share elements)
+    cdef uintptr_t alo, ahi, blo, bhi
+    if cnp.PyArray_SIZE(a) == 0 or cnp.PyArray_SIZE(b) == 0:
+        return False
+    extent(a, &alo, &ahi)
+    extent(b, &blo, &bhi)
+    return alo < bhi and blo < ahi
+
+
 # ------------------------------------------------------------------ layout
 
 cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
@@ -733,9 +743,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             for d in range(nd):
                 bstrides[k * MAXD + d] = cnp.PyArray_STRIDES(dk)[d]
         for k in range(ndst, nops):
-            a = leaves[k - ndst]
-            for d in range(ndst):  # copied when it overlaps a destination other than in place
-                a = prepare_leaf(a, <cnp.ndarray>dsts[d], bstrides + k * MAXD)
+            a = prepare_leaf(leaves[k - ndst], dst, bstrides + k * MAXD)
+            for d in range(1, ndst):  # copied when it overlaps a destination other than in place
+                if _bounds_overlap(<cnp.ndarray>a, <cnp.ndarray>dsts[d]):
+                    a = prepare_leaf(a, <cnp.ndarray>dsts[d], bstrides + k * MAXD)
             keep.append(a)
             r.base[k] = <char *>cnp.PyArray_DATA(a)
             r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
