@@ -49,6 +49,9 @@ from pyet._nodes.spatial import __all__ as _spatial_names
 from pyet._nodes.views import *  # noqa: F403
 from pyet._nodes.views import __all__ as _view_names
 from pyet._tensor_api import (
+    Fill,
+    OneHot,
+    Zero,
     arange,
     asarray,
     empty,
@@ -66,7 +69,8 @@ from pyet._tensor_api import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Blob", "EvalPlan", "Expr", "Handle", "Tensor", "arange", "asarray", "batch_dot", "dot",
+    "Blob", "EvalPlan", "Expr", "Fill", "Handle", "OneHot", "Tensor", "Zero", "arange",
+    "asarray", "batch_dot", "dot",
     "empty", "empty_like", "evaluate", "evaluate_all", "explain", "full", "full_like",
     "get_num_threads", "linspace", "ones", "ones_like", "outer", "set_num_threads", "stats",
     "swapaxes", "transpose", "zeros", "zeros_like",

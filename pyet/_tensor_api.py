@@ -144,3 +144,61 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None):
     out = empty(values.shape, values.dtype)
     out.numpy()[...] = values
     return out
+
+
+def Fill(value, shape, dtype=None):
+    """A tensor holding ``value`` everywhere, with no memory of its shape
+    (MetaNN's TrivialTensor): a read-only leaf of one element broadcast.
+
+    Usable anywhere in a tree; operations on constants alone are computed when
+    the tree is built (by NumPy, so the value is NumPy's), and folds that keep
+    every result unchanged apply (``x * Fill(1, x.shape)`` is ``x``).
+
+    Parameters
+    ----------
+    value : scalar
+    shape : int or tuple of ints
+    dtype : data-type, optional
+        By default NumPy's for ``value`` (float64 for a Python float, int64
+        for an int, bool for a bool).
+    """
+    dt = np.asarray(value).dtype if dtype is None else np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not all(isinstance(n, (int, np.integer)) and n >= 0 for n in shape):
+        raise ValueError(f"Fill: shape must be non-negative ints, got {shape}")
+    return core.as_expr(np.broadcast_to(np.array(value, dtype=dt), shape))
+
+
+def Zero(shape, dtype=np.float64):
+    """``Fill(0, shape, dtype)`` (MetaNN's ZeroTensor): zeros with no memory."""
+    return Fill(0, shape, dtype)
+
+
+def OneHot(index, depth, value=1.0, dtype=np.float64):
+    """One-hot rows: ``OneHot(index, depth)[..., k]`` is ``value`` where
+    ``index == k`` and 0 elsewhere, lazily, with no (n, depth) memory.
+
+    Parameters
+    ----------
+    index : array_like of int
+        Class indices, each in ``[0, depth)`` (checked now).
+    depth : int
+        Number of classes.
+    value : scalar, optional
+    dtype : data-type, optional
+
+    Returns
+    -------
+    Expr of shape ``index.shape + (depth,)``
+    """
+    if not isinstance(depth, (int, np.integer)) or isinstance(depth, bool) or depth < 1:
+        raise ValueError(f"OneHot: depth must be a positive int, got {depth!r}")
+    idx = np.asarray(index.numpy() if isinstance(index, core.Tensor) else index)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"OneHot: index must hold integers, got {idx.dtype}")
+    if idx.size and (idx.min() < 0 or idx.max() >= depth):
+        raise ValueError(f"OneHot: index values must be in [0, {depth}), got "
+                         f"{idx.min()}..{idx.max()}")
+    classes = np.arange(depth, dtype=idx.dtype)
+    hit = core.as_expr(idx[..., None]) == core.as_expr(classes)
+    return core.where(hit, Fill(value, (), dtype), Fill(0, (), dtype))

@@ -407,8 +407,8 @@ cdef tuple broadcast_all(tuple args):
 # taken once, as every node of the hot path needs one
 cdef list _SCALAR_KEYS = [intern_key((OP_scalar, i // 3, i // 3, i % 3))
                           for i in range(3 * DT_COUNT)]
-cdef list _LEAF_KEYS = [intern_key((OP_leaf, i // 2, i // 2, "0-d" if i % 2 else None))
-                        for i in range(2 * DT_COUNT)]
+cdef list _LEAF_KEYS = [intern_key((OP_leaf, i // 3, i // 3, (None, "0-d", "constant")[i % 3]))
+                        for i in range(3 * DT_COUNT)]
 
 
 cdef Scalar scalar_node(object value, int dt, int weak):
@@ -431,10 +431,11 @@ cdef Tensor wrap(object arr):
     t._args = ()
     t.shape = (<object>arr).shape
     t._cdt = t._dt = code
-    # a 0-d leaf is lowered as a scalar read when bound: a structure of its own
-    t._key = _LEAF_KEYS[2 * code + (0 if t.shape else 1)]
     t._array = arr
     t._nleaves = 1
+    # 0-d and constant leaves are lowered as scalars read when bound: each a
+    # structure of its own
+    t._key = _LEAF_KEYS[3 * code + (1 if not t.shape else 2 if is_constant(t) else 0)]
     return t
 
 
@@ -536,8 +537,32 @@ for _op in range(OP_COUNT):
     COMPARES[_op] = _op in _COMPARISONS
 
 
+cdef bint is_constant(Expr e) noexcept:
+    # a leaf holding one value everywhere (pyet.Fill, pyet.Zero, np.broadcast_to
+    # of one element): every stride 0, at least one element
+    if e._op != OP_leaf or not e.shape:
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>(<Tensor>e)._array
+    cdef int d
+    if cnp.PyArray_SIZE(a) == 0:
+        return False
+    for d in range(cnp.PyArray_NDIM(a)):
+        if cnp.PyArray_STRIDES(a)[d] != 0:
+            return False
+    return True
+
+
+cdef object constant_value(Expr e):
+    # the one value of a constant leaf, as a 0-d array of its dtype
+    a = (<Tensor>e)._array
+    return a.reshape(-1)[:1].reshape(())
+
+
 cdef inline bint _is_number(Expr s, object value):
-    # s is a scalar node holding ``value`` (a number, not a bool)
+    # s is a scalar node, or a constant leaf, holding ``value`` (a number, not a bool)
+    if s._op == OP_leaf and is_constant(s):
+        v = constant_value(s)
+        return v.dtype.kind != "b" and v == value
     if s._op != OP_scalar:
         return False
     v = (<Scalar>s)._value
@@ -559,12 +584,38 @@ cdef object _fold(int op, tuple args, int dt):
         return None
     side, value = fold
     a = args[0]
-    if a._dt == dt and a._op != OP_scalar and _is_number(args[1], value):
+    if a._dt == dt and a._op != OP_scalar and _is_number(args[1], value) and \
+            a.shape == broadcast_all(args):
         return a
     a = args[1]
-    if side == 2 and a._dt == dt and a._op != OP_scalar and _is_number(args[0], value):
+    if side == 2 and a._dt == dt and a._op != OP_scalar and _is_number(args[0], value) and \
+            a.shape == broadcast_all(args):
         return a
     return None
+
+
+cdef object _constant_fold(int op, tuple args, int dt):
+    # an op whose operands are constant leaves and scalars is a constant leaf:
+    # NumPy computes its one value (so it is NumPy's, bit for bit)
+    cdef Expr a
+    cdef bint any_constant = False
+    ufunc = _UFUNC_BY_CODE[op]
+    if ufunc is None or op == OP_power:  # (power's scalar fast paths are the kernels')
+        return None
+    values = []
+    for a in args:
+        if a._op == OP_scalar:
+            values.append((<Scalar>a)._value)
+        elif is_constant(a):
+            any_constant = True
+            values.append(constant_value(a).reshape(1))  # NumPy's array loop
+        else:
+            return None
+    if not any_constant:
+        return None
+    with np.errstate(all="ignore"):  # warnings belong to evaluation, not to building
+        value = np.asarray(ufunc(*values)).astype(DTYPES[dt], copy=False).reshape(())
+    return wrap(np.broadcast_to(value, broadcast_all(args)))
 
 
 cdef Expr make_node(int op, tuple args):
@@ -576,6 +627,13 @@ cdef Expr make_node(int op, tuple args):
         folded = _fold(op, args, dt)
         if folded is not None:
             return folded
+    for a in args:  # all operands constant (or scalar): a constant
+        if a._op != OP_scalar:
+            if is_constant(a):
+                folded = _constant_fold(op, args, dt)
+                if folded is not None:
+                    return folded
+            break
     if COMPARES[op]:
         constant = _constant_comparison(op, args, cdt)
         if constant is not None:
@@ -692,6 +750,12 @@ cdef Expr binary(int op, object a, object b):
             folded = _fold(op, args, dt)
             if folded is not None:
                 return folded
+    if (x._op == OP_leaf and is_constant(x)) or (y._op == OP_leaf and is_constant(y)):
+        folded = _fold(op, args, dt) if FOLDABLE[op] else None
+        if folded is None:
+            folded = _constant_fold(op, args, dt)
+        if folded is not None:
+            return folded
     # seal() for two children, unrolled: the hot path of operators
     e._op = op
     e._args = args
@@ -723,6 +787,8 @@ cdef Expr power(object base, object exponent):
     # value as pow, much faster) and ** 0.5 is sqrt (which differs from pow
     # at -0.0 and -inf); follow both.
     cdef Expr e = binary(OP_power, base, exponent)
+    if e._op != OP_power:  # constants alone: computed already
+        return e
     cdef Expr ex = e._args[1]
     if ex._op != OP_scalar or isinstance((<Scalar>ex)._value, (bool, np.bool_)):
         return e

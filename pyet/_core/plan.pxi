@@ -122,7 +122,7 @@ cdef class _Lowering:
         """Lower e so that its value is available in dtype ``want``; a 0-d leaf
         becomes a scalar unless the consumer's kernel cannot take one."""
         cdef tuple src
-        if e._op == OP_scalar or (scalar_ok and e._op == OP_leaf and not e.shape):
+        if e._op == OP_scalar or (scalar_ok and e._op == OP_leaf and one_value(e)):
             self.scalar_dt.append(want)
             self.nscalars += 1
             return (SRC_SCALAR, self.nscalars - 1)
@@ -159,6 +159,12 @@ cdef class _Lowering:
             srcs = [self.operand(e._args[0], DT_BOOL, False), self.operand(e._args[1], e._cdt),
                     self.operand(e._args[2], e._cdt)]
             return self.emit(OP_where, e._cdt, e._dt, srcs)
+        if e._op == OP_power and e._args[1].shape:
+            # an array exponent, even one constant value, takes pow per element
+            # (as NumPy's loop); scalar exponents the kernel's fast paths
+            srcs = [self.operand(e._args[0], e._cdt),
+                    self.operand(e._args[1], e._cdt, False)]
+            return self.emit(e._op, e._cdt, e._dt, srcs)
         srcs = [self.operand(a, e._cdt) for a in e._args]
         return self.emit(e._op, e._cdt, e._dt, srcs)
 
@@ -186,9 +192,14 @@ cdef object _match(Expr e):
     return None
 
 
+cdef inline bint one_value(Expr e) noexcept:
+    # a 0-d or constant leaf: lowered as a scalar, its value read when bound
+    return not e.shape or is_constant(e)
+
+
 cdef inline bint is_scalar(Expr e):
-    # scalars and 0-d leaves: one value, bound when the program runs
-    return e._op == OP_scalar or (e._op == OP_leaf and not e.shape)
+    # scalars, 0-d and constant leaves: one value, bound when the program runs
+    return e._op == OP_scalar or (e._op == OP_leaf and one_value(e))
 
 
 cdef bint _fits(object pattern, Expr e, tuple path, int dt, dict binding):
@@ -325,10 +336,12 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
     # lowering's operand() has it
     cdef Py_ssize_t i
     if e._op == OP_leaf:
-        if e.shape or not scalar_ok:
+        if not scalar_ok or not one_value(e):
             leaves.append((<Tensor>e)._array)
-        else:  # a 0-d array: its value now, in the program's dtype (store_scalar)
+        elif not e.shape:  # a 0-d array: its value now, in the program's dtype (store_scalar)
             scalars.append((<Tensor>e)._array)
+        else:  # a constant leaf: its one value
+            scalars.append(constant_value(e))
     elif e._op == OP_scalar:
         scalars.append((<Scalar>e)._value)
     else:
@@ -336,7 +349,8 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
             pyfuncs.append((<PyFunc>e)._fn)
         for i in range(len(e._args)):
             collect(<Expr>e._args[i], leaves, scalars, pyfuncs,
-                    not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)))
+                    not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)
+                         or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape)))
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
