@@ -339,7 +339,12 @@ class _Converter:
         child = e._args[0]
         if k.kind in ("argmax", "argmin"):  # Dask's own (value, index) reduction
             axis = None if k.whole else k.axes[0]
-            return getattr(da, k.kind)(self.array(child), axis=axis, keepdims=k.keepdims)
+            x = self.array(child)
+            # Dask's arg reductions fail on empty chunks: drop them (the whole is not empty)
+            drop = {i: tuple(n for n in c if n) for i, c in enumerate(x.chunks)
+                    if 0 in c and (axis is None or i == axis)}
+            return getattr(da, k.kind)(x.rechunk(drop) if drop else x, axis=axis,
+                                       keepdims=k.keepdims)
         axes = k.axes
         if not axes:  # nothing reduced: the value itself, in the result's dtype
             return self.array(child).astype(e.dtype)
