@@ -150,6 +150,9 @@ def _task_threads():
 
 # ----------------------------------------------------- trees as templates
 
+_LEAF, _SCALAR, _PYFUNC = (core.OPCODES[name] for name in ("leaf", "scalar", "pyfunc"))
+
+
 class _Template:
     """An elementwise tree cut at its operands: the flattened structure (the
     format of pyet's pickling, ``core._unflatten``) with each array operand a
@@ -176,11 +179,11 @@ class _Template:
                 continue
             kids = tuple(index[id(a)] for a in e._args)
             index[id(e)] = len(self.order)
-            if e._op == 0:  # a 0-d leaf
+            if e._op == _LEAF:  # (0-d: the others are operands)
                 state = ("leaf", np.array(e._array))
-            elif e._op == 1:
+            elif e._op == _SCALAR:
                 state = ("scalar", e._value, e._dt, e._weak)
-            elif e._op == 2:
+            elif e._op == _PYFUNC:
                 state = ("pyfunc", e._fn, e._dt, e._grad)
             else:
                 state = ("op", core.OPNAMES[e._op], e._cdt, e._dt)
