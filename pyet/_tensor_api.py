@@ -35,6 +35,9 @@ def asarray(obj, dtype=None):
     TypeError
         If the (resulting) dtype is not bool, int32, int64, float32 or float64.
     """
+    if _is_dask_array(obj):  # a lazy leaf over its chunks (pyet.dask; Dask is optional)
+        from pyet import dask as pyet_dask
+        return pyet_dask.asarray(obj, dtype)
     if isinstance(obj, Tensor):
         arr = obj.numpy()
     elif isinstance(obj, Expr):
@@ -44,6 +47,26 @@ def asarray(obj, dtype=None):
     if dtype is not None:
         arr = arr.astype(_dtype(dtype), copy=False)
     return core.tensor(arr) if not isinstance(obj, Tensor) or arr is not obj.numpy() else obj
+
+
+def _is_dask_array(obj):
+    # duck typing: importing pyet never imports Dask
+    return type(obj).__module__.startswith("dask.array") and hasattr(obj, "__dask_graph__")
+
+
+def _has_dask_leaf(e):
+    # a leaf of pyet.dask (a special node, so only trees with special nodes can have one)
+    if not e._flags & 1:  # HAS_SPECIAL
+        return False
+    stack, seen = [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) not in seen:
+            seen.add(id(x))
+            if getattr(getattr(x, "_kernel", None), "dask_source", False):
+                return True
+            stack.extend(x._args)
+    return False
 
 
 def _aligned_empty(shape, dtype):
@@ -90,7 +113,17 @@ def evaluate(expr, out=None):
     Returns
     -------
     Tensor or the given ``out``
+
+    Notes
+    -----
+    A tree with Dask-backed leaves (:mod:`pyet.dask`) is computed by the
+    current Dask scheduler, one fused task per chunk.
     """
+    if _is_dask_array(expr):
+        expr = asarray(expr)
+    if isinstance(expr, Expr) and _has_dask_leaf(expr):
+        from pyet import dask as pyet_dask
+        return pyet_dask.evaluate(expr, out)
     if out is None:
         e = expr if isinstance(expr, Expr) else asarray(expr)
         out = empty(e.shape, e.dtype)
