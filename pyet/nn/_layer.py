@@ -288,10 +288,11 @@ class Layer:
         """
         params = self.parameters()
         try:
-            with np.load(path, allow_pickle=False) as f:
-                if not hasattr(f, "files"):
-                    raise ValueError(f"{self.name}.load: {os.fspath(path)!r} is a single "
-                                     ".npy array, not an .npz archive of parameters")
+            archive = np.load(path, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise ValueError(f"{self.name}.load: {os.fspath(path)!r} is a single "
+                                 ".npy array, not an .npz archive of parameters")
+            with archive as f:
                 names = set(f.files)
                 missing = sorted(set(params) - names)
                 extra = sorted(names - set(params))

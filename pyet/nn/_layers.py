@@ -176,6 +176,9 @@ class CrossEntropy(NLLLoss):
         x = inputs["input"]
         _check_2d(x, type(self).__name__)
         t = _target(inputs["target"], x, type(self).__name__)
+        # the logits once, read by log_softmax here and softmax in backward (a
+        # product at the root of their tree would be written straight into each)
+        x = store(x)
         return {"output": self._loss(log_softmax(x, 1), t)}, (x, t)
 
     def _backward(self, saved, grads):

@@ -55,9 +55,9 @@ class Optimizer:
         return self._scalars[k]
 
     def _set(self, key, value):
-        for (k, _), t in self._scalars.items():
-            if k == key:
-                t.numpy()[...] = value
+        """Write ``value`` into the 0-d tensors ``key`` of every parameter dtype."""
+        for p in self.params.values():
+            self._scalar(key, p.dtype).numpy()[...] = value
 
     @property
     def lr(self):
@@ -69,8 +69,6 @@ class Optimizer:
         self._lr_changed()
 
     def _lr_changed(self):
-        for p in self.params.values():
-            self._scalar("lr", p.dtype)
         self._set("lr", self._lr)
 
     def _grad_buffer(self, name):
