@@ -4,7 +4,7 @@ Recurrent, which runs a step layer over a sequence and back through time."""
 import math
 
 from pyet._core import core
-from pyet._nodes.views import stack
+from pyet._nodes.views import index, stack
 from pyet.nn._layer import Layer, zeros_tree
 from pyet.nn._policy import Policy
 from pyet.nn._store import store
@@ -60,9 +60,12 @@ class GRUStep(Layer):
         gh = core.dot(h, p["W_hh"])
         if self.bias:
             gi, gh = gi + p["b_ih"], gh + p["b_hh"]
-        r = store(_act("sigmoid", gi[:, :hs] + gh[:, :hs]))
-        z = store(_act("sigmoid", gi[:, hs:2 * hs] + gh[:, hs:2 * hs]))
-        n = store(_act("tanh", gi[:, 2 * hs:] + r * gh[:, 2 * hs:]))
+        gates = [(slice(None), slice(k * hs, (k + 1) * hs)) for k in range(3)]
+        gi_r, gi_z, gi_n = (index(gi, g) for g in gates)
+        gh_r, gh_z, gh_n = (index(gh, g) for g in gates)
+        r = store(_act("sigmoid", gi_r + gh_r))
+        z = store(_act("sigmoid", gi_z + gh_z))
+        n = store(_act("tanh", gi_n + r * gh_n))
         return {"output": (1 - z) * n + z * h}
 
     def __repr__(self):
@@ -126,7 +129,7 @@ class Recurrent(Layer):
                              f"{_fmt(x.shape)}")
         states = []
         for t in range(x.shape[0]):
-            h = self.step.forward(input=x[t], hidden=h)["output"]
+            h = self.step.forward(input=index(x, t), hidden=h)["output"]
             states.append(h)
         return {"output": stack(states, 0), "hidden": h}, (x.shape, x.dtype, len(states))
 
@@ -135,7 +138,7 @@ class Recurrent(Layer):
         g_out, carry = grads["output"], grads["hidden"]
         gx = []
         for t in reversed(range(steps)):
-            g = store(g_out[t] + carry)
+            g = store(index(g_out, t) + carry)
             res = self.step.backward(output=g)
             carry = store(res["hidden"])
             if self._feedback:
