@@ -7,7 +7,7 @@ from pyet._core import core
 from pyet._nodes.views import index, stack
 from pyet.nn._layer import Layer, zeros_tree
 from pyet.nn._policy import Policy
-from pyet.nn._store import store
+from pyet.nn._store import checkpoint, store
 
 _fmt = core.fmt_shape
 
@@ -60,6 +60,9 @@ class GRUStep(Layer):
         gh = core.dot(h, p["W_hh"])
         if self.bias:
             gi, gh = gi + p["b_ih"], gh + p["b_hh"]
+        # computed once, then sliced into gates (an index of a tree would
+        # evaluate the tree, product included, for each gate)
+        gi, gh = store(gi), store(gh)
         gates = [(slice(None), slice(k * hs, (k + 1) * hs)) for k in range(3)]
         gi_r, gi_z, gi_n = (index(gi, g) for g in gates)
         gh_r, gh_z, gh_n = (index(gh, g) for g in gates)
@@ -78,6 +81,9 @@ class Recurrent(Layer):
     Ports: ``input`` (T, N, ...) and ``hidden`` (the initial state) ->
     ``output`` (T, N, ...: every step's state, stacked) and ``hidden`` (the
     last state), like ``torch.nn.GRU``'s (output, h_n) for one layer.
+
+    The states are chained through checkpoints (values held outside the
+    tree), so differentiate through :meth:`backward`, not ``pyet.grad``.
 
     Parameters
     ----------
@@ -129,7 +135,9 @@ class Recurrent(Layer):
                              f"{_fmt(x.shape)}")
         states = []
         for t in range(x.shape[0]):
-            h = self.step.forward(input=index(x, t), hidden=h)["output"]
+            # each state behind a checkpoint: the next step reads it from
+            # several gates, and the engine walks trees without memo
+            h = checkpoint(self.step.forward(input=index(x, t), hidden=h)["output"])
             states.append(h)
         return {"output": stack(states, 0), "hidden": h}, (x.shape, x.dtype, len(states))
 
@@ -140,7 +148,7 @@ class Recurrent(Layer):
         for t in reversed(range(steps)):
             g = store(index(g_out, t) + carry)
             res = self.step.backward(output=g)
-            carry = store(res["hidden"])
+            carry = checkpoint(res["hidden"])
             if self._feedback:
                 gx.append(res.get("input", zeros_tree(shape[1:], dtype)))
         if not self._feedback:
