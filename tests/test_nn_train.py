@@ -442,3 +442,20 @@ def test_softmax_of_a_special_node_shares_it():
     np.testing.assert_allclose(np.log(s.numpy()), ls.numpy(), rtol=1e-12)
     np.testing.assert_allclose(ls.numpy(), z - z.max(1, keepdims=True) - np.log(
         np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True)), rtol=1e-12)
+
+
+def test_demo_runs(tmp_path, capsys):
+    """One epoch of each model: trains, saves, reloads (same accuracy), plots."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tqdm")
+    pytest.importorskip("matplotlib")
+    from pyet.nn import demo
+
+    png = tmp_path / "demo.png"
+    before = pyet.get_num_threads()
+    try:
+        demo.main(["--epochs-mlp", "1", "--epochs-cnn", "1", "--plot", str(png), "--quiet"])
+    finally:
+        pyet.set_num_threads(before)
+    out = capsys.readouterr().out
+    assert out.count("(same)") == 2 and png.stat().st_size > 1000
