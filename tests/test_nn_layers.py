@@ -277,3 +277,19 @@ def test_constructor_errors():
         nn.Linear(2, 3, policy={"update": True})
     with pytest.raises(ValueError, match="Permute: dims"):
         nn.Permute((0, 0)).forward(input=np.zeros((2, 2)))
+
+
+def test_vjp_with_respect_to_inner_nodes():
+    x = pyet.asarray(rand(3, 4))
+    inner = pyet.tanh(x) * 2
+    y = pyet.sigmoid(inner) + inner
+    seed = rand(3, 4, seed=2)
+    (g,) = pyet.vjp(y, [inner], seed)
+    s = 1 / (1 + np.exp(-ev(inner)))
+    np.testing.assert_allclose(ev(g), seed * (s * (1 - s) + 1), rtol=1e-12)
+    gi, gx = pyet.vjp(y, [inner, x], seed)  # x is reached only through inner: stopped there
+    np.testing.assert_array_equal(ev(gx), np.zeros((3, 4)))
+    with pytest.raises(TypeError, match=r"wrt\[0\] of dtype int64 is not differentiable"):
+        pyet.vjp(y, [pyet.asarray(np.arange(3))], seed)
+    with pytest.raises(ValueError, match="seed of shape"):
+        pyet.vjp(y, [inner], np.ones(5))
