@@ -97,6 +97,8 @@ def _match(leaf, wrt):
     """The index of the wrt tensor ``leaf`` is (or views) and the views taken
     since, or None."""
     for i, w in enumerate(wrt):
+        if w is None:
+            continue
         if leaf is w:
             return i, ()
         root = w._base if w._base is not None else w
@@ -222,12 +224,24 @@ def grad(y, wrt, seed=None):
         raise ValueError(f"pyet.grad: seed of shape {_fmt(seed.shape)} does not broadcast to "
                          f"y's shape {_fmt(y.shape)}") from None
 
+    return _backprop(y, leaves, seed, single)
+
+
+def _backprop(y, leaves, seed, single):
+    """The gradients of ``y`` (seeded with ``seed``, of y's shape) with
+    respect to ``leaves``: Tensors (matched with their views) or inner nodes of
+    y's tree (matched by identity, nothing below them is followed)."""
     order = _order(y)
-    # the nodes on a path to a wrt leaf: the rest get no gradient built
+    inner = {id(w): i for i, w in enumerate(leaves) if not isinstance(w, Tensor)}
+    tensors = [w if isinstance(w, Tensor) else None for w in leaves]
+    # the nodes on a path to a wrt node: the rest get no gradient built
     needed, matches = set(), {}
     for e in order:
-        if isinstance(e, Tensor):
-            m = _match(e, leaves)
+        if id(e) in inner:
+            matches[id(e)] = inner[id(e)], ()
+            needed.add(id(e))
+        elif isinstance(e, Tensor):
+            m = _match(e, tensors)
             if m is not None:
                 matches[id(e)] = m
                 needed.add(id(e))
@@ -240,7 +254,7 @@ def grad(y, wrt, seed=None):
         g = cot.pop(id(e), None)
         if g is None:
             continue
-        if isinstance(e, Tensor):
+        if id(e) in matches:
             i, mapping = matches[id(e)]
             out[i].append(_through_mapping(g, mapping, leaves[i].shape))
             continue
@@ -261,6 +275,47 @@ def grad(y, wrt, seed=None):
             total = p if total is None else total + p
         grads.append(_zeros(w.shape, w.dtype) if total is None else total)
     return grads[0] if single else grads
+
+
+def vjp(y, wrt, seed):
+    """The vector-Jacobian product of ``y`` with respect to nodes of its tree.
+
+    Like :func:`grad` with a ``seed``, but a ``wrt`` may also be an inner node
+    of ``y``'s tree (any Expr, matched by identity; nothing below it is
+    followed), as a layer's backward pass needs for its input trees.
+
+    Parameters
+    ----------
+    y : Expr
+        A float expression.
+    wrt : sequence of Expr
+        Float Tensors (a view of one counts as the leaf) or nodes of ``y``'s tree.
+    seed : Expr, array_like or scalar
+        The gradient with respect to ``y``, broadcastable to its shape.
+
+    Returns
+    -------
+    list of Expr
+        One lazy tree per ``wrt``, of its shape and dtype (zeros for a node
+        ``y`` does not reach).
+    """
+    leaves = [core.as_expr(w) for w in wrt]
+    for i, w in enumerate(leaves):
+        if not _is_float(w):
+            raise TypeError(f"pyet.vjp: wrt[{i}] of dtype {w.dtype} is not differentiable: "
+                            "gradients need float32 or float64 nodes")
+    y = core.as_expr(y)
+    if not _is_float(y):
+        raise TypeError(f"pyet.vjp: y must be float32 or float64, got {y.dtype}")
+    seed = core.as_expr(seed)
+    if isinstance(seed, Scalar):
+        seed = core.tensor(np.asarray(seed._value, y.dtype))
+    try:
+        seed = broadcast_to(seed, y.shape)
+    except ValueError:
+        raise ValueError(f"pyet.vjp: seed of shape {_fmt(seed.shape)} does not broadcast to "
+                         f"y's shape {_fmt(y.shape)}") from None
+    return _backprop(y, leaves, seed, False)
 
 
 def value_and_grad(y, wrt, seed=None):
@@ -345,4 +400,4 @@ def tensordot(a, b, axes=2):
     return reshape(out, x.shape[:len(free_a)] + z.shape[len(ax_b):])
 
 
-__all__ = ["grad", "tensordot", "value_and_grad"]
+__all__ = ["grad", "tensordot", "value_and_grad", "vjp"]

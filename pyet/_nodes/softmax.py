@@ -54,6 +54,10 @@ class Softmax(Special):
         return (node * (g - _sum(g * node, self.axis, keepdims=True)),)
 
     def _rows_into(self, rows, child):
+        if isinstance(child, core.SpecialNode):
+            # its value through the evaluation's table, so other trees reading
+            # the same node share it (assigned at a root it would not be kept)
+            child = core.materialize(child)
         if isinstance(child, core.Tensor):  # read in place when its rows are contiguous
             x = _rows(child._array, self.axis, copy=True)
         else:  # a tree: evaluated once, straight into rows along the axis

@@ -1,0 +1,159 @@
+"""Recurrent layers: GRUStep (PyTorch's GRUCell equations and gate order) and
+Recurrent, which runs a step layer over a sequence and back through time."""
+
+import math
+
+from pyet._core import core
+from pyet._nodes.views import index, stack
+from pyet.nn._layer import Layer, zeros_tree
+from pyet.nn._policy import Policy
+from pyet.nn._store import checkpoint, store
+
+_fmt = core.fmt_shape
+
+
+def _act(name, e):
+    return core.apply(name, (e,))
+
+
+class GRUStep(Layer):
+    """One step of a GRU (PyTorch's GRUCell): with gates in the order r, z, n,
+
+    ``r = sigmoid(x W_ir + b_ir + h W_hr + b_hr)``,
+    ``z = sigmoid(x W_iz + b_iz + h W_hz + b_hz)``,
+    ``n = tanh(x W_in + b_in + r * (h W_hn + b_hn))``,
+    ``output = (1 - z) * n + z * h``.
+
+    Ports: ``input`` (N, input_size), ``hidden`` (N, hidden_size) -> ``output``.
+    Parameters: ``W_ih`` (input, 3*hidden), ``W_hh`` (hidden, 3*hidden), ``b_ih``,
+    ``b_hh`` (3*hidden,): PyTorch's ``weight_ih``/``weight_hh`` transposed.
+    """
+
+    input_ports = ("input", "hidden")
+
+    def __init__(self, input_size, hidden_size, bias=True, policy=None):
+        super().__init__(policy)
+        if not (isinstance(input_size, int) and input_size > 0 and isinstance(hidden_size, int)
+                and hidden_size > 0):
+            raise ValueError(f"GRUStep: sizes must be positive ints, got {input_size}, "
+                             f"{hidden_size}")
+        self.input_size, self.hidden_size = input_size, hidden_size
+        self.bias = bool(bias) and self.policy.bias
+        h3 = 3 * hidden_size
+        bound = 1.0 / math.sqrt(hidden_size)
+        self._param("W_ih", (input_size, h3), input_size, h3, bound)
+        self._param("W_hh", (hidden_size, h3), hidden_size, h3, bound)
+        if self.bias:
+            self._param("b_ih", (h3,), input_size, h3, bound)
+            self._param("b_hh", (h3,), hidden_size, h3, bound)
+
+    def compute(self, input, hidden):
+        n_, hs = self.input_size, self.hidden_size
+        if input.ndim != 2 or input.shape[1] != n_:
+            raise ValueError(f"GRUStep: input must be (N, {n_}), got {_fmt(input.shape)}")
+        if hidden.shape != (input.shape[0], hs):
+            raise ValueError(f"GRUStep: hidden must be ({input.shape[0]}, {hs}), got "
+                             f"{_fmt(hidden.shape)}")
+        p = self._params
+        h = store(hidden)
+        gi = core.dot(store(input), p["W_ih"])
+        gh = core.dot(h, p["W_hh"])
+        if self.bias:
+            gi, gh = gi + p["b_ih"], gh + p["b_hh"]
+        # computed once, then sliced into gates (an index of a tree would
+        # evaluate the tree, product included, for each gate)
+        gi, gh = store(gi), store(gh)
+        gates = [(slice(None), slice(k * hs, (k + 1) * hs)) for k in range(3)]
+        gi_r, gi_z, gi_n = (index(gi, g) for g in gates)
+        gh_r, gh_z, gh_n = (index(gh, g) for g in gates)
+        r = store(_act("sigmoid", gi_r + gh_r))
+        z = store(_act("sigmoid", gi_z + gh_z))
+        n = store(_act("tanh", gi_n + r * gh_n))
+        return {"output": (1 - z) * n + z * h}
+
+    def __repr__(self):
+        return f"GRUStep({self.input_size}, {self.hidden_size}, bias={self.bias})"
+
+
+class Recurrent(Layer):
+    """A step layer run over a sequence (time first), backward through time.
+
+    Ports: ``input`` (T, N, ...) and ``hidden`` (the initial state) ->
+    ``output`` (T, N, ...: every step's state, stacked) and ``hidden`` (the
+    last state), like ``torch.nn.GRU``'s (output, h_n) for one layer.
+
+    The states are chained through checkpoints (values held outside the
+    tree), so differentiate through :meth:`backward`, not ``pyet.grad``.
+
+    Parameters
+    ----------
+    step : Layer
+        With input ports ``input`` and ``hidden`` and output port ``output``
+        (e.g. :class:`GRUStep`); it always feeds back (the hidden state's
+        gradient flows from step to step).
+    policy : Policy, optional
+    """
+
+    input_ports = ("input", "hidden")
+    output_ports = ("output", "hidden")
+
+    def __init__(self, step, policy=None):
+        super().__init__(policy)
+        if not isinstance(step, Layer):
+            raise TypeError(f"Recurrent: step must be a pyet.nn.Layer, got "
+                            f"{type(step).__name__}")
+        if set(step.input_ports) != {"input", "hidden"} or "output" not in step.output_ports:
+            raise ValueError(f"Recurrent: the step layer {step!r} must have input ports "
+                             "input, hidden and an output port output")
+        self.step = step
+        step._rename(f"{self.name}.step")
+        self._configure(Policy(), None, False)
+
+    def _configure(self, inherited, override, need_feedback):
+        policy = self._resolve(inherited, override, need_feedback)
+        passed = Policy(**{k: v for k, v in policy._given.items() if k != "feedback_output"})
+        self.step._configure(passed, None, True)
+        if not (self.step.updatable or self._feedback):  # no gradient needed at all
+            self.step._configure(passed, None, False)
+
+    @property
+    def updatable(self):
+        return self.step.updatable
+
+    def _rename(self, name):
+        self.name = name
+        self.step._rename(f"{name}.step")
+
+    def _walk(self, prefix=""):
+        yield prefix, self
+        yield from self.step._walk(f"{prefix}step.")
+
+    def _forward(self, inputs):
+        x, h = inputs["input"], inputs["hidden"]
+        if x.ndim < 2 or x.shape[0] == 0:
+            raise ValueError(f"Recurrent: input must be (T, N, ...) with T >= 1, got "
+                             f"{_fmt(x.shape)}")
+        states = []
+        for t in range(x.shape[0]):
+            # each state behind a checkpoint: the next step reads it from
+            # several gates, and the engine walks trees without memo
+            h = checkpoint(self.step.forward(input=index(x, t), hidden=h)["output"])
+            states.append(h)
+        return {"output": stack(states, 0), "hidden": h}, (x.shape, x.dtype, len(states))
+
+    def _backward(self, saved, grads):
+        shape, dtype, steps = saved
+        g_out, carry = grads["output"], grads["hidden"]
+        gx = []
+        for t in reversed(range(steps)):
+            g = store(index(g_out, t) + carry)
+            res = self.step.backward(output=g)
+            carry = checkpoint(res["hidden"])
+            if self._feedback:
+                gx.append(res.get("input", zeros_tree(shape[1:], dtype)))
+        if not self._feedback:
+            return {}
+        return {"input": stack(gx[::-1], 0), "hidden": carry}
+
+    def __repr__(self):
+        return f"Recurrent({self.step!r})"
