@@ -509,18 +509,27 @@ cdef object _pyfunc_result(object fn, object res, pyet_intp n, int dt):
 
 
 cdef extern from "fpstatus.h" nogil:
-    int pyet_fp_invalid()
-    void pyet_fp_clear_invalid()
+    enum:
+        PYET_FS_INVALID
+        PYET_FS_OVERFLOW
+        PYET_FS_UNDERFLOW
+    int pyet_fs_get()
+    void pyet_fs_clear(int flags)
 
 
-# ops whose kernels compare, which raises the invalid flag on a NaN operand where
-# NumPy's kernels stay quiet: the engine clears the flag they raise
-cdef bint NAN_QUIET[OP_COUNT]
+# per op: the flags its kernel may raise where NumPy's stays quiet (comparisons on
+# NaN; the internals of the vectorized exp, tanh, sigmoid and erf): the engine
+# clears those a kernel call raises (tests/test_fp_errors.py compares every op)
+cdef int QUIET_FLAGS[OP_COUNT]
 for _op in range(OP_COUNT):
-    NAN_QUIET[_op] = OPNAMES[_op] in (
+    QUIET_FLAGS[_op] = PYET_FS_INVALID if OPNAMES[_op] in (
         "less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "relu", "sign",
         "isnan", "isinf", "isfinite", "logaddexp", "logaddexp2", "floor", "ceil", "rint",
-        "trunc", "absolute", "where")
+        "trunc", "absolute", "where", "exp") else 0
+    if OPNAMES[_op] in ("tanh", "sigmoid"):
+        QUIET_FLAGS[_op] = PYET_FS_INVALID | PYET_FS_OVERFLOW | PYET_FS_UNDERFLOW
+    elif OPNAMES[_op] == "erf":
+        QUIET_FLAGS[_op] = PYET_FS_UNDERFLOW
 
 
 cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *src,
@@ -528,14 +537,14 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
     # argmax/argmin read each value's index from the last leaf (reduce_into's)
     # folding raises invalid where NumPy's reductions stay quiet (max/min compare NaNs;
     # a compensated sum takes inf - inf): clear what the fold itself raises
-    cdef bint quiet = not pyet_fp_invalid()
+    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
     if r.red >= RED_ARGMAX:
         pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
                         <const int64_t *>leafp[r.nops - 2])
     else:
         pyet_reduce_store(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src)
-    if quiet and pyet_fp_invalid():
-        pyet_fp_clear_invalid()
+    if quiet and pyet_fs_get() & PYET_FS_INVALID:
+        pyet_fs_clear(PYET_FS_INVALID)
 
 
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
@@ -546,8 +555,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     cdef char *leafp[256]
     cdef void *inp[4]
     cdef void *out
-    cdef int k, i, j
-    cdef bint quiet
+    cdef int k, i, j, before, raised
     cdef pyet_instr *ins
     cdef char *gathered = regs + prog.nregs * regbytes
     cdef char *dstp = ptr[0] if r.gather[0] < 0 else gathered + r.gather[0] * regbytes
@@ -577,10 +585,14 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             if call_pyfunc(r, i, n, out, inp) < 0:
                 return -1
         else:
-            quiet = NAN_QUIET[ins.op] and not pyet_fp_invalid()
-            pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
-            if quiet and pyet_fp_invalid():
-                pyet_fp_clear_invalid()
+            if QUIET_FLAGS[ins.op]:
+                before = pyet_fs_get()
+                pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+                raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+                if raised:
+                    pyet_fs_clear(raised)
+            else:
+                pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     if r.red != RED_NONE:  # fold the block into the accumulators
         fold_block(r, prog.dt_out, n, ptr[0], dstp, leafp)
     elif r.gather[0] >= 0:  # scatter into a strided destination row
@@ -603,8 +615,8 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             and r.strides[0] == 0 and r.strides[1] == r.itemsize[0] and r.gather[1] < 0
             and pyet_reduce_rows(r.red, prog.dt_out, w1 - w0, inner, r.base[0] + dst_shift,
                                  r.base[1] + w0 * r.strides[MAXD], r.strides[MAXD])):
-        if pyet_fp_invalid():  # the fold's own (a leaf copy raises none; the pass began clear)
-            pyet_fp_clear_invalid()
+        if pyet_fs_get() & PYET_FS_INVALID:  # the fold's own (a leaf copy raises none)
+            pyet_fs_clear(PYET_FS_INVALID)
         return 0  # rows folded into one contiguous row of accumulators, several at a time
     rest = w0 // r.nblocks
     blk = w0 % r.nblocks
