@@ -141,3 +141,58 @@ def test_many_python_threads_evaluate_different_trees_at_once(threaded):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_many_python_threads_share_the_pool_on_large_passes(threaded):
+    """Passes big enough for several threads, from several Python threads at
+    once: one uses the pool, the others run on their own thread; all correct."""
+    n = 400_000
+    rng = np.random.default_rng(5)
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def work(i):
+        x, y = rng.random(n), rng.random(n)
+        out = np.empty(n)
+        barrier.wait()
+        for _ in range(10):
+            pyet.evaluate(pyet.tanh(pyet.asarray(x)) * y + i, out=out)
+            s = float(pyet.sum(pyet.asarray(x) * y))
+            if not (np.allclose(out, np.tanh(x) * y + i, rtol=1e-15, atol=0)
+                    and np.isclose(s, np.sum(x * y), rtol=1e-12)):
+                errors.append(i)
+                return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_threaded_reductions_give_the_same_bits_every_run(threaded):
+    x = np.random.default_rng(6).random(1_000_000)
+    sums = {float(pyet.sum(pyet.asarray(x) * 1.5)) for _ in range(20)}
+    assert len(sums) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_pool_works_in_a_forked_child():
+    """A child forked after threaded passes (its worker threads are gone)
+    evaluates on threads again, without waiting for the parent's workers."""
+    code = (
+        "import os, numpy as np, pyet\n"
+        "pyet.set_num_threads(2)\n"
+        "x = np.random.default_rng(0).random(1_000_000)\n"
+        "pyet.evaluate(pyet.sqrt(pyet.asarray(x)))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ok = np.array_equal(np.asarray(pyet.sqrt(pyet.asarray(x)) + 1), np.sqrt(x) + 1)\n"
+        "    os._exit(0 if ok else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "raise SystemExit(os.waitstatus_to_exitcode(status))\n"
+    )
+    run = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr

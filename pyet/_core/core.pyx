@@ -19,7 +19,6 @@ Node families (``pyet._nodes``) build on this module; they subclass
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange, threadid
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -37,7 +36,7 @@ from pyet._kernels import blas as _blas
 
 from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready
 from pyet._kernels.kernels cimport *
-from pyet._kernels.parallel cimport threads_for
+from pyet._kernels.parallel cimport report_fp, run_chunks, threads_for
 
 cnp.import_array()
 

@@ -80,6 +80,136 @@ cdef class Expr:
         """This expression converted to ``dtype`` (lazily, like any node)."""
         return cast(self, dtype_code(dtype))
 
+    # NumPy's ndarray methods.  Reductions and views are node families above
+    # this module (pyet._nodes), which import it; these methods reach them
+    # through array_api() when called, as Dask's Array methods import
+    # dask.array.reductions (see array_api below).
+
+    def numpy(self):
+        """The value as a new ndarray (computed now).  On a Tensor: its own memory."""
+        return self.__array__()
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        """Lazy sum over ``axis`` (None: every axis), as ``ndarray.sum``; see :func:`pyet.sum`."""
+        return array_api().reduce("sum", self, axis, dtype, out, keepdims, kwargs)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        """Lazy mean over ``axis``, as ``ndarray.mean``; see :func:`pyet.mean`."""
+        return array_api().reduce("mean", self, axis, dtype, out, keepdims, kwargs)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        """Lazy product over ``axis``, as ``ndarray.prod``; see :func:`pyet.prod`."""
+        return array_api().reduce("prod", self, axis, dtype, out, keepdims, kwargs)
+
+    def max(self, axis=None, out=None, keepdims=False, **kwargs):
+        """Lazy maximum over ``axis``, as ``ndarray.max``; see :func:`pyet.max`."""
+        return array_api().reduce("max", self, axis, None, out, keepdims, kwargs)
+
+    def min(self, axis=None, out=None, keepdims=False, **kwargs):
+        """Lazy minimum over ``axis``, as ``ndarray.min``; see :func:`pyet.min`."""
+        return array_api().reduce("min", self, axis, None, out, keepdims, kwargs)
+
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        """Lazy index of the maximum (flat for ``axis=None``), as ``ndarray.argmax``."""
+        return array_api().reduce("argmax", self, axis, None, out, keepdims)
+
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        """Lazy index of the minimum (flat for ``axis=None``), as ``ndarray.argmin``."""
+        return array_api().reduce("argmin", self, axis, None, out, keepdims)
+
+    def any(self, axis=None, out=None, keepdims=False, **kwargs):
+        """Lazy "any element true" over ``axis``, as ``ndarray.any``."""
+        return array_api().reduce("any", self, axis, None, out, keepdims, kwargs)
+
+    def all(self, axis=None, out=None, keepdims=False, **kwargs):
+        """Lazy "every element true" over ``axis``, as ``ndarray.all``."""
+        return array_api().reduce("all", self, axis, None, out, keepdims, kwargs)
+
+    def reshape(self, *shape, order="C", copy=None):
+        """Lazy reshape, as ``ndarray.reshape``: ``e.reshape(2, 3)`` or ``e.reshape((2, 3))``."""
+        return array_api().reshape_method(self, shape, order, copy)
+
+    def transpose(self, *axes):
+        """Lazy transpose, as ``ndarray.transpose``: ``e.transpose()``, ``e.transpose(1, 0)``."""
+        return array_api().transpose_method(self, axes)
+
+    def swapaxes(self, axis1, axis2):
+        """Lazy ``swapaxes``, as ``ndarray.swapaxes``."""
+        return swapaxes(self, axis1, axis2)
+
+    def flatten(self, order="C"):
+        """The elements as one axis, lazily (NumPy's ``flatten`` copies; here
+        the copy is made when the expression is evaluated)."""
+        return array_api().flatten(self, order)
+
+    def ravel(self, order="C"):
+        """The elements as one axis, lazily, as ``ndarray.ravel``."""
+        return array_api().flatten(self, order)
+
+    def squeeze(self, axis=None):
+        """Lazy ``squeeze`` (axes of length 1 removed), as ``ndarray.squeeze``."""
+        return array_api().squeeze(self, axis)
+
+    def copy(self, order="C"):
+        """The value as a new Tensor (computed now, in new memory)."""
+        return array_api().copy(self, order)
+
+    def item(self, *args):
+        """One element as a Python scalar (computed now), as ``ndarray.item``."""
+        return self.numpy().item(*args)
+
+    def tolist(self):
+        """The value as nested Python lists (computed now), as ``ndarray.tolist``."""
+        return self.numpy().tolist()
+
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        """Lazy ``clip`` to ``[min, max]`` (either may be None), as ``ndarray.clip``."""
+        return array_api().clip(self, min, max, out, **kwargs)
+
+    def round(self, decimals=0, out=None):
+        """Lazy round half to even to ``decimals`` digits, as ``ndarray.round``."""
+        return array_api().round(self, decimals, out)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d expression")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, key):
+        return array_api().getitem(self, _basic_key(key))
+
+    cdef object _python_scalar(self, str what):
+        # 0-d: the value, computed now (as NumPy's 0-d arrays)
+        if self.shape:
+            raise TypeError(f"only 0-dimensional expressions can be converted to Python "
+                            f"{what}; this one has shape {fmt_shape(self.shape)}")
+        return self.__array__()[()]
+
+    def __float__(self):
+        return float(self._python_scalar("floats"))
+
+    def __int__(self):
+        return int(self._python_scalar("ints"))
+
+    def __index__(self):
+        return operator.index(self._python_scalar("integers"))
+
+    def __format__(self, spec):
+        if not self.shape:
+            return format(self.__array__()[()], spec)
+        if spec:
+            raise TypeError(f"unsupported format string passed to {type(self).__name__}"
+                            ".__format__: only 0-d expressions take one")
+        return str(self)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return array_api().array_function(func, types, args, kwargs)
+
     def __add__(self, other):
         return binary(OP_add, self, other)
 
@@ -165,23 +295,23 @@ cdef class Expr:
             raise
 
     def __bool__(self):
+        if not self.shape:  # a 0-d expression: its value, as NumPy's 0-d arrays
+            return bool(self.__array__()[()])
         raise TypeError("the truth value of a lazy pyet expression is ambiguous: it is not "
                         "computed yet; evaluate it first (pyet.evaluate(e)) and use .any() "
                         "or .all(); use & and | instead of `and` and `or`")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method != "__call__":
-            raise TypeError(f"pyet does not support ufunc method {ufunc.__name__}.{method}")
+        op = _UFUNC_CODE.get(ufunc)
+        if method != "__call__" or (op is None and ufunc is not np.matmul) or \
+                (kwargs and (len(kwargs) > 1 or "out" not in kwargs)):
+            # ufunc.reduce, a ufunc pyet has no kernel for (a pyet.F node), or
+            # NumPy on the evaluated operands
+            return array_api().array_ufunc(ufunc, method, inputs, kwargs)
         out = kwargs.pop("out", None)
-        if kwargs:
-            raise TypeError(f"pyet does not support the keyword arguments {sorted(kwargs)} "
-                            f"of ufunc {ufunc.__name__}")
         if ufunc is np.matmul and len(inputs) == 2:
             e = dot(*inputs)
         else:
-            op = _UFUNC_CODE.get(ufunc)
-            if op is None:
-                raise TypeError(f"pyet does not support the ufunc {ufunc.__name__}")
             if op == OP_power:
                 e = power(inputs[0], inputs[1])
             else:
@@ -211,6 +341,21 @@ cdef class Expr:
 
     def __reduce__(self):
         return (_unflatten, (flatten(self),))
+
+
+cdef object _ARRAY_API = None
+
+
+cdef object array_api():
+    """pyet._nodes.numpy_api, the ndarray methods and NumPy protocols on
+    expressions, imported when first needed.  The one import of a node family
+    in core, deferred: the families import core, so core cannot import them
+    when it is itself imported (test_imports_go_one_way allows this line only)."""
+    global _ARRAY_API
+    if _ARRAY_API is None:
+        from pyet._nodes import numpy_api  # deferred (see above)
+        _ARRAY_API = numpy_api
+    return _ARRAY_API
 
 
 cdef class Scalar(Expr):

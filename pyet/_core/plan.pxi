@@ -509,6 +509,8 @@ cdef struct Run:
     pyet_intp red_comp        # bytes from an accumulator to its compensation (0: none)
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
+    pyet_intp nchunks         # the work items split into this many chunks (threads claim them)
+    int fpflags               # floating-point errors the pass raised (threads.h PYET_FP_*)
 
 
 cdef int TYPENUM[5]
@@ -561,14 +563,43 @@ cdef object _pyfunc_result(object fn, object res, pyet_intp n, int dt):
     return np.ascontiguousarray(res, dtype=DTYPES[dt])
 
 
+cdef extern from "fpstatus.h" nogil:
+    enum:
+        PYET_FS_INVALID
+        PYET_FS_OVERFLOW
+        PYET_FS_UNDERFLOW
+    int pyet_fs_get()
+    void pyet_fs_clear(int flags)
+
+
+# per op: the flags its kernel may raise where NumPy's stays quiet (comparisons on
+# NaN; the internals of the vectorized exp, tanh, sigmoid and erf): the engine
+# clears those a kernel call raises (tests/test_fp_errors.py compares every op)
+cdef int QUIET_FLAGS[OP_COUNT]
+for _op in range(OP_COUNT):
+    QUIET_FLAGS[_op] = PYET_FS_INVALID if OPNAMES[_op] in (
+        "less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "relu", "sign",
+        "isnan", "isinf", "isfinite", "logaddexp", "logaddexp2", "floor", "ceil", "rint",
+        "trunc", "absolute", "where", "exp") else 0
+    if OPNAMES[_op] in ("tanh", "sigmoid"):
+        QUIET_FLAGS[_op] = PYET_FS_INVALID | PYET_FS_OVERFLOW | PYET_FS_UNDERFLOW
+    elif OPNAMES[_op] == "erf":
+        QUIET_FLAGS[_op] = PYET_FS_UNDERFLOW
+
+
 cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *src,
                             char **leafp) noexcept nogil:
     # argmax/argmin read each value's index from the last leaf (reduce_into's)
+    # folding raises invalid where NumPy's reductions stay quiet (max/min compare NaNs;
+    # a compensated sum takes inf - inf): clear what the fold itself raises
+    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
     if r.red >= RED_ARGMAX:
         pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
                         <const int64_t *>leafp[r.nops - 1 - r.ndst])
     else:
         pyet_reduce_store(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src)
+    if quiet and pyet_fs_get() & PYET_FS_INVALID:
+        pyet_fs_clear(PYET_FS_INVALID)
 
 
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
@@ -580,7 +611,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     cdef char *dstp[256]
     cdef void *inp[4]
     cdef void *out
-    cdef int k, i, j, nd = r.ndst
+    cdef int k, i, j, nd = r.ndst, before, raised
     cdef pyet_instr *ins
     cdef char *gathered = regs + prog.nregs * regbytes
     for k in range(nd):  # a strided destination row is written in a block, then scattered
@@ -613,7 +644,14 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             if call_pyfunc(r, i, n, out, inp) < 0:
                 return -1
         else:
-            pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+            if QUIET_FLAGS[ins.op]:
+                before = pyet_fs_get()
+                pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+                raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+                if raised:
+                    pyet_fs_clear(raised)
+            else:
+                pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     if r.red != RED_NONE:  # fold the block into the accumulators
         fold_block(r, prog.dt_out, n, ptr[0], dstp[0], leafp)
         return 0
@@ -639,6 +677,8 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             and r.strides[0] == 0 and r.strides[1] == r.itemsize[0] and r.gather[1] < 0
             and pyet_reduce_rows(r.red, prog.dt_out, w1 - w0, inner, r.base[0] + dst_shift,
                                  r.base[1] + w0 * r.strides[MAXD], r.strides[MAXD])):
+        if pyet_fs_get() & PYET_FS_INVALID:  # the fold's own (a leaf copy raises none)
+            pyet_fs_clear(PYET_FS_INVALID)
         return 0  # rows folded into one contiguous row of accumulators, several at a time
     rest = w0 // r.nblocks
     blk = w0 % r.nblocks
@@ -674,28 +714,26 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     return 0
 
 
+cdef int run_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # chunk c of the work items in the scratch of participant slot; a
+    # reduction's chunk c folds into accumulator set c: a fixed split, so the
+    # order of additions is the same every run, whichever thread runs it
+    cdef Run *r = <Run *>ctx
+    return run_items(r, <Program>r.prog, r.nitems * c // r.nchunks,
+                     r.nitems * (c + 1) // r.nchunks, r.scratch + slot * r.scratch_bytes,
+                     c * r.red_stride if r.red != RED_NONE else 0)
+
+
 cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
-    """Share the work items among nthreads threads (OpenMP): chunks handed
-    out dynamically, so a thread the OS delays does not hold the others up."""
-    cdef int rc = 0
-    cdef pyet_intp c, nchunks, w0, w1
+    """Share the work items among nthreads threads: chunks claimed one at a
+    time (threads.h), the caller waiting only for chunks others claimed."""
     if nthreads <= 1:
-        return run_items(r, prog, 0, r.nitems, r.scratch, 0)
-    if r.red != RED_NONE:
-        # reductions: thread t folds the t-th slice into its own accumulators;
-        # a static split keeps the order of additions the same every run
-        for c in prange(nthreads, num_threads=nthreads, schedule="static", chunksize=1):
-            w0 = r.nitems * c // nthreads
-            w1 = r.nitems * (c + 1) // nthreads
-            rc += run_items(r, prog, w0, w1, r.scratch + threadid() * r.scratch_bytes,
-                            c * r.red_stride) < 0
-        return -1 if rc else 0
-    nchunks = min(r.nitems, 8 * nthreads)
-    for c in prange(nchunks, num_threads=nthreads, schedule="dynamic", chunksize=1):
-        w0 = r.nitems * c // nchunks
-        w1 = r.nitems * (c + 1) // nchunks
-        rc += run_items(r, prog, w0, w1, r.scratch + threadid() * r.scratch_bytes, 0) < 0
-    return -1 if rc else 0
+        r.nchunks = 1
+    elif r.red != RED_NONE:
+        r.nchunks = nthreads
+    else:
+        r.nchunks = min(r.nitems, 8 * nthreads)
+    return run_chunks(run_chunk, r, r.nchunks, nthreads, &r.fpflags)
 
 
 cdef int reduce_key(int nops, int nd, cnp.ndarray dst, pyet_intp *bstrides) noexcept:
@@ -808,6 +846,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             rc = run_parallel(&r, prog, nthreads)
         if rc < 0:
             raise errors[0]
+        if r.fpflags:  # np.errstate's answer to the pass's floating-point errors
+            report_fp(r.fpflags)
         return 0
     finally:
         free(mem)

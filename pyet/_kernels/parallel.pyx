@@ -1,8 +1,13 @@
 """Thread settings shared by every compiled pass: the elementwise engine,
 reductions and the NN kernels ask ``threads_for`` how many threads a piece of
-work deserves; one setting, one threshold."""
+work deserves; one setting, one threshold.  ``run_chunks`` runs a pass's chunks
+on the pool of threads.h; ``report_fp`` turns the floating-point flags a pass
+raised into NumPy's warnings or errors."""
 
 import os
+import warnings
+
+import numpy as np
 
 from pyet._kernels.types cimport pyet_intp
 
@@ -10,6 +15,13 @@ from pyet._kernels.types cimport pyet_intp
 cdef extern from "threads.h" nogil:
     int pyet_omp_max_threads()
     int pyet_have_openmp()
+    ctypedef int (*pyet_chunk_fn)(void *ctx, pyet_intp chunk, int slot) noexcept nogil
+    int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, pyet_intp n, int nthreads, int *fpflags)
+    enum:
+        PYET_FP_DIVIDE
+        PYET_FP_OVERFLOW
+        PYET_FP_UNDERFLOW
+        PYET_FP_INVALID
 
 
 cdef int NUM_THREADS = 1
@@ -50,6 +62,41 @@ cdef int threads_for(pyet_intp work, pyet_intp lines) noexcept nogil:
         return 1
     n = min(n, <pyet_intp>pyet_omp_max_threads(), work // MIN_PER_THREAD, lines)
     return <int>max(n, 1)
+
+
+cdef int run_chunks(chunk_fn fn, void *ctx, pyet_intp n, int nthreads,
+                    int *fpflags) noexcept nogil:
+    return pyet_run_chunks(<pyet_chunk_fn>fn, ctx, n, nthreads, fpflags)
+
+
+_FP_ERRORS = ((PYET_FP_DIVIDE, "divide", "divide by zero"),
+              (PYET_FP_OVERFLOW, "over", "overflow"),
+              (PYET_FP_UNDERFLOW, "under", "underflow"),
+              (PYET_FP_INVALID, "invalid", "invalid value"))
+
+
+cpdef int report_fp(int flags) except -1:
+    """NumPy's handling (np.seterr / np.errstate) of the floating-point errors
+    a pass raised (PYET_FP_* bits): ignore, warn, raise, call, print or log."""
+    if not flags:
+        return 0
+    modes = np.geterr()
+    for bit, name, what in _FP_ERRORS:
+        if not flags & bit or modes[name] == "ignore":
+            continue
+        mode = modes[name]
+        msg = f"{what} encountered in a pyet evaluation"
+        if mode == "warn":
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        elif mode == "raise":
+            raise FloatingPointError(msg)
+        elif mode == "call":
+            np.geterrcall()(what, bit)
+        elif mode == "print":
+            print(f"Warning: {msg}")
+        elif mode == "log":
+            np.geterrcall().write(f"Warning: {msg}\n")
+    return 0
 
 
 set_num_threads(_initial_threads())

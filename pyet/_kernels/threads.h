@@ -1,6 +1,25 @@
-/* OpenMP when the compiler has it; one thread otherwise. */
+/* Threads for pyet's passes, and the floating-point status flags they raise.
+ *
+ * OpenMP (for its thread count, and the NN kernels' loops) when the compiler has
+ * it; one thread otherwise.
+ *
+ * pyet_run_chunks: a pass's chunks run on a small pool of worker threads and the
+ * calling thread.  Chunks are claimed one at a time from an atomic counter; the
+ * caller claims whatever is left and then waits only for the chunks other
+ * threads have already claimed -- never for a worker the OS has not scheduled
+ * yet (on a busy machine an OpenMP region's closing barrier waited for exactly
+ * that).  A worker waking late finds no chunk left and goes back to sleep.
+ * One pass at a time uses the pool; a pass that finds it busy (another Python
+ * thread's) runs on its caller alone.
+ *
+ * Floating-point status: each thread reads and clears its flags (fenv.h) after
+ * its chunks; the pass gets their union, which the caller turns into NumPy's
+ * warnings or errors (np.errstate).
+ */
 #ifndef PYET_THREADS_H
 #define PYET_THREADS_H
+#include <fenv.h>
+#include <stddef.h>
 #ifdef _OPENMP
 #include <omp.h>
 static int pyet_omp_max_threads(void) { return omp_get_max_threads(); }
@@ -8,5 +27,206 @@ static int pyet_have_openmp(void) { return 1; }
 #else
 static int pyet_omp_max_threads(void) { return 1; }
 static int pyet_have_openmp(void) { return 0; }
+#endif
+
+/* NumPy's order and names: divide, over, under, invalid */
+enum { PYET_FP_DIVIDE = 1, PYET_FP_OVERFLOW = 2, PYET_FP_UNDERFLOW = 4, PYET_FP_INVALID = 8 };
+
+/* This thread's floating-point flags as PYET_FP_* bits; they are cleared. */
+static inline int pyet_fp_take(void) {
+    int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), bits = 0;
+    if (!f)
+        return 0;
+    feclearexcept(f);
+    if (f & FE_DIVBYZERO) bits |= PYET_FP_DIVIDE;
+    if (f & FE_OVERFLOW) bits |= PYET_FP_OVERFLOW;
+    if (f & FE_UNDERFLOW) bits |= PYET_FP_UNDERFLOW;
+    if (f & FE_INVALID) bits |= PYET_FP_INVALID;
+    return bits;
+}
+
+/* chunk c of a pass, run in participant slot (0: the caller; < nthreads) */
+typedef int (*pyet_chunk_fn)(void *ctx, ptrdiff_t chunk, int slot);
+
+#if defined(_OPENMP) && !defined(_WIN32)
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PYET_PAUSE() _mm_pause()
+#else
+#define PYET_PAUSE() ((void)0)
+#endif
+
+#define PYET_POOL_MAX 256
+#define PYET_CLOSED 0xFFFFFFFFu
+#define PYET_SPIN 2000   /* polls before an idle worker sleeps (a few microseconds) */
+
+static struct {
+    pthread_mutex_t busy;            /* held by the pass using the pool */
+    pthread_mutex_t sleep;
+    pthread_cond_t wake;
+    int nworkers;                    /* started (slots 1..nworkers) */
+    unsigned posted;                 /* the last generation announced (under sleep) */
+    /* generation << 32 | next chunk: a claim is a compare-and-swap of the
+       whole word, so it succeeds only within the generation it read */
+    _Atomic unsigned long long ticket;
+    /* the current generation's pass, written while its ticket is closed */
+    _Atomic(pyet_chunk_fn) fn;
+    _Atomic(void *) ctx;
+    _Atomic ptrdiff_t nchunks;
+    _Atomic int nslots;
+    _Atomic ptrdiff_t done;          /* chunks finished */
+    _Atomic int failed;
+    _Atomic int fpflags;
+} pyet_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+/* Claim and run chunks of generation gen in slot; returns when none is left. */
+static void pyet_pool_work(unsigned gen, int slot) {
+    unsigned long long t = atomic_load(&pyet_pool.ticket);
+    for (;;) {
+        unsigned next = (unsigned)t;
+        if ((unsigned)(t >> 32) != gen || next == PYET_CLOSED)
+            return;
+        /* read the pass, then claim: a claim that succeeds on gen proves these
+           were gen's (the next pass closes the ticket before writing them) */
+        pyet_chunk_fn fn = atomic_load(&pyet_pool.fn);
+        void *ctx = atomic_load(&pyet_pool.ctx);
+        ptrdiff_t n = atomic_load(&pyet_pool.nchunks);
+        if ((ptrdiff_t)next >= n || slot >= atomic_load(&pyet_pool.nslots))
+            return;
+        if (!atomic_compare_exchange_weak(&pyet_pool.ticket, &t, t + 1))
+            continue;
+        if (fn(ctx, (ptrdiff_t)next, slot) < 0)
+            atomic_store(&pyet_pool.failed, 1);
+        int f = pyet_fp_take();
+        if (f)
+            atomic_fetch_or(&pyet_pool.fpflags, f);
+        atomic_fetch_add(&pyet_pool.done, 1);
+        t = atomic_load(&pyet_pool.ticket);
+    }
+}
+
+static void *pyet_pool_worker(void *arg) {
+    int slot = (int)(intptr_t)arg;
+    unsigned seen = (unsigned)(atomic_load(&pyet_pool.ticket) >> 32);
+    for (;;) {
+        unsigned gen = seen;
+        for (int i = 0; i < PYET_SPIN && gen == seen; i++) {
+            PYET_PAUSE();
+            gen = (unsigned)(atomic_load(&pyet_pool.ticket) >> 32);
+        }
+        if (gen == seen) {
+            pthread_mutex_lock(&pyet_pool.sleep);
+            while (pyet_pool.posted == seen)
+                pthread_cond_wait(&pyet_pool.wake, &pyet_pool.sleep);
+            gen = pyet_pool.posted;
+            pthread_mutex_unlock(&pyet_pool.sleep);
+        }
+        seen = gen;
+        pyet_pool_work(gen, slot);
+    }
+    return NULL;
+}
+
+/* in a forked child the workers are gone: start new ones when needed */
+static void pyet_pool_after_fork(void) {
+    pthread_mutex_init(&pyet_pool.busy, NULL);
+    pthread_mutex_init(&pyet_pool.sleep, NULL);
+    pthread_cond_init(&pyet_pool.wake, NULL);
+    pyet_pool.nworkers = 0;
+}
+
+static void pyet_pool_grow(int nworkers) {
+    static int atfork = 0;
+    if (!atfork) {
+        pthread_atfork(NULL, NULL, pyet_pool_after_fork);
+        atfork = 1;
+    }
+    if (nworkers > PYET_POOL_MAX)
+        nworkers = PYET_POOL_MAX;
+    while (pyet_pool.nworkers < nworkers) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int err = pthread_create(&th, &attr, pyet_pool_worker,
+                                 (void *)(intptr_t)(pyet_pool.nworkers + 1));
+        pthread_attr_destroy(&attr);
+        if (err)
+            break;  /* fewer workers: the caller does their share */
+        pyet_pool.nworkers++;
+    }
+}
+
+/* Run chunks 0..n-1 of fn on up to nthreads threads (the caller included).
+ * Returns -1 if a chunk failed; *fpflags gets the union of the flags raised. */
+static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthreads,
+                           int *fpflags) {
+    int failed = 0, f;
+    ptrdiff_t c;
+    pyet_fp_take();  /* flags raised before the pass are not its own (NumPy clears too) */
+    if (nthreads <= 1 || n <= 1 || pthread_mutex_trylock(&pyet_pool.busy) != 0) {
+        for (c = 0; c < n; c++)
+            failed |= fn(ctx, c, 0) < 0;
+        *fpflags = pyet_fp_take();
+        return failed ? -1 : 0;
+    }
+    pyet_pool_grow(nthreads - 1);
+    unsigned gen = (unsigned)(atomic_load(&pyet_pool.ticket) >> 32) + 1;
+    atomic_store(&pyet_pool.ticket, ((unsigned long long)gen << 32) | PYET_CLOSED);
+    atomic_store(&pyet_pool.fn, fn);
+    atomic_store(&pyet_pool.ctx, ctx);
+    atomic_store(&pyet_pool.nchunks, n);
+    atomic_store(&pyet_pool.nslots, nthreads);
+    atomic_store(&pyet_pool.done, 0);
+    atomic_store(&pyet_pool.failed, 0);
+    atomic_store(&pyet_pool.fpflags, 0);
+    atomic_store(&pyet_pool.ticket, (unsigned long long)gen << 32);
+    pthread_mutex_lock(&pyet_pool.sleep);
+    pyet_pool.posted = gen;
+    pthread_cond_broadcast(&pyet_pool.wake);
+    pthread_mutex_unlock(&pyet_pool.sleep);
+    pyet_pool_work(gen, 0);  /* the caller claims whatever is left */
+    /* only chunks already claimed remain, each on a thread that was running */
+    for (long spins = 0; atomic_load(&pyet_pool.done) < n; spins++) {
+        if (spins < 4000)
+            PYET_PAUSE();
+        else
+            sched_yield();
+    }
+    failed = atomic_load(&pyet_pool.failed);
+    f = atomic_load(&pyet_pool.fpflags);
+    pthread_mutex_unlock(&pyet_pool.busy);
+    *fpflags = f;
+    return failed ? -1 : 0;
+}
+
+#else  /* Windows (OpenMP, no pthreads) or no OpenMP: an OpenMP loop, or one thread */
+
+static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthreads,
+                           int *fpflags) {
+    int failed = 0, flags;
+    ptrdiff_t c;
+    pyet_fp_take();
+    flags = 0;
+#ifdef _OPENMP
+    if (nthreads > 1 && n > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) reduction(|: failed, flags)
+        for (c = 0; c < n; c++) {
+            failed |= fn(ctx, c, omp_get_thread_num()) < 0;
+            flags |= pyet_fp_take();
+        }
+        *fpflags = flags;
+        return failed ? -1 : 0;
+    }
+#endif
+    for (c = 0; c < n; c++)
+        failed |= fn(ctx, c, 0) < 0;
+    *fpflags = pyet_fp_take();
+    return failed ? -1 : 0;
+}
 #endif
 #endif

@@ -42,8 +42,8 @@ def _push(e, kind, arg, shape):
         return view_of_leaf(e, kind, arg, _view_leaf(e._array, kind, arg))
     if isinstance(e, core.Scalar):
         return core.tensor(_view_leaf(array_of(e), kind, arg))
-    if isinstance(e, core.SpecialNode):
-        return view_of(e, kind, arg, shape)
+    if isinstance(e, core.SpecialNode):  # (an index key holds slices: Index hashes them)
+        return index(e, arg) if kind == "index" else view_of(e, kind, arg, shape)
     args = []
     for a in e._args:
         if not isinstance(a, core.Scalar):
