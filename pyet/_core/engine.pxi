@@ -176,12 +176,17 @@ cdef Expr materialize_node(Expr e):
     done = getattr(_evaluation, "done", None)
     key = None
     if done is not None:
-        # in a plan's scope equal structures over the same memory share a value;
-        # otherwise a node is itself (kept alive in the table: its id stays its own)
-        key = value_key(e) if getattr(_evaluation, "structural", False) else id(e)
-        hit = done.get(key)
+        # a node is itself (kept alive in the table: its id stays its own); in a
+        # plan's scope equal structures over the same memory share a value too
+        hit = done.get(id(e))
         if hit is not None:
             return hit[1]
+        if getattr(_evaluation, "structural", False):
+            key = value_key(e)
+            hit = done.get(key)
+            if hit is not None:
+                done[id(e)] = (e, hit[1])
+                return hit[1]
     cdef Expr leaf
     if e._op == OP_special:
         value = (<SpecialNode>e)._kernel.value(e._args)
@@ -190,7 +195,9 @@ cdef Expr materialize_node(Expr e):
     else:
         leaf = with_args(e, tuple([materialize_node(a) for a in e._args]))
     if done is not None:
-        done[key] = (e, leaf)
+        done[id(e)] = (e, leaf)
+        if key is not None:
+            done[key] = (e, leaf)
     return leaf
 
 
@@ -231,14 +238,24 @@ def stats(bint reset=False):
 cdef tuple value_key(Expr root):
     """What makes a subtree's value: its structure, and per leaf its memory,
     shape, strides and dtype, per scalar its value, per user function itself
-    (pre-order).  Equal keys, equal values, as long as no memory is written."""
+    (pre-order; a node met again is a reference, so a graph that reads one
+    node along several paths is walked once).  Equal keys, equal values, as
+    long as no memory is written."""
     cdef list parts = [root._key], stack = [root]
+    cdef dict seen = {}
     cdef Expr e
     while stack:
         e = stack.pop()
+        if e._args:
+            n = seen.get(id(e))
+            if n is not None:
+                parts.append(("node", n))
+                continue
+            seen[id(e)] = len(parts)
         if e._op == OP_leaf:
             a = (<Tensor>e)._array
-            parts.append((a.__array_interface__["data"][0], a.shape, a.strides, e._dt))
+            parts.append((<Py_ssize_t>cnp.PyArray_DATA(<cnp.ndarray>a), a.shape, a.strides,
+                          e._dt))
         elif e._op == OP_scalar:
             parts.append(((<Scalar>e)._value, e._dt))
         else:
@@ -285,12 +302,24 @@ def materialize(e):
 
 
 cdef bint leaves_overlap(Expr e, cnp.ndarray dst) except -1:
-    """True when any array below ``e`` may share memory with ``dst``."""
+    """True when any array below ``e`` may share memory with ``dst`` (their
+    memory bounds intersect, as np.may_share_memory decides); each node of a
+    graph that reads one node along several paths is visited once."""
     if e._op == OP_leaf:
-        return np.may_share_memory((<Tensor>e)._array, dst)
-    for a in e._args:
-        if leaves_overlap(a, dst):
-            return True
+        return _bounds_overlap(<cnp.ndarray>(<Tensor>e)._array, dst)
+    cdef list stack = [e]
+    cdef set seen = set()
+    cdef Expr x
+    while stack:
+        x = stack.pop()
+        if x._op == OP_leaf:
+            if _bounds_overlap(<cnp.ndarray>(<Tensor>x)._array, dst):
+                return True
+        elif x._args:
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            stack.extend(x._args)
     return False
 
 
