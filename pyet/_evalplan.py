@@ -78,8 +78,11 @@ class EvalPlan:
         self._statements.append((None, e, handle))
         return handle
 
-    def run(self):
-        """Evaluate every registered statement in order, then empty the plan.
+    def run(self, keep=False):
+        """Evaluate every registered statement in order, then empty the plan
+        (with ``keep=True`` the statements stay registered: running again
+        reads the operands' memory as it is then, as a training loop does;
+        each registered result gets a new Tensor per run).
 
         Consecutive elementwise statements over destinations of one shape run
         as one pass over memory (an optimizer's statements on one parameter
@@ -87,7 +90,9 @@ class EvalPlan:
         statement raises (a user function, a negative integer power), every
         destination is put back as it was: nothing has been written.
         """
-        statements, self._statements = self._statements, []
+        statements = self._statements
+        if not keep:
+            self._statements = []
         dsts, exprs, results = [], [], []
         for dst, e, handle in statements:
             if handle is not None:

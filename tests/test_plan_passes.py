@@ -190,3 +190,21 @@ def test_random_aliasing_plans_equal_running_one_by_one(steps):
         new = {"=": value, "+=": dst + value, "*=": dst * value}[op]
         dst[...] = new
     np.testing.assert_allclose(ours, ref, rtol=1e-14, atol=0)
+
+
+def test_a_kept_plan_runs_again_on_the_memory_as_it_is_then():
+    w, g = np.ones(4), np.full(4, 2.0)
+    plan = pyet.EvalPlan()
+    plan.assign(w, pyet.asarray(w) - 0.5 * pyet.asarray(g))
+    h = plan.register(pyet.asarray(w) * 2)
+    plan.run(keep=True)
+    first = h.value
+    np.testing.assert_array_equal(w, 0.0)
+    g[...] = 4.0
+    plan.run(keep=True)
+    np.testing.assert_array_equal(w, -2.0)
+    np.testing.assert_array_equal(h.value.numpy(), -4.0)
+    np.testing.assert_array_equal(first.numpy(), 0.0)  # each run's result is new
+    assert len(plan) == 2
+    plan.run()
+    assert len(plan) == 0
