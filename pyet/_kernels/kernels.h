@@ -336,7 +336,10 @@ PYET_INLINE uint64_t pyet_mulhi64(uint64_t m, uint64_t u)
         if (b == 0) { PYET_LOOP1(T, T, (T)1); break; }                      \
         if (b == 1) { PYET_LOOP1(T, T, x); break; }                         \
         if (b == 2) { PYET_LOOP1(T, T, x * x); break; }                     \
-        if (sflags & 1) { PYET_LOOP1(T, T, pyet_power_##T(x, b)); break; }  \
+        /* int64: AVX2 has no 64-bit multiply, the per-element loop is faster */ \
+        if ((sflags & 1) || sizeof(T) == 8) {                               \
+            PYET_LOOP1(T, T, pyet_power_##T(x, b)); break;                  \
+        }                                                                   \
         for (pyet_intp i0 = 0; i0 < n; i0 += 256) {                         \
             const pyet_intp m = n - i0 < 256 ? n - i0 : 256;                \
             T base[256], r[256];                                            \
