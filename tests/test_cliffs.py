@@ -163,3 +163,112 @@ def test_int_scalar_exponent(dt, k):
     t = pyet.asarray(a)
     t **= k
     assert_bits(a, np.power(v, dt(k)))
+
+
+# -------------------------------------------------------- products with a vector
+
+def vector_layouts(v):
+    yield "contig", v
+    yield "step2", np.repeat(v, 2)[::2]
+    yield "reversed", v[::-1].copy()[::-1]
+    yield "negative", v[::-1]
+
+
+def matrix_layouts(m):
+    yield "C", m
+    yield "F", np.asfortranarray(m)
+    yield "T", np.ascontiguousarray(m.T).T
+    yield "step", np.repeat(m, 2, axis=1)[:, ::2]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_gemv_and_dot_paths(dt):
+    rng = np.random.default_rng(8)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    m = rng.standard_normal((7, 5)).astype(dt)
+    for mname, mat in matrix_layouts(m):
+        for vname, vec in vector_layouts(rng.standard_normal(5).astype(dt)):
+            M, V = pyet.asarray(mat), pyet.asarray(vec)
+            np.testing.assert_allclose(pyet.evaluate(pyet.dot(M, V)), mat @ vec, rtol=tol,
+                                       err_msg=f"{mname} @ {vname}")
+            out = np.full(7, 2.0, dt)
+            Out = pyet.asarray(out)
+            Out += pyet.dot(M, V) * 3
+            np.testing.assert_allclose(out, 2 + 3 * (mat @ vec), rtol=tol)
+            np.testing.assert_allclose(pyet.evaluate(pyet.dot(M, V) - 1), mat @ vec - 1,
+                                       rtol=tol, atol=tol)
+        for vname, vec in vector_layouts(rng.standard_normal(7).astype(dt)):
+            M, V = pyet.asarray(mat), pyet.asarray(vec)
+            np.testing.assert_allclose(pyet.evaluate(pyet.dot(V, M)), vec @ mat, rtol=tol,
+                                       err_msg=f"{vname} @ {mname}")
+            out = np.zeros(10, dt)[::2]
+            pyet.asarray(out)[...] = pyet.dot(V, M)
+            np.testing.assert_allclose(out, vec @ mat, rtol=tol)
+    x, y = rng.standard_normal(1000).astype(dt), rng.standard_normal(1000).astype(dt)
+    for (xn, xv), (yn, yv) in zip(vector_layouts(x), vector_layouts(y), strict=True):
+        X, Y = pyet.asarray(xv), pyet.asarray(yv)
+        want = np.dot(xv, yv)
+        np.testing.assert_allclose(pyet.evaluate(pyet.dot(X, Y)), want, rtol=tol,
+                                   err_msg=f"{xn} . {yn}")
+        c = np.array(1.5, dt)
+        C = pyet.asarray(c)
+        C[...] = pyet.dot(X, Y)
+        np.testing.assert_allclose(c, want, rtol=tol)
+        C += 2 * pyet.dot(X, Y)
+        np.testing.assert_allclose(c, 3 * want, rtol=tol)
+    # a zero's sign as NumPy's (BLAS's dot starts from +0.0)
+    z, one = np.array([-0.0], dt), np.array([1.0], dt)
+    assert np.signbit(np.asarray(pyet.evaluate(pyet.dot(pyet.asarray(z), pyet.asarray(one))))) \
+        == np.signbit(z @ one)
+
+
+def test_gemv_destination_aliasing_an_operand():
+    rng = np.random.default_rng(9)
+    m = rng.standard_normal((6, 6))
+    v = rng.standard_normal(6)
+    want = m @ v
+    V = pyet.asarray(v)
+    V[...] = pyet.dot(pyet.asarray(m), V)
+    np.testing.assert_allclose(v, want, rtol=1e-12)
+    w = rng.standard_normal(6)
+    want = w @ m + w
+    W = pyet.asarray(w)
+    W += pyet.dot(W, pyet.asarray(m))
+    np.testing.assert_allclose(w, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_gemv_and_dot_split_beyond_blas_int(dt):
+    from pyet._kernels import blas
+    rng = np.random.default_rng(10)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    old = blas._set_int_limit(3)
+    try:
+        for shape in ((7, 2), (2, 11), (1, 9), (3, 3)):
+            m = rng.standard_normal(shape).astype(dt)
+            for mname, mat in (("C", m), ("F", np.asfortranarray(m))):
+                v = rng.standard_normal(shape[1]).astype(dt)
+                u = rng.standard_normal(shape[0]).astype(dt)
+                M = pyet.asarray(mat)
+                np.testing.assert_allclose(pyet.evaluate(pyet.dot(M, pyet.asarray(v))),
+                                           mat @ v, rtol=tol, err_msg=mname)
+                np.testing.assert_allclose(pyet.evaluate(pyet.dot(pyet.asarray(u), M)),
+                                           u @ mat, rtol=tol, err_msg=mname)
+        x, y = rng.standard_normal(11).astype(dt), rng.standard_normal(11).astype(dt)
+        np.testing.assert_allclose(pyet.evaluate(pyet.dot(pyet.asarray(x), pyet.asarray(y))),
+                                   x @ y, rtol=tol)
+    finally:
+        blas._set_int_limit(old)
+
+
+def test_integer_and_empty_vector_products():
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)
+    v = np.arange(4, dtype=np.int64)
+    np.testing.assert_array_equal(pyet.evaluate(pyet.dot(pyet.asarray(a), pyet.asarray(v))),
+                                  a @ v)
+    e = np.zeros((3, 0))
+    np.testing.assert_array_equal(pyet.evaluate(pyet.dot(pyet.asarray(e),
+                                                         pyet.asarray(np.zeros(0)))),
+                                  np.zeros(3))
+    assert np.asarray(pyet.evaluate(pyet.dot(pyet.asarray(np.zeros(0)),
+                                             pyet.asarray(np.zeros(0))))) == 0
