@@ -165,6 +165,180 @@ def test_int_scalar_exponent(dt, k):
     assert_bits(a, np.power(v, dt(k)))
 
 
+# ------------------------------------------------------------- packed short rows
+
+def short_row_layouts(rng, dt=np.float64):
+    """(name, a, b) operand pairs whose rows are short after merging: a broadcast
+    column, a short last axis in a non-mergeable layout, reversed and strided."""
+    base = rng.standard_normal((601, 14)).astype(dt)
+    yield "bcast_col", base[:, :2], base[:, 5:6]
+    yield "short_step", base[:, ::5], base[:, 1::5]
+    yield "reversed", base[::-1, :3], base[:, :3]
+    yield "fortran_c", np.asfortranarray(base[:, :4]), base[:, 4:8]
+    yield "three_d", base.reshape(601, 7, 2)[:, :6:2], base.reshape(601, 7, 2)[:, 1::2]
+    yield "bcast_row", base[:, :3], base[0, 3:6]
+    yield "col_1", base[:, :1], base[:, 2:3]
+
+
+@pytest.mark.parametrize("block", [512, 16, 37])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_short_rows_packed(block, nthreads):
+    rng = np.random.default_rng(5)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(nthreads)
+    pyet._core.core.set_block_size(block)
+    try:
+        for name, a, b in short_row_layouts(rng):
+            want = a * b + np.sin(a) - 1.5
+            A, B = pyet.asarray(a), pyet.asarray(b)
+            e = A * B + pyet.sin(A) - 1.5
+            np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), want, err_msg=name)
+            for dname, out in (("C", np.empty(want.shape)), ("F", np.empty(want.shape, order="F")),
+                               ("strided", np.empty(want.shape[:-1] + (2 * want.shape[-1],))
+                                [..., ::2]),
+                               ("reversed", np.empty(want.shape)[::-1])):
+                out[...] = 7.0
+                pyet.asarray(out)[...] = e
+                np.testing.assert_array_equal(out, want, err_msg=f"{name} into {dname}")
+            # an integer tree and a cast on the way
+            ai, bi = (a * 100).astype(np.int32), (b * 100).astype(np.int32)
+            out = np.empty(np.broadcast_shapes(ai.shape, bi.shape), np.int64)
+            pyet.asarray(out)[...] = pyet.asarray(ai) // 7 + pyet.asarray(bi)
+            np.testing.assert_array_equal(out, ai // 7 + bi, err_msg=name)
+    finally:
+        pyet._core.core.set_block_size(512)
+        pyet.set_num_threads(before)
+
+
+def test_short_rows_packed_in_place_and_aliasing():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((500, 3))
+    col = rng.standard_normal((500, 1))
+    X, Col = pyet.asarray(x.copy()), pyet.asarray(col)
+    X += Col * 2.0
+    np.testing.assert_array_equal(np.asarray(X), x + col * 2.0)
+    # the destination read reversed along the short axis: copied first
+    y = x.copy()
+    Y = pyet.asarray(y)
+    Y[...] = pyet.asarray(y[:, ::-1]) + Col
+    np.testing.assert_array_equal(y, x[:, ::-1] + col)
+    # a strided destination read in place, element for element
+    z = np.repeat(x, 2, axis=1)
+    zv = z[:, ::2]
+    Z = pyet.asarray(zv)
+    Z[...] = Z * Z + Col
+    np.testing.assert_array_equal(zv, x * x + col)
+    np.testing.assert_array_equal(z[:, 1::2], x)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (), (1, 1), (4, 1, 2)])
+def test_short_rows_packed_small_and_empty(shape):
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    out = np.empty(shape, order="F")
+    pyet.asarray(out)[...] = pyet.asarray(a) * 2 + pyet.asarray(a)[..., ::-1] if a.ndim else \
+        pyet.asarray(a) * 2 + 1
+    want = a * 2 + a[..., ::-1] if a.ndim else a * 2 + 1
+    np.testing.assert_array_equal(out, want)
+
+
+def test_pyfunc_called_on_large_chunks_across_rows():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((10000, 4))
+    col = rng.standard_normal((10000, 1))
+    sizes = []
+
+    def sin(x):
+        if x.size:  # (F's dtype probe calls it on empty arrays)
+            sizes.append(x.size)
+        assert x.ndim == 1 and not x.flags.writeable
+        return np.sin(x)
+
+    A, Col = pyet.asarray(a), pyet.asarray(col)
+    for nthreads in (1, 2):
+        before = pyet.get_num_threads()
+        pyet.set_num_threads(nthreads)
+        try:
+            sizes.clear()
+            got = np.asarray(pyet.evaluate(pyet.F(sin, A) + Col))
+        finally:
+            pyet.set_num_threads(before)
+        np.testing.assert_array_equal(got, np.sin(a) + col)
+        assert sum(sizes) == a.size and len(sizes) == 1  # one call, not one per row
+        # a transposed operand and a strided destination: still whole chunks
+        out = np.zeros((4, 2 * 10000))[:, ::2]
+        sizes.clear()
+        pyet.asarray(out)[...] = pyet.F(sin, pyet.asarray(a.T)) * 2
+        np.testing.assert_array_equal(out, np.sin(a.T) * 2)
+        assert sum(sizes) == a.size and len(sizes) == 1
+
+
+def test_pyfunc_chunks_of_a_long_operand():
+    a = np.linspace(-3, 3, 200_001)
+    sizes = []
+
+    def f(x):
+        if x.size:
+            sizes.append(x.size)
+        return np.expm1(x)
+
+    got = np.asarray(pyet.evaluate(pyet.F(f, pyet.asarray(a)) + 1))
+    np.testing.assert_array_equal(got, np.expm1(a) + 1)
+    assert sum(sizes) == a.size and len(sizes) <= 4
+
+
+# ------------------------------------------------------------------ all / any
+
+@pytest.mark.parametrize("kind", ["all", "any"])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_all_any_decided_anywhere(kind, nthreads):
+    n = 300_000
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(nthreads)
+    try:
+        for where in (None, 0, 1, 511, 512, 70_000, n // 2, n // 2 + 1, n - 1):
+            a = np.full(n, kind == "all")
+            if where is not None:
+                a[where] = kind != "all"
+            for x in (a, a[::-1], np.asfortranarray(a.reshape(600, 500)), a.reshape(500, 600).T):
+                X = pyet.asarray(x)
+                want = getattr(np, kind)(x)
+                assert bool(np.asarray(getattr(pyet, kind)(X))) == want
+                v = np.where(x, 1.0, -1.0)
+                assert bool(np.asarray(getattr(pyet, kind)(pyet.asarray(v) > 0))) == want
+    finally:
+        pyet.set_num_threads(before)
+
+
+@pytest.mark.parametrize("kind", ["all", "any"])
+def test_all_any_stop_at_the_deciding_block(kind):
+    # the user function sees how far the fold went: one long block, not all of them
+    n = 400_000
+    v = np.ones(n) if kind == "any" else -np.ones(n)
+    v[3] = -v[3]
+    seen = []
+
+    def f(x):
+        if x.size:
+            seen.append(x.size)
+        return x
+
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        got = np.asarray(getattr(pyet, kind)(pyet.F(f, pyet.asarray(v)) > 0))
+    finally:
+        pyet.set_num_threads(before)
+    assert bool(got) == getattr(np, kind)(v > 0)
+    assert len(seen) == 1 and seen[0] < n
+    # along an axis every accumulator folds everything (no single decision)
+    w = np.ones((3, 5), bool)
+    w[1, 2] = False
+    np.testing.assert_array_equal(np.asarray(getattr(pyet, kind)(pyet.asarray(w), axis=1)),
+                                  getattr(np, kind)(w, axis=1))
+    assert bool(np.asarray(getattr(pyet, kind)(pyet.asarray(np.zeros(0, bool))))) == \
+        getattr(np, kind)(np.zeros(0, bool))
+
+
 # -------------------------------------------------------- products with a vector
 
 def vector_layouts(v):
