@@ -15,6 +15,10 @@ DEF MAX_REG_BYTES = 8  # largest itemsize
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
 # measurement so that a few registers stay in L1
 cdef pyet_intp BLOCK = 512
+# rows shorter than this are packed several to a block (a block's fixed cost
+# per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
+DEF SHORT_ROW = 128
+DEF PYFUNC_BLOCK = 65536
 
 
 def set_block_size(pyet_intp n):
@@ -432,35 +436,79 @@ cdef bint _bounds_overlap(cnp.ndarray a, cnp.ndarray b) noexcept:
 
 # ------------------------------------------------------------------ layout
 
+cdef inline pyet_intp iabs(pyet_intp x) noexcept nogil:
+    return x if x >= 0 else -x
+
+
+cdef bint outer_of(int nops, pyet_intp *strides, int t, int u) noexcept nogil:
+    # NumPy's iterator's rule: dimension t goes outside u when some operand
+    # steps further along t than along u and none steps less (operands
+    # broadcast along either say nothing); ties keep C order
+    cdef int k
+    cdef bint swap = False
+    cdef pyet_intp a, b
+    for k in range(nops):
+        a = strides[k * MAXD + t]
+        b = strides[k * MAXD + u]
+        if a != 0 and b != 0:
+            if iabs(a) <= iabs(b):
+                return False
+            swap = True
+    return swap
+
+
 cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
-                    pyet_intp *oshape, pyet_intp *ostrides, int key_op) noexcept nogil:
-    """Drop size-1 dimensions, order the rest by the destination's stride
-    (largest outer, like NumPy's iterator), and merge dimensions that are
-    contiguous in every operand.  strides is [nops][MAXD]; operand key_op's
-    strides order the dimensions.  Returns the new ndim (at least 1), or 0
-    when the destination is empty."""
-    cdef pyet_intp *key = strides + key_op * MAXD
+                    pyet_intp *oshape, pyet_intp *ostrides, int key_op,
+                    char **base) noexcept nogil:
+    """Drop size-1 dimensions, order the rest (largest stride outer, like
+    NumPy's iterator), and merge dimensions that are contiguous in every
+    operand.  strides is [nops][MAXD]; operand key_op's strides order the
+    dimensions, or with key_op < 0 all operands' as NumPy's iterator does,
+    after flipping the dimensions every operand walks backwards (base
+    pointers moved to their other end).  Returns the new ndim (at least 1),
+    or 0 when the destination is empty."""
+    cdef pyet_intp *key = strides + (key_op if key_op > 0 else 0) * MAXD
     cdef int dims[MAXD]
     cdef int n = 0, d, i, j, k, t
     cdef pyet_intp a, b
+    cdef bint flip
     for d in range(ndim):
         if shape[d] == 0:
             return 0
         if shape[d] != 1:
             dims[n] = d
             n += 1
-    # stable insertion sort by |key stride|, descending
-    for i in range(1, n):
-        t = dims[i]
-        a = key[t] if key[t] >= 0 else -key[t]
-        j = i - 1
-        while j >= 0:
-            b = key[dims[j]] if key[dims[j]] >= 0 else -key[dims[j]]
-            if b >= a:
-                break
-            dims[j + 1] = dims[j]
-            j -= 1
-        dims[j + 1] = t
+    if key_op < 0:
+        for i in range(n):
+            d = dims[i]
+            flip = strides[d] < 0
+            for k in range(1, nops):
+                if strides[k * MAXD + d] > 0:
+                    flip = False
+            if flip:
+                for k in range(nops):
+                    base[k] += strides[k * MAXD + d] * (shape[d] - 1)
+                    strides[k * MAXD + d] = -strides[k * MAXD + d]
+        for i in range(1, n):  # insertion sort, as NumPy's iterator
+            t = dims[i]
+            j = i - 1
+            while j >= 0 and outer_of(nops, strides, t, dims[j]):
+                dims[j + 1] = dims[j]
+                j -= 1
+            dims[j + 1] = t
+    else:
+        # stable insertion sort by |key stride|, descending
+        for i in range(1, n):
+            t = dims[i]
+            a = key[t] if key[t] >= 0 else -key[t]
+            j = i - 1
+            while j >= 0:
+                b = key[dims[j]] if key[dims[j]] >= 0 else -key[dims[j]]
+                if b >= a:
+                    break
+                dims[j + 1] = dims[j]
+                j -= 1
+            dims[j + 1] = t
     cdef int m = 0
     cdef bint contiguous
     for i in range(n):
@@ -511,6 +559,11 @@ cdef struct Run:
     void *state             # list collecting a pyfunc's exception
     pyet_intp nchunks         # the work items split into this many chunks (threads claim them)
     int fpflags               # floating-point errors the pass raised (threads.h PYET_FP_*)
+    bint packed             # blocks run across rows (short rows, user functions)
+    pyet_intp total         # elements (packed: the flat range the blocks cut)
+    int early               # RED_ALL/RED_ANY into one accumulator: stop once decided
+    int stop                # set by the thread that decided (others stop too)
+    pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
 
 
 cdef int TYPENUM[5]
@@ -615,9 +668,9 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     cdef pyet_instr *ins
     cdef char *gathered = regs + prog.nregs * regbytes
     for k in range(nd):  # a strided destination row is written in a block, then scattered
-        dstp[k] = ptr[k] if r.gather[k] < 0 else gathered + r.gather[k] * regbytes
+        dstp[k] = ptr[k] if r.gather[k] < 0 or r.packed else gathered + r.gather[k] * regbytes
     for k in range(nd, r.nops):
-        if r.gather[k] < 0:
+        if r.gather[k] < 0 or r.packed:  # (packed: run_packed gathered it)
             leafp[k - nd] = ptr[k]
         else:
             leafp[k - nd] = gathered + r.gather[k] * regbytes
@@ -655,10 +708,11 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     if r.red != RED_NONE:  # fold the block into the accumulators
         fold_block(r, prog.dt_out, n, ptr[0], dstp[0], leafp)
         return 0
-    for k in range(nd):  # scatter into strided destination rows, in statement order
-        if r.gather[k] >= 0:
-            pyet_copy_strided(ptr[k], r.strides[k * MAXD + r.nd - 1], dstp[k], r.itemsize[k],
-                              n, r.itemsize[k])
+    if not r.packed:  # scatter into strided destination rows, in statement order
+        for k in range(nd):
+            if r.gather[k] >= 0:
+                pyet_copy_strided(ptr[k], r.strides[k * MAXD + r.nd - 1], dstp[k],
+                                  r.itemsize[k], n, r.itemsize[k])
     return 0
 
 
@@ -673,6 +727,10 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n
     if w0 >= w1:
         return 0
+    if r.packed:
+        return run_packed(r, prog, w0, w1, regs)
+    if r.tile:
+        return run_tiled(r, prog, w0, w1, regs)
     if (r.red != RED_NONE and prog.copies_leaf and nd == 2 and r.nblocks == 1
             and r.strides[0] == 0 and r.strides[1] == r.itemsize[0] and r.gather[1] < 0
             and pyet_reduce_rows(r.red, prog.dt_out, w1 - w0, inner, r.base[0] + dst_shift,
@@ -697,6 +755,10 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             ptr[k] = row[k] + x0 * r.strides[k * MAXD + nd - 1]
         if run_block(r, prog, n, ptr, regs) < 0:
             return -1
+        if r.early:  # all/any into one accumulator: the first deciding block ends it
+            if r.stop or (row[0][0] != 0) == (r.early == RED_ANY):
+                r.stop = 1
+                return 0
         blk += 1
         if blk == r.nblocks:  # next row: odometer over the outer dimensions
             blk = 0
@@ -722,6 +784,121 @@ cdef int run_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     return run_items(r, <Program>r.prog, r.nitems * c // r.nchunks,
                      r.nitems * (c + 1) // r.nchunks, r.scratch + slot * r.scratch_bytes,
                      c * r.red_stride if r.red != RED_NONE else 0)
+
+
+cdef void packed_copy(Run *r, pyet_intp p0, pyet_intp n, char *gathered,
+                      bint scatter) noexcept nogil:
+    """Packed blocks: gather the n elements from flat position p0 (C order over
+    the merged dimensions) of every operand that is not flat into its block,
+    or (scatter) write the destination's block back, row piece by row piece."""
+    cdef int nd = r.nd, d, k, k0 = 1, k1 = r.nops, isz
+    cdef pyet_intp idx[MAXD]
+    cdef char *row[256]
+    cdef pyet_intp inner = r.shape[nd - 1], rest = p0 // inner, x = p0 % inner, off = 0
+    cdef pyet_intp seg, s, regbytes = r.block * MAX_REG_BYTES
+    if scatter:
+        k0, k1 = 0, 1
+    for k in range(k0, k1):
+        row[k] = r.base[k]
+    for d in range(nd - 2, -1, -1):
+        idx[d] = rest % r.shape[d]
+        rest //= r.shape[d]
+        for k in range(k0, k1):
+            row[k] += idx[d] * r.strides[k * MAXD + d]
+    while True:
+        seg = inner - x if inner - x < n - off else n - off
+        for k in range(k0, k1):
+            if r.gather[k] < 0:
+                continue
+            s = r.strides[k * MAXD + nd - 1]
+            isz = r.itemsize[k]
+            if scatter:
+                pyet_copy_strided(row[k] + x * s, s, gathered + r.gather[k] * regbytes
+                                  + off * isz, isz, seg, isz)
+            else:
+                pyet_copy_strided(gathered + r.gather[k] * regbytes + off * isz, isz,
+                                  row[k] + x * s, s, seg, isz)
+        off += seg
+        if off >= n:
+            return
+        x = 0
+        d = nd - 2
+        while d >= 0:  # next row: odometer over the outer dimensions
+            idx[d] += 1
+            for k in range(k0, k1):
+                row[k] += r.strides[k * MAXD + d]
+            if idx[d] < r.shape[d]:
+                break
+            for k in range(k0, k1):
+                row[k] -= r.strides[k * MAXD + d] * r.shape[d]
+            idx[d] = 0
+            d -= 1
+
+
+cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
+                    char *regs) noexcept nogil:
+    """Work items w0 <= w < w1 of a packed run: item w is the w-th block of the
+    elements in C order over the merged dimensions, across row ends, so short
+    rows (and user functions) pay the per-block cost once per block, not per row.
+    Flat operands are read (written) in place; the others are gathered."""
+    cdef char *ptr[256]
+    cdef pyet_intp p0, n, regbytes = r.block * MAX_REG_BYTES
+    cdef char *gathered = regs + prog.nregs * regbytes
+    cdef pyet_intp w
+    cdef int k
+    for w in range(w0, w1):
+        p0 = w * r.block
+        n = r.total - p0 if r.total - p0 < r.block else r.block
+        for k in range(r.nops):
+            if r.gather[k] < 0:
+                ptr[k] = r.base[k] + p0 * r.itemsize[k]
+            else:
+                ptr[k] = gathered + r.gather[k] * regbytes
+        packed_copy(r, p0, n, gathered, False)
+        if run_block(r, prog, n, ptr, regs) < 0:
+            return -1
+        if r.gather[0] >= 0:
+            packed_copy(r, p0, n, gathered, True)
+    return 0
+
+
+cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
+                   char *regs) noexcept nogil:
+    """Work items of a tiled run: item w is block w % nblocks of the rows of
+    tile w // nblocks (r.tile consecutive rows).  An operand read across its
+    memory order (A.T) then touches the same cache lines row after row of a
+    tile, each line used whole before it leaves L1."""
+    cdef int nd = r.nd, nops = r.nops, d, k
+    cdef char *ptr[256]
+    cdef pyet_intp w, rw, r0, r1, rest, i, x0, n, inner = r.shape[nd - 1]
+    for w in range(w0, w1):
+        x0 = (w % r.nblocks) * r.block
+        n = inner - x0 if inner - x0 < r.block else r.block
+        r0 = (w // r.nblocks) * r.tile
+        r1 = r0 + r.tile if r0 + r.tile < r.nrows else r.nrows
+        for rw in range(r0, r1):
+            for k in range(nops):
+                ptr[k] = r.base[k] + x0 * r.strides[k * MAXD + nd - 1]
+            rest = rw
+            for d in range(nd - 2, -1, -1):
+                i = rest % r.shape[d]
+                rest //= r.shape[d]
+                for k in range(nops):
+                    ptr[k] += i * r.strides[k * MAXD + d]
+            if run_block(r, prog, n, ptr, regs) < 0:
+                return -1
+    return 0
+
+
+cdef bint flat_operand(Run *r, int k) noexcept nogil:
+    # operand k's elements lie one after another in the merged C order
+    cdef int d
+    cdef pyet_intp step = r.itemsize[k]
+    for d in range(r.nd - 1, -1, -1):
+        if r.strides[k * MAXD + d] != step:
+            return False
+        step *= r.shape[d]
+    return True
 
 
 cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
@@ -806,7 +983,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
         # a reduction walks its input's memory order (dst has zero strides)
         r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
-                          r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else 0)
+                          r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else -1,
+                          r.base)
         if r.nd == 0:
             return 0
         r.nops = nops
@@ -815,24 +993,56 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.red_stride = red_stride
         r.red_comp = red_comp
         # one kernel reading leaves straight into dst keeps no block in L1,
-        # so it takes long blocks: less per-block overhead
+        # so it takes long blocks: less per-block overhead; a user function
+        # is called on long blocks (each call costs microseconds)
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
-        r.block = min(blocklen, r.shape[r.nd - 1])
+        if prog.has_pyfunc:
+            blocklen = max(BLOCK, PYFUNC_BLOCK)
+        r.total = 1
+        for d in range(r.nd):
+            r.total *= r.shape[d]
+        # rows shorter than a block (or than a user function's block) are
+        # packed: blocks run across row ends
+        r.packed = not red and ndst == 1 and r.nd > 1 and (
+            r.shape[r.nd - 1] < SHORT_ROW or (prog.has_pyfunc and r.shape[r.nd - 1] < blocklen))
+        r.early = red if (red == RED_ALL or red == RED_ANY) else 0
+        r.stop = 0
+        for d in range(r.nd):
+            if r.strides[d] != 0:  # several accumulators: no single decision
+                r.early = 0
+        # an operand read across its rows (its next row is nearer than its
+        # next element: A.T) is walked in tiles of rows, a cache line each
+        r.tile = 0
+        r.nrows = r.total // r.shape[r.nd - 1]
+        if not red and not r.packed and r.nrows > 1:
+            for k in range(nops):
+                if (iabs(r.strides[k * MAXD + r.nd - 2]) < iabs(r.strides[k * MAXD + r.nd - 1])
+                        and r.strides[k * MAXD + r.nd - 2] != 0):
+                    r.tile = max(r.tile, 64 // r.itemsize[k])
+            if r.tile:
+                blocklen = BLOCK
+        r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
         regbytes = r.block * MAX_REG_BYTES
         ngather = 0
         for k in range(nops):
             r.gather[k] = -1
-            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red):
+            if r.packed:
+                if not flat_operand(&r, k):
+                    r.gather[k] = ngather
+                    ngather += 1
+            elif r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red):
                 r.gather[k] = ngather
                 ngather += 1
-        r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block
-        r.nitems = r.nblocks
-        for d in range(r.nd - 1):
-            r.nitems *= r.shape[d]
+        if r.packed:
+            r.nblocks = (r.total + r.block - 1) // r.block
+            r.nitems = r.nblocks
+        else:
+            r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block
+            r.nitems = r.nblocks * (r.nrows if not r.tile else (r.nrows + r.tile - 1) // r.tile)
         if red:  # as many threads as the caller made accumulators for
             nthreads = max(1, min(red_threads, r.nitems))
         else:
-            nthreads = 1 if prog.has_pyfunc else threads_for(r.nitems * r.block, r.nitems)
+            nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
         r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
         buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
         if buf == NULL:

@@ -255,6 +255,9 @@ def matmul_into(out, a, b, alpha=1.0, beta=0.0):
     split into several calls); an exact loop for bool and ints (alpha 1, beta
     0 only).  Misaligned operands are copied, and a destination BLAS cannot
     address is computed aside and copied in."""
+    if gemm_2d_ready(out, a, b):  # one gemm, gemv or dot, checked in C
+        gemm_2d(out, a, b, alpha, beta)
+        return out
     c3, a3, b3 = _stacks(out, a, b)
     _check_batches(c3, a3, b3)
     if c3.size == 0:

@@ -14,7 +14,7 @@ calls.
 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, sdot, sgemm, sgemv
 
 from pyet._kernels.nn cimport aligned, readable, shp, specialization
 
@@ -60,6 +60,77 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, real alpha, real *a
         sgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
     else:
         dgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+
+
+cdef inline void gemv(char t, int m, int n, real alpha, real *a, int lda, real *x, int incx,
+                      real beta, real *y, int incy) noexcept nogil:
+    """y := alpha*op(A)·x + beta*y, A column-major m x n."""
+    if real is float:
+        sgemv(&t, &m, &n, &alpha, a, &lda, x, &incx, &beta, y, &incy)
+    else:
+        dgemv(&t, &m, &n, &alpha, a, &lda, x, &incx, &beta, y, &incy)
+
+
+cdef void gemv_split(char trans, Py_ssize_t rows, Py_ssize_t cols, real *p, int ld,
+                     real *x, int incx, real *y, int incy, real alpha, real beta,
+                     Py_ssize_t lim) noexcept nogil:
+    # P column-major rows x cols.  "N": y(rows) := alpha*P·x(cols) + beta*y;
+    # "T": y(cols) := alpha*P^T·x(rows) + beta*y.  Both dimensions cut into
+    # blocks of at most lim (BLAS's int), the summed blocks added with beta = 1
+    cdef Py_ssize_t i = 0, j = 0, rr, cc
+    cdef real bt
+    if trans == b"N":
+        while i < rows:
+            rr = min(lim, rows - i)
+            bt = beta
+            j = 0
+            while j < cols:
+                cc = min(lim, cols - j)
+                gemv(trans, <int>rr, <int>cc, alpha, p + i + j * ld, ld, x + j * incx, incx,
+                     bt, y + i * incy, incy)
+                bt = 1
+                j += cc
+            i += rr
+    else:
+        while j < cols:
+            cc = min(lim, cols - j)
+            bt = beta
+            i = 0
+            while i < rows:
+                rr = min(lim, rows - i)
+                gemv(trans, <int>rr, <int>cc, alpha, p + i + j * ld, ld, x + i * incx, incx,
+                     bt, y + j * incy, incy)
+                bt = 1
+                i += rr
+            j += cc
+
+
+cdef real dot_split(real *x, int incx, real *y, int incy, Py_ssize_t n,
+                    Py_ssize_t lim) noexcept nogil:
+    # x·y in calls of at most lim elements
+    cdef real acc = 0
+    cdef int nn
+    cdef Py_ssize_t i = 0
+    while i < n:
+        nn = <int>min(lim, n - i)
+        if real is float:
+            acc += sdot(&nn, x + i * incx, &incx, y + i * incy, &incy)
+        else:
+            acc += ddot(&nn, x + i * incx, &incx, y + i * incy, &incy)
+        i += nn
+    return acc
+
+
+cdef inline int vector_inc(cnp.ndarray v) noexcept:
+    # a vector's BLAS increment in elements, or 0 when BLAS cannot take it
+    # (negative or zero steps: BLAS reads a negative one from the other end)
+    cdef Py_ssize_t s
+    if v.shape[0] <= 1:
+        return 1
+    s = v.strides[0] // v.itemsize
+    if s < 1 or s > INT_LIMIT:
+        return 0
+    return <int>s
 
 
 cdef int blas_layout(cnp.ndarray x, int *ld) except -2:
@@ -318,26 +389,77 @@ cdef inline bint _disjoint(cnp.ndarray x, cnp.ndarray y):
 
 
 cdef int gemm_2d_ready(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b) except -1:
-    """1 when C := alpha*A@B + beta*C can go to BLAS as it is: 2-D non-empty
-    float32/float64 operands of one dtype in BLAS layouts, A and B disjoint from C."""
+    """1 when C := alpha*A@B + beta*C can go to BLAS as it is: non-empty
+    float32/float64 operands of one dtype, A and B disjoint from C, either
+    matrix @ matrix (2-D, BLAS layouts: gemm), matrix @ vector or vector @
+    matrix (gemv) or vector @ vector (dot; C 0-d), vectors with positive steps."""
     cdef int ld
-    if c.ndim != 2 or a.ndim != 2 or b.ndim != 2:
+    cdef int na = a.ndim, nb = b.ndim
+    if na < 1 or na > 2 or nb < 1 or nb > 2 or c.ndim != (na - 1) + (nb - 1):
         return 0
     if c.descr.type_num != a.descr.type_num or c.descr.type_num != b.descr.type_num:
         return 0
     if c.descr.type_num != cnp.NPY_FLOAT and c.descr.type_num != cnp.NPY_DOUBLE:
         return 0
-    if c.size == 0 or a.shape[1] == 0:
+    if c.size == 0 or a.shape[na - 1] == 0 or a.shape[na - 1] != b.shape[0]:
         return 0
-    if (a.shape[0] != c.shape[0] or b.shape[1] != c.shape[1]
-            or a.shape[1] != b.shape[0]):
+    if na == 2 and a.shape[0] != c.shape[0]:
         return 0
-    if blas_layout(a, &ld) < 0 or blas_layout(b, &ld) < 0 or blas_layout(c, &ld) < 0:
+    if nb == 2 and b.shape[1] != c.shape[c.ndim - 1]:
+        return 0
+    if not (aligned(a) and aligned(b) and aligned(c)):
+        return 0
+    if na == 2 and blas_layout(a, &ld) < 0 or nb == 2 and blas_layout(b, &ld) < 0:
+        return 0
+    if na == 1 and vector_inc(a) == 0 or nb == 1 and vector_inc(b) == 0:
+        return 0
+    if c.ndim == 2 and blas_layout(c, &ld) < 0 or c.ndim == 1 and vector_inc(c) == 0:
         return 0
     return _disjoint(a, c) and _disjoint(b, c)
+
+
+cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
+                     double beta) except -1:
+    # one vector operand (gemv) or two (dot), as gemm_2d_ready accepted them
+    cdef int ld, incx, incy = 1
+    cdef int lay
+    cdef cnp.ndarray mat, vec
+    cdef real *pc = <real *>cnp.PyArray_DATA(c)
+    cdef real r
+    cdef char trans
+    cdef Py_ssize_t rows, cols
+    cdef Py_ssize_t n = a.shape[0]
+    if a.ndim == 1 and b.ndim == 1:  # c is 0-d
+        incx, incy = vector_inc(a), vector_inc(b)
+        with nogil:
+            r = dot_split(<real *>cnp.PyArray_DATA(a), incx,
+                          <real *>cnp.PyArray_DATA(b), incy, n, INT_LIMIT)
+        r = r if alpha == 1 else <real>alpha * r  # (-0.0 stays -0.0)
+        pc[0] = r + <real>beta * pc[0] if beta else r
+        return 0
+    if a.ndim == 2:  # c(m) = A(m, k) x(k)
+        mat, vec = a, b
+    else:            # c(n) = a(k) B(k, n) = B^T a
+        mat, vec = b, a
+    lay = blas_layout(mat, &ld)
+    rows, cols = mat.shape[0], mat.shape[1]
+    # column-major BLAS: a row-major matrix is its transpose with the same ld
+    if lay == 1:
+        rows, cols = cols, rows
+    trans = b"T" if (lay == 1) == (a.ndim == 2) else b"N"
+    incx, incy = vector_inc(vec), vector_inc(c)
+    with nogil:
+        gemv_split(trans, rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
+                   <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta,
+                   INT_LIMIT)
+    return 0
 
 
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
                  double beta) except -1:
     """C := alpha*A@B + beta*C for operands gemm_2d_ready accepted."""
-    return gemm_any(c, a, b, alpha, beta)
+    if a.ndim == 2 and b.ndim == 2:
+        return gemm_any(c, a, b, alpha, beta)
+    if c.descr.type_num == cnp.NPY_FLOAT:
+        return gemv_arrays(<float *>NULL, c, a, b, alpha, beta)
+    return gemv_arrays(<double *>NULL, c, a, b, alpha, beta)

@@ -218,6 +218,145 @@ typedef struct {
 PYET_INT_FUNCS(int32_t, i32)
 PYET_INT_FUNCS(int64_t, i64)
 
+/* Integer //, % and fmod by a scalar divisor d: a hardware division per
+ * element (with its branches) is 4-20x NumPy, which divides by a constant
+ * as libdivide does.  So do we: |a| / |d| is a multiply-high and shifts
+ * (Granlund and Montgomery's round-up method, valid for every divisor
+ * 1 <= D < 2^N: m = floor(2^N (2^l - D) / D) + 1, l = ceil(log2 D)), and the
+ * signs are fixed branch-free, so the int32 loop vectorizes.  d == 0 gives
+ * 0 (NumPy's result); MIN // -1 wraps to MIN, as NumPy's. */
+typedef struct { uint64_t m; int sh1, sh2; } pyet_udiv;
+
+PYET_INLINE pyet_udiv pyet_udiv_gen(uint64_t D, int N)
+{
+    pyet_udiv r;
+    int l = 0;
+    while (l < 64 && ((uint64_t)1 << l) < D) l++;
+    if (N == 32) {
+        r.m = (((uint64_t)1 << l) - D) * ((uint64_t)1 << 32) / D + 1;
+    } else {
+        unsigned __int128 t = (unsigned __int128)(((uint64_t)1 << l) - D) << 64;
+        r.m = (uint64_t)(t / D) + 1;
+    }
+    r.sh1 = l < 1 ? l : 1;
+    r.sh2 = l < 1 ? 0 : l - 1;
+    return r;
+}
+
+/* The floor quotient of a by d != 0 from |a| / |d| (UT: the unsigned type;
+ * MULHI: the high half of m * |a|).  q: floor quotient, qt: truncated.
+ * Signs are fixed by masks, not selects: gcc branches on selects of
+ * 64-bit values, and random signs mispredict. */
+#define PYET_SDIV(T, UT, MULHI, a, d, dv, q, qt)                            \
+    do {                                                                    \
+        const UT sa_ = (UT)0 - ((UT)(a) >> (8 * sizeof(T) - 1));            \
+        const UT ua_ = ((UT)(a) ^ sa_) - sa_;                               \
+        const UT t_ = (UT)(MULHI);                                          \
+        const UT uq_ = (UT)((UT)(t_ + (UT)((UT)(ua_ - t_) >> (dv).sh1)) >> (dv).sh2); \
+        const UT ur_ = (UT)(ua_ - (UT)(uq_ * ad_));                         \
+        const UT neg_ = (UT)0 - (((UT)(a) ^ (UT)(d)) >> (8 * sizeof(T) - 1)); \
+        const UT qt_ = (UT)((uq_ ^ neg_) - neg_);                           \
+        qt = (T)qt_;                                                        \
+        q = (T)(qt_ - (neg_ & (UT)(ur_ != 0)));                             \
+    } while (0)
+
+#define PYET_MULHI32(m, u) (((uint64_t)(m) * (uint64_t)(u)) >> 32)
+/* The high half of a 64x64-bit product from four 32x32-bit ones, which
+ * vectorize (vpmuludq); an __int128 product does not. */
+PYET_INLINE uint64_t pyet_mulhi64(uint64_t m, uint64_t u)
+{
+    const uint64_t m0 = m & 0xffffffffu, m1 = m >> 32, u0 = u & 0xffffffffu, u1 = u >> 32;
+    const uint64_t p00 = m0 * u0, p01 = m0 * u1, p10 = m1 * u0, p11 = m1 * u1;
+    const uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+#define PYET_MULHI64(m, u) pyet_mulhi64((m), (u))
+
+/* op: OP_floor_divide, OP_remainder or OP_fmod; a is a block. */
+#define PYET_DIV_BY_SCALAR(T, UT, N, MULHI)                                 \
+    do {                                                                    \
+        const T *A_ = (const T *)in[0];                                     \
+        const T d = *(const T *)in[1];                                      \
+        T *O_ = (T *)out;                                                   \
+        if (d == 0) { /* NumPy's 0 */                                       \
+            for (pyet_intp i = 0; i < n; i++) O_[i] = 0;                    \
+            break;                                                          \
+        }                                                                   \
+        if (d == 1 || d == -1) { /* NumPy's x and -x (MIN wraps); % 0 */   \
+            const UT s_ = (UT)0 - (UT)(d < 0 && op == OP_floor_divide);     \
+            const UT k_ = (UT)0 - (UT)(op == OP_floor_divide);              \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                O_[i] = (T)(((((UT)A_[i]) ^ s_) - s_) & k_);                \
+            break;                                                          \
+        }                                                                   \
+        const UT ad_ = d < 0 ? (UT)0 - (UT)d : (UT)d;                       \
+        if (d > 0 && (ad_ & (ad_ - 1)) == 0 && op != OP_fmod) {             \
+            /* floor by a power of two: an arithmetic shift and a mask */   \
+            int k = 0;                                                      \
+            while (((UT)1 << k) != ad_) k++;                                \
+            if (op == OP_floor_divide) {                                    \
+                PYET_IVDEP for (pyet_intp i = 0; i < n; i++) O_[i] = (T)(A_[i] >> k); \
+            } else {                                                        \
+                PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                \
+                    O_[i] = (T)((UT)A_[i] & (ad_ - 1));                     \
+            }                                                               \
+            break;                                                          \
+        }                                                                   \
+        const pyet_udiv dv = pyet_udiv_gen(ad_, N);                         \
+        const UT m_ = (UT)dv.m;                                             \
+        if (op == OP_floor_divide) {                                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T a = A_[i]; T q, qt;                            \
+                PYET_SDIV(T, UT, MULHI(m_, ua_), a, d, dv, q, qt);          \
+                (void)qt; O_[i] = q;                                        \
+            }                                                               \
+        } else if (op == OP_remainder) { /* a - floor(a/d) d: sign of d */  \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T a = A_[i]; T q, qt;                            \
+                PYET_SDIV(T, UT, MULHI(m_, ua_), a, d, dv, q, qt);          \
+                (void)qt; O_[i] = (T)((UT)a - (UT)q * (UT)d);               \
+            }                                                               \
+        } else { /* fmod: a - trunc(a/d) d, sign of a */                    \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T a = A_[i]; T q, qt;                            \
+                PYET_SDIV(T, UT, MULHI(m_, ua_), a, d, dv, q, qt);          \
+                (void)q; O_[i] = (T)((UT)a - (UT)qt * (UT)d);               \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+/* x ** b for a scalar exponent b >= 0: 1, x and x*x directly; above, the
+ * same square-and-multiply as pyet_power_*, turned inside out (the bits of
+ * b outside, the elements inside) so each step is a vectorizable loop.
+ * Integer products wrap, so any order gives NumPy's result. */
+#define PYET_IPOW_BY_SCALAR(T)                                              \
+    do {                                                                    \
+        const T *X_ = (const T *)in[0];                                     \
+        const T b = *(const T *)in[1];                                      \
+        T *O_ = (T *)out;                                                   \
+        if (b == 0) { PYET_LOOP1(T, T, (T)1); break; }                      \
+        if (b == 1) { PYET_LOOP1(T, T, x); break; }                         \
+        if (b == 2) { PYET_LOOP1(T, T, x * x); break; }                     \
+        /* int64: AVX2 has no 64-bit multiply, the per-element loop is faster */ \
+        if ((sflags & 1) || sizeof(T) == 8) {                               \
+            PYET_LOOP1(T, T, pyet_power_##T(x, b)); break;                  \
+        }                                                                   \
+        for (pyet_intp i0 = 0; i0 < n; i0 += 256) {                         \
+            const pyet_intp m = n - i0 < 256 ? n - i0 : 256;                \
+            T base[256], r[256];                                            \
+            for (pyet_intp i = 0; i < m; i++) { base[i] = X_[i0 + i]; r[i] = 1; } \
+            for (T e = b; e > 0; e >>= 1) {                                 \
+                if (e & 1)                                                  \
+                    for (pyet_intp i = 0; i < m; i++) r[i] = (T)(r[i] * base[i]); \
+                if (e > 1)                                                  \
+                    for (pyet_intp i = 0; i < m; i++) base[i] = (T)(base[i] * base[i]); \
+            }                                                               \
+            memcpy(O_ + i0, r, (size_t)m * sizeof(T));                      \
+        }                                                                   \
+    } while (0)
+#define pyet_power_int32_t pyet_power_i32
+#define pyet_power_int64_t pyet_power_i64
+
 /* Float // and % exactly as NumPy's npy_divmod / npy_floor_divide. */
 #define PYET_FLOAT_FUNCS(T, SUF, M)                                         \
     PYET_INLINE T pyet_divmod_##SUF(T a, T b, T *modulus) {               \
@@ -432,7 +571,9 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
 #define PYET_INT_CASES(T, SUF)                                              \
     PYET_NUM_CASES(T, SUF)                                                  \
     case OP_fmod: PYET_LOOP2(T, T, pyet_fmod_##SUF(x, y)); return 1;        \
-    case OP_power: PYET_LOOP2(T, T, pyet_power_##SUF(x, y)); return 1;      \
+    case OP_power:                                                          \
+        if ((sflags & 2) && n > 0) { PYET_IPOW_BY_SCALAR(T); return 1; }               \
+        PYET_LOOP2(T, T, pyet_power_##SUF(x, y)); return 1;                 \
     case OP_absolute: PYET_LOOP1(T, T, pyet_abs_##SUF(x)); return 1;        \
     case OP_isinf: PYET_LOOP1(T, pyet_bool, 0); return 1;                   \
     case OP_isfinite: PYET_LOOP1(T, pyet_bool, 1); return 1;                \
@@ -448,10 +589,16 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     PYET_NUM_CASES(T, SUF)                                                  \
     case OP_fmod: PYET_LOOP2(T, T, M(fmod)(x, y)); return 1;                \
     case OP_power:                                                          \
-        /* NumPy's loop takes sqrt for a scalar exponent 0.5 (they differ */ \
-        /* at -0.0 and -inf) */                                             \
-        if ((sflags & 2) && *(const T *)in[1] == (T)0.5) {                  \
-            PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                         \
+        /* NumPy's loop, for a scalar exponent, computes these directly */ \
+        /* (sqrt and pow differ at -0.0 and -inf; pow's NaNs lose their */ \
+        /* payloads); the rest are libm's pow, as NumPy's */                \
+        if ((sflags & 2) && n > 0) {                                        \
+            const T y_ = *(const T *)in[1];                                 \
+            if (y_ == (T)2) { PYET_LOOP1(T, T, x * x); return 1; }          \
+            if (y_ == (T)1) { PYET_LOOP1(T, T, x); return 1; }              \
+            if (y_ == (T)-1) { PYET_LOOP1(T, T, (T)1 / x); return 1; }      \
+            if (y_ == (T)0.5) { PYET_LOOP1(T, T, M(sqrt)(x)); return 1; }   \
+            if (y_ == (T)0) { PYET_LOOP1(T, T, (T)1); return 1; }           \
         }                                                                   \
         PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                           \
     case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
@@ -597,6 +744,9 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
         }                                                                   \
     } while (0)
 
+#define PYET_IS_DIV(op) \
+    ((op) == OP_floor_divide || (op) == OP_remainder || (op) == OP_fmod)
+
 /* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
 PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
                                             void *out, void *const *in)
@@ -607,10 +757,16 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
         switch (op) { PYET_BOOL_CASES default: return 0; }
     case DT_I32:
         if (op == OP_where) { PYET_WHERE_LOOP(int32_t); return 1; }
+        if ((sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
+            PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32); return 1;
+        }
         switch (op) { PYET_INT_CASES(int32_t, i32) PYET_FUSED_CASES(int32_t)
                       default: return 0; }
     case DT_I64:
         if (op == OP_where) { PYET_WHERE_LOOP(int64_t); return 1; }
+        if ((sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
+            PYET_DIV_BY_SCALAR(int64_t, uint64_t, 64, PYET_MULHI64); return 1;
+        }
         switch (op) { PYET_INT_CASES(int64_t, i64) PYET_FUSED_CASES(int64_t)
                       default: return 0; }
     case DT_F32:

@@ -125,13 +125,23 @@ def main(argv=None):
                  f"\"pyet[demo]\" ({exc})")
     import pyet
 
+    threads = pyet.get_num_threads()
     pyet.set_num_threads(1)  # one core: pyet's kernels and, below, BLAS
     try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(1)
+        limits = threadpool_limits(1)
     except ImportError:  # without it BLAS may use every core
-        pass
+        limits = None
+    try:
+        return _run(args)
+    finally:  # (main may be called in a process that goes on)
+        pyet.set_num_threads(threads)
+        if limits is not None:
+            limits.restore_original_limits()
+
+
+def _run(args):
     data = load_digits_split(args.seed)
     results, histories = {}, {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,306 @@
+"""pyet's performance grid against NumPy.  Run from the repository root:
+
+    python -P bench/bench_grid.py [--quick] [--plot out.png] [--worst 25]
+
+Layouts (C, Fortran, transposed, steps 2/3/7, negative steps, broadcast rows and columns, size-1
+and many small dims, long-thin, short-wide, 0-d, tiny, odd sizes) x ops (arithmetic, integer
+division, powers, comparisons/where, casts, math functions, bitwise), then reductions over each
+axis, products of each rank, softmax over each axis, take, pool, im2col, joins and views,
+pyet.F and every assignment form.  One thread; each case is pyet (`out[...] = expr`) against
+NumPy (with out= where it has one), interleaved, the minimum of several repeats, and each result
+is checked against NumPy's first.  Prints the worst ratios (pyet / NumPy: above 1, pyet is
+slower) and a summary.  A benchmark, not a test: a wrong result is reported, not raised.
+"""
+
+import argparse
+import statistics
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import bench, cpu_model  # noqa: E402
+
+import pyet  # noqa: E402
+
+FLOATS, INTS = (np.float32, np.float64), (np.int32, np.int64)
+
+
+def layouts(n, rng):
+    """(name, fn(dtype) -> array) with about n elements each (fewer for the tiny ones)."""
+    side = int(n ** 0.5)
+
+    def base(shape, dt):
+        if np.dtype(dt).kind == "f":
+            return (rng.random(shape) * 4 + 0.25).astype(dt)
+        return rng.integers(-1000, 1000, shape).astype(dt)
+
+    return [
+        ("C", lambda dt: base((side, side), dt)),
+        ("fortran", lambda dt: np.asfortranarray(base((side, side), dt))),
+        ("transposed", lambda dt: base((side, side), dt).T),
+        ("step2", lambda dt: base((side, 2 * side), dt)[:, ::2]),
+        ("step3", lambda dt: base((3 * n,), dt)[::3]),
+        ("step7", lambda dt: base((7 * n,), dt)[::7]),
+        ("negstep", lambda dt: base((side, side), dt)[::-1, ::-1]),
+        ("bcast_row", lambda dt: np.broadcast_to(base((side,), dt), (side, side))),
+        ("bcast_col", lambda dt: np.broadcast_to(base((side, 1), dt), (side, side))),
+        ("size1_dims", lambda dt: base((1, side, 1, side, 1), dt)),
+        ("small_dims", lambda dt: base((4, 3, 5, 2, 3, max(n // 360, 1)), dt)),
+        ("long_thin", lambda dt: base((n // 3, 3), dt)),
+        ("short_wide", lambda dt: base((3, n // 3), dt)),
+        ("0d", lambda dt: base((), dt)),
+        ("tiny", lambda dt: base((3, 5), dt)),
+        ("odd", lambda dt: base((side - 1, side + 3), dt)[1:, 1:-2]),
+    ]
+
+
+def elementwise_ops():
+    """(name, dtypes, arity, pyet fn, numpy fn(arrays..., out=))."""
+    ops = [
+        ("a+b", FLOATS + INTS, 2, lambda a, b: a + b, np.add),
+        ("a*b+c", FLOATS, 3, lambda a, b, c: a * b + c, lambda a, b, c, out: np.add(
+            np.multiply(a, b, out=out), c, out=out)),
+        ("a/b", FLOATS, 2, lambda a, b: a / b, np.divide),
+        ("a-2.5*b", FLOATS, 2, lambda a, b: a - 2.5 * b,
+         lambda a, b, out: np.subtract(a, np.multiply(2.5, b, out=out), out=out)),
+        ("a//7", INTS, 1, lambda a: a // 7, lambda a, out: np.floor_divide(a, 7, out=out)),
+        ("a%7", INTS, 1, lambda a: a % 7, lambda a, out: np.remainder(a, 7, out=out)),
+        ("a//-3", INTS, 1, lambda a: a // -3, lambda a, out: np.floor_divide(a, -3, out=out)),
+        ("a//b", INTS, 2, lambda a, b: a // b, np.floor_divide),
+        ("a//2.0", FLOATS, 1, lambda a: a // 2.0, lambda a, out: np.floor_divide(a, 2.0, out=out)),
+        ("a**2", FLOATS + INTS, 1, lambda a: a ** 2, lambda a, out: np.power(a, 2, out=out)),
+        ("a**-1", FLOATS, 1, lambda a: a ** -1, lambda a, out: np.power(a, -1.0, out=out)),
+        ("a**0.5", FLOATS, 1, lambda a: a ** 0.5, lambda a, out: np.power(a, 0.5, out=out)),
+        ("a**3", FLOATS + INTS, 1, lambda a: a ** 3, lambda a, out: np.power(a, 3, out=out)),
+        ("a**b", FLOATS, 2, lambda a, b: a ** b, np.power),
+        ("a<b", FLOATS + INTS, 2, lambda a, b: a < b, np.less),
+        ("where", FLOATS, 2, lambda a, b: pyet.where(a > b, a, b),
+         lambda a, b, out: np.where(a > b, a, b)),
+        ("cast->f64", (np.float32, np.int32), 1, lambda a: a,
+         lambda a, out: np.add(a, 0, out=out, dtype=np.float64)),
+        ("exp", FLOATS, 1, pyet.exp, np.exp),
+        ("log", FLOATS, 1, pyet.log, np.log),
+        ("sin", FLOATS, 1, pyet.sin, np.sin),
+        ("cos", FLOATS, 1, pyet.cos, np.cos),
+        ("tanh", FLOATS, 1, pyet.tanh, np.tanh),
+        ("sqrt", FLOATS, 1, pyet.sqrt, np.sqrt),
+        ("abs", FLOATS + INTS, 1, abs, np.abs),
+        ("maximum", FLOATS, 2, pyet.maximum, np.maximum),
+        ("a&b", INTS, 2, lambda a, b: a & b, np.bitwise_and),
+        ("a^b", INTS, 2, lambda a, b: a ^ b, np.bitwise_xor),
+        ("~a", INTS, 1, lambda a: ~a, np.invert),
+    ]
+    return ops
+
+
+class Case:
+    def __init__(self, name, f_pyet, f_numpy, got, want=None, tol=0.0):
+        self.name, self.f_pyet, self.f_numpy = name, f_pyet, f_numpy
+        self.got, self.want, self.tol = got, want, tol
+
+    def check(self):
+        want = np.array(self.f_numpy() if self.want is None else self.want(), copy=True)
+        self.f_pyet()
+        got = np.asarray(self.got())
+        if self.tol:
+            np.testing.assert_allclose(got, want, rtol=self.tol, atol=self.tol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def elementwise_cases(n, rng):
+    cases = []
+    for lname, make in layouts(n, rng):
+        for oname, dts, arity, fp, fn in elementwise_ops():
+            for dt in dts:
+                arrs = [make(dt) for _ in range(arity)]
+                if oname == "a//b":
+                    arrs[1] = np.where(arrs[1] == 0, 3, arrs[1]).astype(dt)
+                if oname == "a**b":
+                    arrs[1] = (arrs[1] / 4).astype(dt)
+                ts = [pyet.asarray(a) for a in arrs]
+                with np.errstate(all="ignore"):
+                    if oname == "cast->f64":
+                        want_dt = np.float64
+                        expr = ts[0]
+                    else:
+                        expr = fp(*ts)
+                        want_dt = expr.dtype
+                out_np = np.empty(arrs[0].shape, want_dt)
+                out_pe = np.empty(arrs[0].shape, want_dt)
+                Dst = pyet.asarray(out_pe)
+
+                def f_pyet(Dst=Dst, expr=expr):
+                    Dst[...] = expr
+
+                def f_numpy(arrs=arrs, fn=fn, out=out_np):
+                    return fn(*arrs, out=out)
+
+                tol = 0.0 if oname in ("a+b", "a<b", "where", "a//7", "a%7", "a//-3", "a//b",
+                                       "a&b", "a^b", "~a", "abs", "maximum", "a**2", "a**-1",
+                                       "a**0.5", "cast->f64", "a/b", "a//2.0", "a-2.5*b",
+                                       "a*b+c", "sqrt") or dt in INTS else 1e-5
+                cases.append(Case(f"{oname:9s} {np.dtype(dt).name:7s} {lname}", f_pyet,
+                                  f_numpy, lambda out=out_pe: out, tol=tol))
+    return cases
+
+
+def special_cases(n, rng):
+    cases = []
+    side = int(round(n ** (1 / 3)))
+    a3 = rng.random((side, side, side))
+    A3 = pyet.asarray(a3)
+    for axis in (0, 1, 2, None):
+        for red in ("sum", "max"):
+            want = getattr(np, red)(a3, axis=axis)
+            out, out2 = np.empty(np.shape(want)), np.empty(np.shape(want))
+            Dst = pyet.asarray(out)
+            cases.append(Case(
+                f"{red} axis={axis} f64 {side}^3",
+                lambda Dst=Dst, red=red, axis=axis: Dst.__setitem__(
+                    ..., getattr(pyet, red)(A3, axis=axis)),
+                lambda red=red, axis=axis, out2=out2: getattr(np, red)(a3, axis=axis, out=out2),
+                lambda out=out: out, tol=1e-12))
+    m = int(n ** 0.5) // 2
+    A, B = rng.random((m, m)), rng.random((m, m))
+    v, w = rng.random(m), rng.random(m)
+    for name, x, y in (("mat@mat", A, B), ("mat@vec", A, v), ("vec@mat", v, B),
+                       ("vec@vec", v, w)):
+        out, out2 = np.empty(np.shape(x @ y)), np.empty(np.shape(x @ y))
+        Dst, X, Y = pyet.asarray(out), pyet.asarray(x), pyet.asarray(y)
+        cases.append(Case(f"dot {name} f64 {m}", lambda Dst=Dst, X=X, Y=Y: Dst.__setitem__(
+            ..., pyet.dot(X, Y)), lambda x=x, y=y, out2=out2: np.dot(x, y, out=out2),
+            lambda out=out: out, tol=1e-10))
+    s = rng.uniform(-5, 5, (int(n ** 0.5), int(n ** 0.5))).astype(np.float32)
+    S = pyet.asarray(s)
+    for axis in (0, 1):
+        out = np.empty_like(s)
+        Dst = pyet.asarray(out)
+
+        def np_softmax(axis=axis):
+            e = np.exp(s - s.max(axis, keepdims=True))
+            return e / e.sum(axis, keepdims=True)
+
+        cases.append(Case(f"softmax axis={axis} f32", lambda Dst=Dst, axis=axis: Dst.__setitem__(
+            ..., pyet.softmax(S, axis=axis)), np_softmax, lambda out=out: out, tol=1e-5))
+    W = rng.random((1000, 64)).astype(np.float32)
+    idx = rng.integers(0, 1000, n // 64)
+    out = np.empty((idx.size, 64), np.float32)
+    Dst, WT = pyet.asarray(out), pyet.asarray(W)
+    cases.append(Case("take rows f32", lambda Dst=Dst: Dst.__setitem__(..., pyet.take(idx, WT)),
+                      lambda: np.take(W, idx, axis=0), lambda out=out: out))
+    c = max(n // 4096, 1)
+    img = rng.random((c, 4, 32, 32)).astype(np.float32)
+    Img = pyet.asarray(img)
+    pooled = np.empty((c, 4, 16, 16), np.float32)
+    P = pyet.asarray(pooled)
+    cases.append(Case("pool max 2x2 f32", lambda: P.__setitem__(..., pyet.pool(Img, 2, 2, 2, 2)),
+                      lambda: img.reshape(c, 4, 16, 2, 16, 2).max(axis=(3, 5)),
+                      lambda: pooled))
+    win = np.lib.stride_tricks.sliding_window_view(img, (3, 3), axis=(2, 3))
+    col = np.empty((4 * 9, c * 30 * 30), np.float32)
+    Col = pyet.asarray(col)
+    cases.append(Case("im2col 3x3 f32", lambda: Col.__setitem__(
+        ..., pyet.unpack_patch2col(Img, 3, 3)),
+        lambda: win.transpose(1, 4, 5, 0, 2, 3).reshape(4 * 9, c * 30 * 30), lambda: col))
+    side = int(n ** 0.5)
+    a, b = rng.random((side, side)), rng.random((side, side))
+    Ta, Tb = pyet.asarray(a), pyet.asarray(b)
+    for name, fp, fn, shape in (
+            ("concatenate axis=0", lambda: pyet.concatenate([Ta, Tb], 0),
+             lambda out: np.concatenate([a, b], 0, out=out), (2 * side, side)),
+            ("concatenate axis=1", lambda: pyet.concatenate([Ta, Tb], 1),
+             lambda out: np.concatenate([a, b], 1, out=out), (side, 2 * side)),
+            ("stack axis=2", lambda: pyet.stack([Ta, Tb], 2),
+             lambda out: np.stack([a, b], 2, out=out), (side, side, 2)),
+            ("pad 2", lambda: pyet.pad(Ta, 2), lambda out: np.pad(a, 2),
+             (side + 4, side + 4)),
+            ("flip axis=1 a+b", lambda: pyet.flip(Ta + Tb, 1),
+             lambda out: np.add(a[:, ::-1], b[:, ::-1], out=out), (side, side)),
+            ("F(np.expm1)+1", lambda: pyet.F(np.expm1, Ta) + 1,
+             lambda out: np.add(np.expm1(a, out=out), 1, out=out), (side, side))):
+        out, out2 = np.empty(shape), np.empty(shape)
+        Dst = pyet.asarray(out)
+        cases.append(Case(name + " f64", lambda Dst=Dst, fp=fp: Dst.__setitem__(..., fp()),
+                          lambda fn=fn, out2=out2: fn(out2), lambda out=out: out))
+    # assignment forms, a*b + 1 into a float64 destination
+    d, d2 = rng.random((side, side)), rng.random((side, side))
+    D = pyet.asarray(d)
+    forms = [
+        ("dst[...] = e", lambda: D.__setitem__(..., Ta * Tb + 1),
+         lambda: np.add(np.multiply(a, b, out=d2), 1, out=d2)),
+        ("dst[::2] = e", lambda: D.__setitem__(np.s_[::2], Ta[::2] * Tb[::2] + 1),
+         lambda: np.add(np.multiply(a[::2], b[::2], out=d2[::2]), 1, out=d2[::2])),
+        ("dst += e", lambda: D.__iadd__(Ta * Tb), lambda: np.add(d2, np.multiply(a, b), out=d2)),
+        ("evaluate(e, out)", lambda: pyet.evaluate(Ta * Tb + 1, out=D),
+         lambda: np.add(np.multiply(a, b, out=d2), 1, out=d2)),
+        ("np.add(out=)", lambda: np.add(Ta, Tb, out=D), lambda: np.add(a, b, out=d2)),
+        ("dst **= 2", lambda: D.__ipow__(2), lambda: np.power(d2, 2, out=d2)),
+        ("evaluate(e)", lambda: pyet.evaluate(Ta * Tb + 1),
+         lambda: np.add(np.multiply(a, b), 1)),
+    ]
+    for name, fp, fn in forms:
+        cases.append(Case(f"assign {name} f64", fp, fn, lambda: d, want=None, tol=-1))
+    return cases
+
+
+def run(cases, repeats, min_time):
+    rows, bad = [], []
+    for case in cases:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                if case.tol >= 0:
+                    case.check()
+                t = bench({"pyet": case.f_pyet, "numpy": case.f_numpy}, repeats, min_time)
+        except Exception as exc:  # a benchmark: report, go on
+            bad.append((case.name, f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"))
+            continue
+        rows.append((t["pyet"] / t["numpy"], case.name, t["pyet"], t["numpy"]))
+    return rows, bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="short run (< 2 minutes)")
+    ap.add_argument("--worst", type=int, default=25, help="how many worst cases to print")
+    ap.add_argument("--plot", metavar="PNG", help="histogram of the ratios (needs matplotlib)")
+    args = ap.parse_args()
+    pyet.set_num_threads(1)
+    n = 1 << 13 if args.quick else 1 << 18
+    repeats, min_time = (2, 0.0005) if args.quick else (5, 0.01)
+    rng = np.random.default_rng(0)
+    print(f"pyet grid, 1 thread, ~{n} elements per case; {cpu_model()}; numpy {np.__version__}")
+    rows, bad = run(elementwise_cases(n, rng) + special_cases(n, rng), repeats, min_time)
+    rows.sort(reverse=True)
+    print(f"\n{'pyet/np':>8}  {'pyet [us]':>10}  {'np [us]':>10}  case")
+    for r, name, tp, tn in rows[:args.worst]:
+        print(f"{r:8.2f}  {tp * 1e6:10.2f}  {tn * 1e6:10.2f}  {name}")
+    ratios = [r for r, *_ in rows]
+    above = sum(r > 1.0 for r in ratios)
+    print(f"\n{len(ratios)} cases: worst {max(ratios):.2f} ({rows[0][1].strip()}), "
+          f"{above} above 1.0, median {statistics.median(ratios):.2f}")
+    for name, msg in bad:
+        print(f"NOT COMPARED  {name}: {msg}")
+    if args.plot:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("--plot needs matplotlib")
+            return
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.hist(np.log2(ratios), bins=40)
+        ax.axvline(0, color="k")
+        ax.set_xlabel("log2(pyet time / NumPy time)")
+        ax.set_ylabel("cases")
+        fig.tight_layout()
+        fig.savefig(args.plot)
+
+
+if __name__ == "__main__":
+    main()
