@@ -496,3 +496,21 @@ def test_distributed_survives_a_killed_worker(client):
     pids = client.run(os.getpid)
     os.kill(next(iter(pids.values())), signal.SIGKILL)
     close(future.result(timeout=120), ((a + 1) * 2).sum(axis=1))
+
+
+def test_compute_method_runs_on_the_current_scheduler():
+    x = da.from_array(np.arange(12.0).reshape(3, 4), chunks=(2, 2))
+    e = pyet.tanh(pyet.asarray(x)) * 2 + 1
+    calls = []
+
+    def counting_get(dsk, keys, **kwargs):
+        calls.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=counting_get):
+        got = e.compute()
+    assert isinstance(got, pyet.Tensor) and calls  # Dask's scheduler ran it
+    np.testing.assert_allclose(got.numpy(), np.tanh(np.arange(12.0).reshape(3, 4)) * 2 + 1,
+                               rtol=1e-15)
+    s = pyet.sum(pyet.asarray(x), axis=0).compute()
+    np.testing.assert_array_equal(s.numpy(), np.arange(12.0).reshape(3, 4).sum(0))

@@ -451,3 +451,14 @@ def test_ufunc_with_a_result_dtype_pyet_lacks_is_numpys():
     np.testing.assert_array_equal(got[0], np.divmod(x, 0.75)[0])
     with pytest.raises(TypeError):
         np.gcd(pyet.asarray(x), 2)  # NumPy has no float gcd
+
+
+def test_compute_evaluates_into_a_new_tensor():
+    a = np.arange(6.0).reshape(2, 3)
+    t = pyet.asarray(a)
+    got = (t * 2 + 1).compute()
+    assert isinstance(got, pyet.Tensor)
+    np.testing.assert_array_equal(got.numpy(), a * 2 + 1)
+    c = t.compute()  # a Tensor: a copy, new memory
+    assert not np.shares_memory(c.numpy(), a)
+    np.testing.assert_array_equal(pyet.sum(t, axis=1).compute().numpy(), a.sum(1))

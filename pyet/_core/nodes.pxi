@@ -89,6 +89,12 @@ cdef class Expr:
         """The value as a new ndarray (computed now).  On a Tensor: its own memory."""
         return self.__array__()
 
+    def compute(self):
+        """The value as a new Tensor, computed now (Dask's ``compute``): a tree
+        over Dask arrays (:mod:`pyet.dask`) by the current Dask scheduler,
+        one fused task per chunk."""
+        return array_api().compute(self)
+
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         """Lazy sum over ``axis`` (None: every axis), as ``ndarray.sum``; see :func:`pyet.sum`."""
         return array_api().reduce("sum", self, axis, dtype, out, keepdims, kwargs)

@@ -179,6 +179,24 @@ def getitem(e, key):
     return views._push(x, "index", key, shape)
 
 
+def compute(e):
+    """The value of ``e`` as a new Tensor, computed now.  A special node whose
+    kernel evaluates whole trees (``evaluate_tree``: a pyet.dask leaf, which
+    runs the tree on the current Dask scheduler) computes it; otherwise it is
+    evaluated here."""
+    stack, seen = [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or not x._args and not isinstance(x, core.SpecialNode):
+            continue
+        seen.add(id(x))
+        run = getattr(getattr(x, "_kernel", None), "evaluate_tree", None)
+        if run is not None:
+            return run(e)
+        stack.extend(x._args)
+    return copy(e)
+
+
 def copy(e, order="C"):
     """The value of ``e`` as a new Tensor (evaluated now, new memory)."""
     if isinstance(e, core.Tensor):
