@@ -185,7 +185,7 @@ cdef Expr materialize_node(Expr e):
             key = value_key(e)
             hit = done.get(key)
             if hit is not None:
-                done[id(e)] = (e, hit[1])
+                done[id(e)] = (e, hit[1], hit[2])
                 return hit[1]
     cdef Expr leaf
     if e._op == OP_special:
@@ -195,10 +195,29 @@ cdef Expr materialize_node(Expr e):
     else:
         leaf = with_args(e, tuple([materialize_node(a) for a in e._args]))
     if done is not None:
-        done[id(e)] = (e, leaf)
+        # (with the arrays it read, so a write can forget it without a walk)
+        entry = (e, leaf, _leaf_arrays(e))
+        done[id(e)] = entry
         if key is not None:
-            done[key] = (e, leaf)
+            done[key] = entry
     return leaf
+
+
+cdef tuple _leaf_arrays(Expr root):
+    # the distinct arrays below root (each shared node walked once)
+    cdef list stack = [root], out = []
+    cdef set seen = set(), arrays = set()
+    cdef Expr x
+    while stack:
+        x = stack.pop()
+        if x._op == OP_leaf:
+            if id((<Tensor>x)._array) not in arrays:
+                arrays.add(id((<Tensor>x)._array))
+                out.append((<Tensor>x)._array)
+        elif x._args and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(x._args)
+    return tuple(out)
 
 
 # ------------------------------------------------------------ statistics
@@ -292,7 +311,13 @@ cdef forget_values(cnp.ndarray dst):
     # the values in this evaluation's table computed from memory dst overlaps
     done = _evaluation.done
     if done:
-        for key in [k for k, (node, _) in done.items() if leaves_overlap(node, dst)]:
+        stale = []
+        for key, entry in done.items():
+            for a in <tuple>entry[2]:
+                if _bounds_overlap(<cnp.ndarray>a, dst):
+                    stale.append(key)
+                    break
+        for key in stale:
             del done[key]
 
 
