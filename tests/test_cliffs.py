@@ -446,3 +446,43 @@ def test_integer_and_empty_vector_products():
                                   np.zeros(3))
     assert np.asarray(pyet.evaluate(pyet.dot(pyet.asarray(np.zeros(0)),
                                              pyet.asarray(np.zeros(0))))) == 0
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_vector_products_on_packed_fields_zero_steps_and_sentinels(dt):
+    # fields of a packed structured array step by a byte count that is not a
+    # whole number of elements; BLAS must never see them as unit steps
+    rng = np.random.default_rng(11)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    rec = np.dtype([("pad", "u1"), ("x", dt), ("y", dt)], align=False)
+    k, m = 9, 6
+    src = np.zeros(k, rec)
+    src["x"] = rng.standard_normal(k)
+    src["y"] = rng.standard_normal(k)
+    x, y = src["x"], src["y"]
+    assert x.strides[0] % x.itemsize and not x.flags.aligned
+    mat = rng.standard_normal((m, k)).astype(dt)
+    bcast = np.broadcast_to(dt(0.5), (k,))                      # zero step
+    for name, vec in (("packed", x), ("zero step", bcast), ("negative", x[::-1])):
+        want = mat @ np.array(vec)
+        got = pyet.evaluate(pyet.dot(pyet.asarray(mat), pyet.asarray(vec)))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=name)
+    np.testing.assert_allclose(pyet.evaluate(pyet.dot(pyet.asarray(x), pyet.asarray(y))),
+                               np.dot(np.array(x), np.array(y)), rtol=tol, atol=tol)
+    # the destination a packed field between sentinel bytes: only its own bytes change
+    out = np.zeros(m + 2, rec)
+    raw = out.view(np.uint8)
+    raw[...] = 0xA5
+    before = raw.copy()
+    dst = out["x"][1:-1]
+    pyet.asarray(dst)[...] = pyet.dot(pyet.asarray(mat), pyet.asarray(y))
+    np.testing.assert_allclose(dst, mat @ np.array(y), rtol=tol, atol=tol)
+    itemsize = rec.itemsize
+    changed = np.flatnonzero(raw != before)
+    allowed = {itemsize * i + 1 + b for i in range(1, m + 1) for b in range(np.dtype(dt).itemsize)}
+    assert set(changed.tolist()) <= allowed
+    row_dst = out["y"][1:-1]
+    pyet.asarray(row_dst)[...] = pyet.dot(pyet.asarray(y[:m]), pyet.asarray(mat[:, :m]))
+    np.testing.assert_allclose(row_dst, np.array(y[:m]) @ mat[:, :m], rtol=tol, atol=tol)
+    np.testing.assert_array_equal(raw[:itemsize], before[:itemsize])       # sentinel record 0
+    np.testing.assert_array_equal(raw[-itemsize:], before[-itemsize:])     # sentinel record m+1

@@ -122,13 +122,17 @@ cdef real dot_split(real *x, int incx, real *y, int incy, Py_ssize_t n,
 
 
 cdef inline int vector_inc(cnp.ndarray v) noexcept:
-    # a vector's BLAS increment in elements, or 0 when BLAS cannot take it
-    # (negative or zero steps: BLAS reads a negative one from the other end)
-    cdef Py_ssize_t s
+    # a vector's BLAS increment in elements, or 0 when BLAS cannot take it:
+    # a step that is not a whole number of elements (a field of a packed
+    # structured array), negative or zero (BLAS reads a negative one from the
+    # other end), or beyond BLAS's int
+    cdef Py_ssize_t s = v.strides[0]
     if v.shape[0] <= 1:
         return 1
-    s = v.strides[0] // v.itemsize
-    if s < 1 or s > INT_LIMIT:
+    if s <= 0 or s % v.itemsize:
+        return 0
+    s //= v.itemsize
+    if s > INT_LIMIT:
         return 0
     return <int>s
 
