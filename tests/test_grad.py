@@ -541,3 +541,10 @@ def test_deep_tree():
             vals.append(z[i])
         fd.append((vals[0] - vals[1]) / (2 * h))
     np.testing.assert_allclose(g, fd, rtol=1e-5)
+
+
+def test_a_python_scalar_seed_keeps_float32():
+    x = pyet.asarray(np.arange(3, dtype=np.float32))
+    for g in (pyet.grad(x * x, x, seed=2.0), pyet.vjp(x * x, [x], 2.0)[0]):
+        assert g.dtype == np.float32
+        np.testing.assert_array_equal(pyet.evaluate(g), np.float32([0, 4, 8]))

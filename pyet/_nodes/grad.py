@@ -215,16 +215,20 @@ def grad(y, wrt, seed=None):
             raise ValueError(f"pyet.grad: y has shape {_fmt(y.shape)}; gradients need a 0-d y "
                              "(a loss) or a seed (the gradient with respect to y)")
         seed = core.tensor(np.ones((), y.dtype))
+    return _backprop(y, leaves, _seed(y, seed, "grad"), single)
+
+
+def _seed(y, seed, who):
+    # the gradient with respect to y as an expression of y's shape; a Python
+    # scalar takes y's dtype (it is weak, as in NumPy)
     seed = core.as_expr(seed)
     if isinstance(seed, Scalar):
-        seed = core.tensor(np.asarray(seed._value))
+        seed = core.tensor(np.asarray(seed._value, y.dtype))
     try:
-        seed = broadcast_to(seed, y.shape)
+        return broadcast_to(seed, y.shape)
     except ValueError:
-        raise ValueError(f"pyet.grad: seed of shape {_fmt(seed.shape)} does not broadcast to "
+        raise ValueError(f"pyet.{who}: seed of shape {_fmt(seed.shape)} does not broadcast to "
                          f"y's shape {_fmt(y.shape)}") from None
-
-    return _backprop(y, leaves, seed, single)
 
 
 def _backprop(y, leaves, seed, single):
@@ -307,15 +311,7 @@ def vjp(y, wrt, seed):
     y = core.as_expr(y)
     if not _is_float(y):
         raise TypeError(f"pyet.vjp: y must be float32 or float64, got {y.dtype}")
-    seed = core.as_expr(seed)
-    if isinstance(seed, Scalar):
-        seed = core.tensor(np.asarray(seed._value, y.dtype))
-    try:
-        seed = broadcast_to(seed, y.shape)
-    except ValueError:
-        raise ValueError(f"pyet.vjp: seed of shape {_fmt(seed.shape)} does not broadcast to "
-                         f"y's shape {_fmt(y.shape)}") from None
-    return _backprop(y, leaves, seed, False)
+    return _backprop(y, leaves, _seed(y, seed, "vjp"), False)
 
 
 def value_and_grad(y, wrt, seed=None):
