@@ -113,13 +113,13 @@ cdef bint _root_fits(object pattern, Expr e, dict binding):
     return False
 
 
-cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
-    """Write e into d as one gemm when it is a root form whose every node has
-    d's float dtype (so nothing rounds in between); False, nothing written,
-    otherwise."""
+cdef object match_root_form(cnp.ndarray d, Expr e, int dst_dt):
+    """(product, D or None, alpha, beta) when e is a root form whose every node
+    has d's float dtype (so nothing rounds in between) and whose product has
+    d's shape; None otherwise.  The one place that decides it."""
     cdef Expr p, dd
     if e._dt != dst_dt or (dst_dt != DT_F32 and dst_dt != DT_F64):
-        return False
+        return None
     for pattern, sign, beta in ROOT_FORMS:
         binding = {}
         if not _root_fits(pattern, e, binding):
@@ -128,31 +128,41 @@ cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
         dd = binding.get("D")
         if p._dt != dst_dt or p.shape != (<object>d).shape or \
                 (dd is not None and dd._dt != dst_dt):
-            return False
+            return None
         x, y = p._args
         if dot_dtypes((<Expr>x)._dt, (<Expr>y)._dt)[0] != dst_dt:
-            return False
+            return None
         alpha = sign * (float((<Scalar>binding["a"])._value) if "a" in binding else 1.0)
-        if dd is None:
-            beta = 0.0
-        if (<Expr>x)._op == OP_leaf and (<Expr>y)._op == OP_leaf and \
-                gemm_2d_ready(d, (<Tensor>x)._array, (<Tensor>y)._array):
-            # the common case, checked and run in C: A and B are disjoint from d,
-            # so writing D first cannot change them
-            if dd is not None and not same_view(dd, d):
-                assign(d, dd)
-            gemm_2d(d, (<Tensor>x)._array, (<Tensor>y)._array, alpha, beta)
-            STATS[1] += 1
-            return True
-        # the operands are read (copied when they overlap d) before D is written
-        a = operand_array(materialize_node(x), DTYPES[dst_dt], d)
-        b = operand_array(materialize_node(y), DTYPES[dst_dt], d)
+        return p, dd, alpha, (beta if dd is not None else 0.0)
+    return None
+
+
+cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
+    """Write e into d as one gemm when it is a root form (match_root_form);
+    False, nothing written, otherwise."""
+    cdef Expr p, dd
+    form = match_root_form(d, e, dst_dt)
+    if form is None:
+        return False
+    p, dd, alpha, beta = form
+    x, y = p._args
+    if (<Expr>x)._op == OP_leaf and (<Expr>y)._op == OP_leaf and \
+            gemm_2d_ready(d, (<Tensor>x)._array, (<Tensor>y)._array):
+        # the common case, checked and run in C: A and B are disjoint from d,
+        # so writing D first cannot change them
         if dd is not None and not same_view(dd, d):
             assign(d, dd)
-        matmul_into(d, a, b, alpha, beta)
+        gemm_2d(d, (<Tensor>x)._array, (<Tensor>y)._array, alpha, beta)
         STATS[1] += 1
         return True
-    return False
+    # the operands are read (copied when they overlap d) before D is written
+    a = operand_array(materialize_node(x), DTYPES[dst_dt], d)
+    b = operand_array(materialize_node(y), DTYPES[dst_dt], d)
+    if dd is not None and not same_view(dd, d):
+        assign(d, dd)
+    matmul_into(d, a, b, alpha, beta)
+    STATS[1] += 1
+    return True
 
 
 cdef bint same_view(Expr x, cnp.ndarray dst):
@@ -482,8 +492,15 @@ cdef Expr _stand_in(Expr e):
 
 
 cdef object _explain_root_form(cnp.ndarray d, Expr e, int dst_dt):
-    if e._dt != dst_dt or (dst_dt != DT_F32 and dst_dt != DT_F64):
+    form = match_root_form(d, e, dst_dt)
+    if form is None:
         return None
+    p, dd, alpha, beta = form
+    x, y = (<Expr>p)._args
+    first = "D written into dst, then " if dd is not None and not same_view(dd, d) else ""
+    return (f"one gemm into dst: {first}dst := {alpha:g} * "
+            f"{(<SpecialNode>p)._kernel.name}(A{fmt_shape(x.shape)}, "
+            f"B{fmt_shape(y.shape)}) + {beta:g} * dst")
     for pattern, sign, beta in ROOT_FORMS:
         binding = {}
         if not _root_fits(pattern, e, binding):
@@ -672,7 +689,7 @@ cdef _run_in_scope(list dsts, list exprs, list log=None):
         dt = array_dtype_code(d)
         if (e._flags & (HAS_PYFUNC | HAS_INT_POWER) or e._op == OP_special
                 or e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES or not (<object>d).shape
-                or (e._flags & HAS_SPECIAL and _explain_root_form(d, e, dt) is not None)):
+                or (e._flags & HAS_SPECIAL and match_root_form(d, e, dt) is not None)):
             group.run()  # written its own way: alone
             if log is None:
                 assign(d, e)
