@@ -90,15 +90,39 @@ class PyetTrainer:
         return np.argmax(self.model.evaluate(input=x)["output"].numpy(), 1)
 
 
-class NumpyMLP:
-    """The same MLP by hand: forward, cross-entropy's gradient, backward, SGD
-    with momentum (PyTorch's update), float32."""
+class NumpyTrainer:
+    """What the hand-written NumPy networks share: parameters and momentum
+    buffers, cross-entropy's gradient, SGD with momentum (PyTorch's update)."""
 
     def __init__(self, weights, x, y, batch):
         self.p = [w.copy() for w in weights]
         self.v = [np.zeros_like(w) for w in weights]
         self.x, self.y = x, y
         self.epochs = Epochs(len(x), batch)
+
+    @staticmethod
+    def loss_grad(z, y):
+        # d mean(cross_entropy(z, y)) / dz
+        e = np.exp(z - z.max(1, keepdims=True))
+        dz = e / e.sum(1, keepdims=True)
+        dz[np.arange(len(y)), y] -= 1
+        dz /= len(y)
+        return dz
+
+    def update(self, grads):
+        for p, v, g in zip(self.p, self.v, grads, strict=True):
+            v *= MOMENTUM
+            v += g
+            p -= LR * v
+
+    def epoch(self):
+        for idx in self.epochs.next():
+            self.step(self.x[idx], self.y[idx])
+
+
+class NumpyMLP(NumpyTrainer):
+    """The same MLP by hand: forward, cross-entropy's gradient, backward, SGD
+    with momentum, float32."""
 
     def forward(self, x):
         W1, b1, W2, b2, W3, b3 = self.p
@@ -111,21 +135,10 @@ class NumpyMLP:
     def step(self, x, y):
         W1, b1, W2, b2, W3, b3 = self.p
         h1, h2, z = self.forward(x)
-        e = np.exp(z - z.max(1, keepdims=True))
-        dz = e / e.sum(1, keepdims=True)
-        dz[np.arange(len(y)), y] -= 1
-        dz /= len(y)
+        dz = self.loss_grad(z, y)
         dh2 = (dz @ W3.T) * (h2 > 0)
         dh1 = (dh2 @ W2.T) * (h1 > 0)
-        grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
-        for p, v, g in zip(self.p, self.v, grads, strict=True):
-            v *= MOMENTUM
-            v += g
-            p -= LR * v
-
-    def epoch(self):
-        for idx in self.epochs.next():
-            self.step(self.x[idx], self.y[idx])
+        self.update([x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)])
 
     def predict(self, x):
         return np.argmax(self.forward(x)[2], 1)
@@ -181,15 +194,12 @@ def _cols(xp, h, w):
     return v.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * w, c * 9)
 
 
-class NumpyCNN:
+class NumpyCNN(NumpyTrainer):
     """conv3x3(16)-relu-maxpool2-conv3x3(32)-relu-maxpool2-linear(10) by hand
     (im2col by sliding_window_view, col2im by 9 shifted adds), float32."""
 
-    def __init__(self, weights, x, y, batch):
-        self.p = [w.copy() for w in weights]  # cw1 cb1 cw2 cb2 fw fb
-        self.v = [np.zeros_like(w) for w in weights]
-        self.x, self.y = x.reshape(-1, 1, 8, 8), y
-        self.epochs = Epochs(len(x), batch)
+    def __init__(self, weights, x, y, batch):  # weights: cw1 cb1 cw2 cb2 fw fb
+        super().__init__(weights, x.reshape(-1, 1, 8, 8), y, batch)
 
     @staticmethod
     def conv(x, w, b):
@@ -237,24 +247,14 @@ class NumpyCNN:
     def step(self, x, y):
         cw1, cb1, cw2, cb2, fw, fb = self.p
         (cols1, r1, p1, cols2, r2, p2, f), z = self.forward(x)
-        e = np.exp(z - z.max(1, keepdims=True))
-        dz = e / e.sum(1, keepdims=True)
-        dz[np.arange(len(y)), y] -= 1
-        dz /= len(y)
+        dz = self.loss_grad(z, y)
         dfw, dfb = f.T @ dz, dz.sum(0)
         dp2 = (dz @ fw.T).reshape(p2.shape)
         da2 = self.pool_back(r2, p2, dp2) * (r2 > 0)
         dcw2, dcb2, dp1 = self.conv_back(da2, cols2, cw2, p1.shape, True)
         da1 = self.pool_back(r1, p1, dp1) * (r1 > 0)
         dcw1, dcb1, _ = self.conv_back(da1, cols1, cw1, x.shape, False)
-        for p, v, g in zip(self.p, self.v, [dcw1, dcb1, dcw2, dcb2, dfw, dfb], strict=True):
-            v *= MOMENTUM
-            v += g
-            p -= LR * v
-
-    def epoch(self):
-        for idx in self.epochs.next():
-            self.step(self.x[idx], self.y[idx])
+        self.update([dcw1, dcb1, dcw2, dcb2, dfw, dfb])
 
     def predict(self, x):
         return np.argmax(self.forward(x.reshape(-1, 1, 8, 8))[1], 1)

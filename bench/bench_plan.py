@@ -192,17 +192,17 @@ def main():
         print(f"  {name:22s} {sec * 1e3:8.2f} ms   {r:6.2f}")
     best, calls = sigmoid_pair_case(pyet, repeats, min_time)
     print("\n2. y1 = sigmoid(dot(x, W) + b), y2 = 2 * sigmoid(dot(x, W) + b), 256x256 float64")
-    for name, sec in best.items():
-        med, p90 = calls[name]
-        print(f"  {name:22s} {sec * 1e6:8.1f} us  (median {med * 1e6:.1f}, p90 {p90 * 1e6:.1f})"
-              f"   {best['plan'] / sec:6.2f}")
+    print_calls(best, calls)
     best, calls = small_plan_case(pyet, repeats, min_time)
     print("\n3. ten statements of n = 100 float64: registering and running a plan")
+    print_calls(best, calls)
+
+
+def print_calls(best, calls):
     for name, sec in best.items():
         med, p90 = calls[name]
         print(f"  {name:22s} {sec * 1e6:8.1f} us  (median {med * 1e6:.1f}, p90 {p90 * 1e6:.1f})"
               f"   {best['plan'] / sec:6.2f}")
-
 
 if __name__ == "__main__":
     main()
