@@ -312,10 +312,7 @@ class _Converter:
         t = _Template(e, self._operand)
         nd = e.ndim
         out_ind = tuple(range(nd))
-        args = []
-        for x in t.inputs:
-            args += [x, out_ind[nd - x.ndim:]]
-        args = _chunk_numpy_like(args, nd)
+        args = _blockwise_args(t, nd)
         return da.blockwise(functools.partial(_evaluate_block, t.order, e.dtype), out_ind, *args,
                             dtype=e.dtype, meta=np.empty((0,) * nd, e.dtype),
                             name="pyet-" + tokenize(t.order, *t.inputs), align_arrays=True)
@@ -360,10 +357,7 @@ class _Converter:
         t = _Template(child, self._operand)
         nd = child.ndim
         ind = tuple(range(nd))
-        args = []
-        for x in t.inputs:
-            args += [x, ind[nd - x.ndim:]]
-        args = _chunk_numpy_like(args, nd)
+        args = _blockwise_args(t, nd)
         partial = da.blockwise(
             functools.partial(_reduce_block, t.order, part, axes, part_dtype), ind, *args,
             dtype=part_dtype, meta=np.empty((0,) * nd, part_dtype),
@@ -461,6 +455,16 @@ def _strip_broadcast(arr):
 def _from_numpy(arr):
     x = da.from_array(_strip_broadcast(arr), name=False)
     return x if x.shape == arr.shape else da.broadcast_to(x, arr.shape)
+
+
+def _blockwise_args(t, nd):
+    # da.blockwise's (array, index) pairs for a template's inputs, broadcast
+    # against nd output dimensions, NumPy operands chunked like the Dask ones
+    ind = tuple(range(nd))
+    args = []
+    for x in t.inputs:
+        args += [x, ind[nd - x.ndim:]]
+    return _chunk_numpy_like(args, nd)
 
 
 def _chunk_numpy_like(args, nd):
