@@ -1,6 +1,7 @@
 """Shared pytest setup: the report header names the pyet under test; fixtures
 several test files use."""
 
+import contextlib
 import os
 
 import pytest
@@ -15,14 +16,31 @@ def pytest_report_header(config):
     return f"pyet {pyet.__version__} from {os.path.dirname(pyet.__file__)}"
 
 
+@contextlib.contextmanager
+def pyet_threads(n):
+    """pyet on n threads, lifting an OpenMP limit another library set in this
+    process (PyTorch sets its runtime's thread count to the physical cores,
+    one here, which caps pyet's); everything restored after."""
+    before = pyet.get_num_threads()
+    with contextlib.ExitStack() as stack:
+        try:
+            from threadpoolctl import threadpool_limits
+            stack.enter_context(threadpool_limits(limits=n, user_api="openmp"))
+        except ImportError:
+            pass
+        pyet.set_num_threads(n)
+        try:
+            yield pyet.get_num_threads()
+        finally:
+            pyet.set_num_threads(before)
+
+
 @pytest.fixture
 def threaded():
     """Force threads even on small inputs, and restore the settings after."""
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(2)
-    _parallel.set_min_per_thread(64)
-    _plan.set_block_size(32)
-    yield
-    _plan.set_block_size(512)
-    _parallel.set_min_per_thread(1 << 16)
-    pyet.set_num_threads(before)
+    with pyet_threads(2):
+        _parallel.set_min_per_thread(64)
+        _plan.set_block_size(32)
+        yield
+        _plan.set_block_size(512)
+        _parallel.set_min_per_thread(1 << 16)

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import pyet_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -807,15 +808,12 @@ def test_softmax_errors():
 @pytest.fixture
 def two_threads():
     """Two threads for reductions above 64 values per thread; the settings restored after."""
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(2)
-    if pyet.get_num_threads() < 2:
-        pyet.set_num_threads(before)
-        pytest.skip("pyet built without OpenMP")
-    _parallel.set_min_per_thread(64)
-    yield
-    _parallel.set_min_per_thread(1 << 16)
-    pyet.set_num_threads(before)
+    with pyet_threads(2) as n:
+        if n < 2:
+            pytest.skip("pyet built without OpenMP")
+        _parallel.set_min_per_thread(64)
+        yield
+        _parallel.set_min_per_thread(1 << 16)
 
 
 def _one_thread(fn):
@@ -851,10 +849,8 @@ def test_threaded_reductions(two_threads, kind, dtype):
 
 
 def test_threaded_reductions_on_large_inputs_with_the_default_threshold():
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(2)
-    try:
-        if pyet.get_num_threads() < 2:
+    with pyet_threads(2) as n:
+        if n < 2:
             pytest.skip("pyet built without OpenMP")
         x = rand((600, 1000), np.float64, 14)
         assert _plan.reduce_threads(x.size) == 2
@@ -867,8 +863,6 @@ def test_threaded_reductions_on_large_inputs_with_the_default_threshold():
                 np.testing.assert_array_equal(np.asarray(e), first)
         s = np.asarray(pyet.softmax(X))
         np.testing.assert_allclose(s, _np_softmax(x, -1), rtol=1e-14)
-    finally:
-        pyet.set_num_threads(before)
 
 
 # ------------------------------------------------------------------------- memory use
