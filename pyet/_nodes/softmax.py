@@ -1,6 +1,8 @@
 """Softmax and log-softmax along an axis: a special node computed row by row
 in one compiled pass (``_kernels/nn.pyx``, ``_kernels/softmax.h``)."""
 
+import functools
+
 import numpy as np
 
 from pyet._core import core
@@ -52,6 +54,18 @@ class Softmax(Special):
         if self.log:
             return (g - core.apply("exp", (node,)) * _sum(g, self.axis, keepdims=True),)
         return (node * (g - _sum(g * node, self.axis, keepdims=True)),)
+
+    def bind(self, out, args):
+        """A function writing the value into ``out`` again (a kept plan's
+        replay), when both are rows along the axis that are read in place;
+        None otherwise."""
+        rows, (child,) = _rows(out, self.axis), args
+        if rows is None or not rows.size or not isinstance(child, core.Tensor):
+            return None
+        x = _rows(child._array, self.axis)
+        if x is None:
+            return None
+        return functools.partial(_nn_kernels.softmax_rows, x, rows, self.log)
 
     def _rows_into(self, rows, child):
         if isinstance(child, core.SpecialNode):

@@ -28,6 +28,10 @@ class Store(Special):
     def into(self, dst, args):
         core.assign(dst, args[0])
 
+    def source(self, args):
+        """The expression whose value this is (a kept plan records its passes)."""
+        return args[0]
+
     def vjp(self, node, g):
         """The identity's: ``g``."""
         return (g,)
@@ -65,6 +69,10 @@ class Checkpoint(Special):
 
     def into(self, dst, args):
         core.assign(dst, self.expr)
+
+    def source(self, args):
+        """The expression whose value this is (a kept plan records its passes)."""
+        return self.expr
 
     def vjp(self, node, g):
         """None: gradients do not pass a checkpoint (layers chain them)."""
