@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyet
+from pyet.nn._store import checkpoint, store
 
 
 def _softmax(x, axis):
@@ -37,10 +38,21 @@ _TREES = [
 _PYET_ONLY = [
     lambda x, y: pyet.softmax(x) + y,
     lambda x, y: pyet.log_softmax(pyet.dot(x, y), axis=0),
+    # views of trees, pieces, borders, gradients of views, stored values
+    lambda x, y: pyet.concatenate([(pyet.tanh(x) * y)[1:3], pyet.dot(x, y)[:2] * 2], axis=0),
+    lambda x, y: pyet.pad(x[1:3, 1:3] * y[:2, :2], 1, value=0.5) + pyet.stack(
+        [y[0] * 2, x[1], y[2] + x[3], pyet.sqrt(x[0])], axis=0),
+    lambda x, y: pyet.grad(pyet.sum(pyet.dot(x, y)[1:3] * y[:2]), x) + y,
+    lambda x, y: store(pyet.exp(x) * y) - checkpoint(pyet.dot(x, y) + 1) * store(x * 3),
 ]
 _NUMPY_ONLY = [
     lambda x, y: _softmax(x, -1) + y,
     lambda x, y: _log_softmax(x @ y, 0),
+    lambda x, y: np.concatenate([(np.tanh(x) * y)[1:3], (x @ y)[:2] * 2], axis=0),
+    lambda x, y: np.pad(x[1:3, 1:3] * y[:2, :2], 1, constant_values=0.5) + np.stack(
+        [y[0] * 2, x[1], y[2] + x[3], np.sqrt(x[0])], axis=0),
+    lambda x, y: np.pad(y[:2], ((1, 1), (0, 0))) @ y.T + y,
+    lambda x, y: np.exp(x) * y - ((x @ y) + 1) * (x * 3),
 ]
 
 

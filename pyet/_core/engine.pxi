@@ -75,7 +75,18 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
         if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
                 and not leaves_overlap(e, d):
             # straight into dst, no scratch
-            action = Compute(e, d, _special_args(e), 0)
+            args = _special_args(e)
+            kernel = (<SpecialNode>e)._kernel
+            if _recorder() is not None and (getattr(kernel, "records_into", False)
+                                            or hasattr(kernel, "view")):
+                # its assignments are recorded (a view's: its child's, then a copy)
+                if hasattr(kernel, "view"):
+                    assign(d, wrap(_special_value(e)))
+                else:
+                    kernel.into(d, args)
+                    _count_special(e, 0)
+                return
+            action = Compute(e, d, args, 0)
             if _recorder() is not None:
                 action.bind()
             perform(action)
@@ -383,12 +394,25 @@ cdef object _special_value(Expr e):
     # recording: the value is fresh scratch the replay writes again, or a view
     # of memory the plan reads (a View node's), which stays current by itself
     kernel = (<SpecialNode>e)._kernel
-    source = getattr(kernel, "source", None)
-    if source is not None:  # the value of an expression: its passes are recorded
+    if getattr(kernel, "records_into", False):
+        # into() only assigns expressions: the passes it makes are recorded
         out = np.empty(e.shape, DTYPES[e._dt])
-        assign(out, source(args))
+        kernel.into(out, args)
         _count_special(e, (<cnp.ndarray>out).nbytes)
         return out
+    view = getattr(kernel, "view", None)
+    if view is not None and (<Expr>args[0])._op != OP_scalar:
+        # a view of the child's value: of its memory, or of scratch a
+        # recorded pass writes
+        child = <Expr>args[0]
+        if child._op == OP_leaf:
+            arr = (<Tensor>child)._array
+        else:
+            arr = np.empty(child.shape, DTYPES[child._dt])
+            assign(arr, child)
+            STATS[4] += (<cnp.ndarray>arr).nbytes
+        _count_special(e, 0)
+        return view(arr)
     if isinstance(kernel, Product) and not kernel.batch:
         out = _product_scratch(e, args)
         if out is not None:

@@ -1393,6 +1393,10 @@ class View(Special):
     def value(self, args):
         return VIEWS[self.kind](array_of(args[0]), self.arg)
 
+    def view(self, a):
+        """The node's value from its child's value ``a`` (a view)."""
+        return VIEWS[self.kind](a, self.arg)
+
 
 cdef Expr view_node(Expr e, str kind, object arg, tuple shape):
     # a lazy view of a node that cannot push views down to its leaves

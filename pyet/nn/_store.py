@@ -15,6 +15,7 @@ class Store(Special):
 
     __slots__ = ()
     name = "store"
+    records_into = True  # into() only assigns: a kept plan records its passes
 
     def params(self):
         return ()
@@ -27,10 +28,6 @@ class Store(Special):
 
     def into(self, dst, args):
         core.assign(dst, args[0])
-
-    def source(self, args):
-        """The expression whose value this is (a kept plan records its passes)."""
-        return args[0]
 
     def vjp(self, node, g):
         """The identity's: ``g``."""
@@ -55,6 +52,7 @@ class Checkpoint(Special):
 
     __slots__ = ("expr",)
     name = "checkpoint"
+    records_into = True
 
     def __init__(self, expr):
         self.expr = expr
@@ -70,9 +68,6 @@ class Checkpoint(Special):
     def into(self, dst, args):
         core.assign(dst, self.expr)
 
-    def source(self, args):
-        """The expression whose value this is (a kept plan records its passes)."""
-        return self.expr
 
     def vjp(self, node, g):
         """None: gradients do not pass a checkpoint (layers chain them)."""
