@@ -281,7 +281,13 @@ def _row_constant(e, k):
         if a.strides[k] == 0:
             return core.as_expr(a[(slice(None),) * k + (slice(0, 1),)])
         return None
-    if isinstance(e, (core.SpecialNode, core.PyFunc)) or e._op == core.OPCODES["where"]:
+    if isinstance(e, core.SpecialNode):
+        kernel = e._kernel
+        if isinstance(kernel, core.View) and kernel.kind == "broadcast_to":
+            child = e._args[0]  # a broadcast of what has length 1 along the axis
+            return _row_constant(child, k - (e.ndim - child.ndim))
+        return None
+    if isinstance(e, core.PyFunc) or e._op == core.OPCODES["where"]:
         return None
     args = [_row_constant(a, k - (e.ndim - a.ndim)) for a in e._args]
     if any(a is None for a in args):
