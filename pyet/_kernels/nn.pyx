@@ -373,12 +373,12 @@ def softmax_cols(cnp.ndarray x, cnp.ndarray out, bint take_log):
         out[...] = tmp
 
 
-def _xent_grad(real tag, cnp.ndarray out, cnp.ndarray l, object t, object idx,
+def _xent_grad(real tag, cnp.ndarray out, cnp.ndarray logp, object t, object idx,
                cnp.ndarray c):
-    cdef pyet_intp nrows = l.shape[0], n = l.shape[1], r0, r1, k
-    cdef pyet_intp ls = l.strides[0] // l.itemsize, os = out.strides[0] // out.itemsize
+    cdef pyet_intp nrows = logp.shape[0], n = logp.shape[1], r0, r1, k
+    cdef pyet_intp ls = logp.strides[0] // logp.itemsize, os = out.strides[0] // out.itemsize
     cdef pyet_intp ts = 0, cs = c.strides[0] // c.itemsize if c.shape[0] > 1 else 0
-    cdef const real *pl = <const real *>cnp.PyArray_DATA(l)
+    cdef const real *pl = <const real *>cnp.PyArray_DATA(logp)
     cdef const real *pc = <const real *>cnp.PyArray_DATA(c)
     cdef real *po = <real *>cnp.PyArray_DATA(out)
     cdef const real *pt = NULL
@@ -406,22 +406,22 @@ def _xent_grad(real tag, cnp.ndarray out, cnp.ndarray l, object t, object idx,
                                         po + r0 * os, os)
 
 
-def xent_grad_rows(cnp.ndarray l, object t, cnp.ndarray c, cnp.ndarray out):
-    """``out = c * (exp(l) * sum(t, row) - t)`` row by row, in one pass per row.
+def xent_grad_rows(cnp.ndarray logp, object t, cnp.ndarray c, cnp.ndarray out):
+    """``out = c * (exp(logp) * sum(t, row) - t)`` row by row, in one pass per row.
 
-    With ``l`` the log-softmax of logits, ``exp(l)`` is their softmax: this is
+    With ``logp`` the log-softmax of logits, ``exp(logp)`` is their softmax: this is
     the gradient of softmax cross-entropy ``-sum(t * log_softmax(x))`` with
     respect to ``x`` scaled by ``c``, for any ``t`` (rows need not sum to 1).
 
     Parameters
     ----------
-    l, out : ndarray
+    logp, out : ndarray
         2-D float32/float64 of one dtype and shape, not overlapping each other.
     t : ndarray
-        2-D of ``l``'s shape and dtype (the targets), or 1-D intp class
-        indices in ``[0, l.shape[1])`` (one-hot targets; checked by the caller).
+        2-D of ``logp``'s shape and dtype (the targets), or 1-D intp class
+        indices in ``[0, logp.shape[1])`` (one-hot targets; checked by the caller).
     c : ndarray
-        1-D of ``l``'s dtype: one factor per row, or one for all rows.
+        1-D of ``logp``'s dtype: one factor per row, or one for all rows.
 
     Raises
     ------
@@ -430,37 +430,37 @@ def xent_grad_rows(cnp.ndarray l, object t, cnp.ndarray c, cnp.ndarray out):
     TypeError
         If the dtypes differ or are not float32/float64.
     """
-    if l.ndim != 2 or (<object>l).shape != (<object>out).shape:
-        raise ValueError(f"xent_grad_rows: l {shp(l)} and out {shp(out)} must be one 2-D "
+    if logp.ndim != 2 or (<object>logp).shape != (<object>out).shape:
+        raise ValueError(f"xent_grad_rows: logp {shp(logp)} and out {shp(out)} must be one 2-D "
                          "shape")
-    if l.dtype != out.dtype or c.dtype != out.dtype or \
+    if logp.dtype != out.dtype or c.dtype != out.dtype or \
             (t.dtype != out.dtype and t.dtype != np.intp):
-        raise TypeError("xent_grad_rows: l, t, c and out must share one float dtype "
-                        f"(t: or intp indices), got {l.dtype}, {t.dtype}, {c.dtype} and "
+        raise TypeError("xent_grad_rows: logp, t, c and out must share one float dtype "
+                        f"(t: or intp indices), got {logp.dtype}, {t.dtype}, {c.dtype} and "
                         f"{out.dtype}")
-    if c.ndim != 1 or c.shape[0] not in (1, l.shape[0]):
-        raise ValueError(f"xent_grad_rows: c of shape {shp(c)} must have 1 or {l.shape[0]} "
+    if c.ndim != 1 or c.shape[0] not in (1, logp.shape[0]):
+        raise ValueError(f"xent_grad_rows: c of shape {shp(c)} must have 1 or {logp.shape[0]} "
                          "elements")
     idx = None
     if t.dtype == np.intp:
-        if t.ndim != 1 or t.shape[0] != l.shape[0]:
+        if t.ndim != 1 or t.shape[0] != logp.shape[0]:
             raise ValueError(f"xent_grad_rows: indices of shape {shp(t)} must be "
-                             f"({l.shape[0]},)")
+                             f"({logp.shape[0]},)")
         idx, t = np.ascontiguousarray(t), None
-    elif (<object>t).shape != (<object>l).shape:
-        raise ValueError(f"xent_grad_rows: t {shp(t)} must have l's shape {shp(l)}")
+    elif (<object>t).shape != (<object>logp).shape:
+        raise ValueError(f"xent_grad_rows: t {shp(t)} must have logp's shape {shp(logp)}")
     fn = specialization(_xent_grad, out, False, "xent_grad_rows")
-    if l.size == 0:
+    if logp.size == 0:
         return
-    if not rows_ok(l):
-        l = np.array(l, order="C")
+    if not rows_ok(logp):
+        logp = np.array(logp, order="C")
     if t is not None and not rows_ok(t):
         t = np.array(t, order="C")
     if not aligned(c):
         c = c.copy()
     if rows_ok(out):
-        fn(0, out, l, t, idx, c)
+        fn(0, out, logp, t, idx, c)
     else:
         tmp = np.empty((<object>out).shape, out.dtype)
-        fn(0, tmp, l, t, idx, c)
+        fn(0, tmp, logp, t, idx, c)
         out[...] = tmp
