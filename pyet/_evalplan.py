@@ -205,6 +205,7 @@ def explain(what, out=None):
         for k, (dst, e, handle) in enumerate(what._statements):
             target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
             lines.append(f"[{k}] {target} = {e!r}")
+            lines.extend("    " + line for line in core.rewrite_notes(e))
             if k in passes:
                 ks, nregs, text = passes[k]
                 lines.append(f"    one pass writing statements {ks} (dst{{k}} is statement "
@@ -223,7 +224,7 @@ def explain(what, out=None):
     if out is None:
         out = np.empty(e.shape, e.dtype)
     dst = out.numpy() if isinstance(out, Tensor) else out
-    return "\n".join([repr(e)] + core.explain_assignment(dst, e))
+    return "\n".join([repr(e)] + core.rewrite_notes(e) + core.explain_assignment(dst, e))
 
 
 def stats(reset=False):

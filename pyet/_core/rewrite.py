@@ -62,3 +62,26 @@ NEUTRAL_FOLDS = (
     ("subtract", 1, 0),   # x - 0 -> x (-0.0 - 0 is -0.0; x + 0 is not a fold: -0.0 + 0 = 0.0)
 )
 INVOLUTIONS = ("negative", "invert")  # -(-x) -> x, ~~x -> x (integers wrap back)
+
+# Folds of an op over a special node, applied when the node is built.  The
+# result is the same function of the input, computed by a better kernel: it
+# rounds differently (within a few ulp) and never worse.
+# Rows: (op, the child's kernel name, the kernel name the node becomes)
+SPECIAL_FOLDS = (
+    # log(softmax(x)) -> log_softmax(x): one pass, and finite where softmax underflows to 0
+    ("log", "softmax", "log_softmax"),
+)
+
+# Folds that hold only for finite inputs, applied to nodes built inside
+# ``with pyet.fast_math():`` and never otherwise.  A pattern is (op, child,
+# ...): "x" binds an operand (twice: the same value, i.e. the same node or
+# the same structure over the same memory), a number matches a scalar or
+# constant of that value, multiply matches either way round.  A result is
+# "x" (applied only where x has the node's dtype and shape) or a number (a
+# constant of the node's dtype and shape).  Rows: (pattern, result).
+FAST_MATH_FOLDS = (
+    (("multiply", "x", 0), 0),         # x * 0 -> 0 (inf*0 and nan*0 are nan; -1*0 is -0.0)
+    (("subtract", "x", "x"), 0),       # x - x -> 0 (inf - inf and nan - nan are nan)
+    (("log", ("exp", "x")), "x"),      # log(exp(x)) -> x (exp overflows to inf above ~709)
+    (("exp", ("log", "x")), "x"),      # exp(log(x)) -> x for x >= 0 (log(-1) is nan)
+)
