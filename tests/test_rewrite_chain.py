@@ -421,7 +421,7 @@ def test_explain_lists_the_rewrites_applied():
     text = pyet.explain(pyet.log(pyet.softmax(x)))
     assert "rewrite applied when built: log(softmax(x)) -> log_softmax(x)" in text
     with pyet.fast_math():
-        e = x * 0 + 1
+        e = x * 0 + x
     assert "x*0 -> 0" in pyet.explain(e)
     plan = pyet.EvalPlan()
     plan.register(pyet.log(pyet.softmax(x, axis=0)))
