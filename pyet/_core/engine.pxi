@@ -377,10 +377,21 @@ cdef int perform(Action a) except -1:
 
 cdef tuple _special_args(Expr e):
     # a special node's children; when recording, with their special nodes
-    # computed first (recorded before it), so the kernel's replay reads them
+    # computed first (recorded before it), so the kernel's replay reads them,
+    # and a child a product's operand already put in scratch read from there
     if _recorder() is None:
         return e._args
-    return tuple([materialize_node(a) for a in e._args])
+    cdef list args = []
+    cdef Expr m
+    done = _evaluation.done
+    for a in e._args:
+        m = materialize_node(a)
+        if m._args and done is not None:
+            hit = done.get(("scratch value", value_key(m), m._dt))
+            if hit is not None:
+                m = <Expr>hit[1]
+        args.append(m)
+    return tuple(args)
 
 
 cdef object _special_value(Expr e):
@@ -460,7 +471,7 @@ cdef cnp.ndarray _blas_operand(Expr x, int dt, cnp.ndarray dst):
         if a.ndim == 2 and _blas.blas_ok(a) and not _bounds_overlap(a, dst):
             return a
     done = _evaluation.done
-    key = ("blas operand", value_key(x), dt)
+    key = ("scratch value", value_key(x), dt)
     hit = done.get(key) if done is not None else None
     if hit is not None:
         return (<Tensor>hit[1])._array

@@ -166,6 +166,28 @@ class SoftmaxXentGrad(Special):
         else:
             self._rows_into(rows, args)
 
+    def bind(self, out, args):
+        """A function writing the value into ``out`` again (a kept plan's
+        replay) when log-probabilities, targets and ``out`` are rows read and
+        written in place (``c``, one value, is read at each call); else None."""
+        logp, t, c = args
+        rows = _rows(out, self.axis)
+        if (rows is None or not rows.size or c.size != 1 or not isinstance(logp, core.Tensor)
+                or not isinstance(t, core.Tensor)):
+            return None
+        lv, ta = _rows(logp._array, self.axis), t._array
+        if t.dtype.kind in "iu":
+            tv = ta if ta.dtype == np.intp and ta.flags.c_contiguous else None
+        else:
+            tv = _rows(ta, self.axis) if ta.dtype == rows.dtype else None
+        if lv is None or tv is None:
+            return None
+
+        def run():
+            cv = np.asarray(core.array_of(c, rows.dtype)).reshape(1)
+            _nn_kernels.xent_grad_rows(lv, tv, cv, rows)
+        return run
+
     def _rows_into(self, rows, args):
         logp, t, c = args
         dtype = rows.dtype
