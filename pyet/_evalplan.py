@@ -196,12 +196,15 @@ def explain(what, out=None):
     """
     if isinstance(what, EvalPlan):
         lines = [f"EvalPlan of {len(what)} statement(s); special nodes of equal structure "
-                 "over the same memory are computed once per run"]
+                 "over the same memory, and costly elementwise subtrees read more than "
+                 "once (shown as shared), are computed once per run"]
         arrays = [dst if dst is not None else np.empty(e.shape, e.dtype)
                   for dst, e, handle in what._statements]
+        exprs = [e for _, e, _ in what._statements]
         passes = {ks[0]: (ks, nregs, text) for ks, nregs, text in
-                  core.explain_statements(arrays, [e for _, e, _ in what._statements])}
+                  core.explain_statements(arrays, exprs)}
         fused = {k for ks, _, _ in passes.values() for k in ks}
+        run_as = core.shared_statements(exprs)
         for k, (dst, e, handle) in enumerate(what._statements):
             target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
             lines.append(f"[{k}] {target} = {e!r}")
@@ -214,7 +217,8 @@ def explain(what, out=None):
             elif k in fused:
                 lines.append("    (in the pass above)")
             else:
-                lines.extend("    " + line for line in core.explain_assignment(arrays[k], e))
+                lines.extend("    " + line
+                             for line in core.explain_assignment(arrays[k], run_as[k]))
         if what._schedule is not None:
             actions = what._schedule[0]
             lines.append(f"kept and recorded: each run replays {len(actions)} action(s):")

@@ -96,7 +96,8 @@ def test_replays_equal_running_one_by_one_with_the_values_of_the_time(steps, dty
         assert plan._schedule is not None  # recorded by the first run, replayed after
         _numpy_steps(ref, steps)
         for a, r in zip(ours, ref, strict=True):
-            np.testing.assert_allclose(a, r, rtol=tol, atol=tol)
+            # (float32: rounding of the largest value a statement combined)
+            np.testing.assert_allclose(a, r, rtol=tol, atol=tol * max(1.0, np.abs(r).max()))
         for a, r in zip(ours, ref, strict=True):  # new values in the same memory
             a[...] = r[...] = rng.uniform(0.5, 1.0, a.shape)
 

@@ -697,32 +697,12 @@ def explain_assignment(object dst, object value):
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
         lines.append(form)
-        return lines
+        return lines + _scratch_lines(list(e._args))
     if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
             and not leaves_overlap(e, d):
         lines.append(f"{(<SpecialNode>e)._kernel.name} straight into dst")
-        return lines
-    seen, specials = {}, []
-    cdef list stack = [e]
-    cdef Expr x
-    while stack:  # special nodes below the root, each counted where it is shared
-        x = stack.pop()
-        if not (x._flags & HAS_SPECIAL):
-            continue
-        if x._op == OP_special:
-            seen[id(x)] = seen.get(id(x), 0) + 1
-            if seen[id(x)] == 1:
-                specials.append(x)
-            continue
-        stack.extend(x._args)
-    for x in specials:
-        kernel = (<SpecialNode>x)._kernel
-        nbytes = DTYPES[x._dt].itemsize
-        for n in x.shape:
-            nbytes *= n
-        uses = f", used {seen[id(x)]} times, computed once" if seen[id(x)] > 1 else ""
-        lines.append(f"scratch: {kernel.name}({', '.join(kernel.describe())}) "
-                     f"{fmt_shape(x.shape)} {DTYPES[x._dt]}, {nbytes} bytes{uses}")
+        return lines + _scratch_lines(list(e._args))
+    lines += _scratch_lines([e])
     leafy = _stand_in(e)
     cdef Program prog = lower(leafy, dst_dt)
     lines.append(f"elementwise pass, {prog.nregs} block register(s):")
@@ -738,6 +718,34 @@ def explain_assignment(object dst, object value):
     for n in (<object>d).shape:
         size *= n
     lines.append(f"threads: up to {threads_for(size, size)}")
+    return lines
+
+
+cdef list _scratch_lines(list roots):
+    # the special nodes below roots (computed into scratch), each once, with
+    # how often it is read where that is more than once
+    cdef dict seen = {}
+    cdef list specials = [], lines = [], stack = list(roots)
+    cdef Expr x
+    while stack:
+        x = stack.pop()
+        if not (x._flags & HAS_SPECIAL):
+            continue
+        if x._op == OP_special:
+            seen[id(x)] = seen.get(id(x), 0) + 1
+            if seen[id(x)] == 1:
+                specials.append(x)
+                stack.extend(x._args)
+            continue
+        stack.extend(x._args)
+    for x in specials:
+        kernel = (<SpecialNode>x)._kernel
+        nbytes = DTYPES[x._dt].itemsize
+        for n in x.shape:
+            nbytes *= n
+        uses = f", used {seen[id(x)]} times, computed once" if seen[id(x)] > 1 else ""
+        lines.append(f"scratch: {kernel.name}({', '.join(kernel.describe())}) "
+                     f"{fmt_shape(x.shape)} {DTYPES[x._dt]}, {nbytes} bytes{uses}")
     return lines
 
 
@@ -788,6 +796,7 @@ cpdef run_statements(list dsts, list exprs, bint record=False):
             saved = [np.array(d, copy=True) for d in dsts]
             break
     outer = getattr(_evaluation, "done", None) is not None  # (an EvaluationScope's)
+    exprs = share_subtrees(exprs)
     rec = [] if record and saved is None and not outer else None
     if not outer:
         _evaluation.done = {}
@@ -808,6 +817,84 @@ cpdef run_statements(list dsts, list exprs, bint record=False):
     if rec is None or None in rec:
         return None
     return rec
+
+
+class Shared(Special):
+    """An elementwise subtree read more than once in a plan, computed once per
+    run into scratch (its value is forgotten when a statement writes memory
+    it read, as any special node's)."""
+
+    __slots__ = ()
+    name = "shared"
+    records_into = True  # into() only assigns: a kept plan records its pass
+
+    def params(self):
+        return ()
+
+    def value(self, args):
+        out = np.empty(args[0].shape, args[0].dtype)
+        assign(out, args[0])
+        return out
+
+    def into(self, dst, args):
+        assign(dst, args[0])
+
+    def vjp(self, node, g):
+        return (g,)
+
+
+_SHARED = Shared()
+cdef set _COSTLY_CODES = {OPCODES[name] for name in COSTLY_OPS if name in OPCODES}
+
+
+cdef list share_subtrees(list exprs):
+    """The statements with each costly elementwise subtree (rewrite.COSTLY_OPS)
+    that they read more than once -- one node reached along several paths, in
+    one tree or several, special nodes' operands included -- wrapped in a
+    Shared node, computed once per run."""
+    cdef dict uses = {}, costly = {}, new = {}
+    cdef list order = [], stack = []
+    cdef Expr e, c
+    for e in exprs:
+        uses[id(e)] = uses.get(id(e), 0) + 1
+        stack.append((e, False))
+    while stack:  # post-order, every node once; uses: how many parents read it
+        e, expanded = stack.pop()
+        if expanded:
+            order.append(e)
+            continue
+        if id(e) in costly:
+            continue
+        costly[id(e)] = False
+        stack.append((e, True))
+        for c in e._args:
+            uses[id(c)] = uses.get(id(c), 0) + 1
+            stack.append((c, False))
+    found = False
+    for e in order:  # children before parents
+        if e._op == OP_leaf or e._op == OP_scalar or e._op == OP_special:
+            continue
+        costly[id(e)] = e._op in _COSTLY_CODES or any([costly[id(c)] for c in e._args])
+        if costly[id(e)] and uses[id(e)] > 1 and not (e._flags & HAS_PYFUNC):
+            found = True
+    if not found:
+        return exprs
+    for e in order:  # rebuilt bottom up, each node once
+        if e._op == OP_leaf or e._op == OP_scalar:
+            new[id(e)] = e
+            continue
+        args = tuple([new[id(c)] for c in e._args])
+        c = e if all([a is b for a, b in zip(args, e._args)]) else _rebuilt(e, args)
+        if costly[id(e)] and uses[id(e)] > 1 and not (e._flags & HAS_PYFUNC):
+            c = special(_SHARED, (c,), e.shape, DTYPES[e._dt])
+        new[id(e)] = c
+    return [new[id(e)] for e in exprs]
+
+
+def shared_statements(list exprs):
+    """The statements as a plan runs them: costly subtrees read more than once
+    wrapped in Shared nodes (see share_subtrees)."""
+    return share_subtrees(exprs)
 
 
 cdef object _view_key(cnp.ndarray a):
@@ -967,5 +1054,5 @@ def explain_statements(list dsts, list exprs):
     """The multi-output passes run_statements would make, as (statement
     numbers, registers, program listing); nothing is computed."""
     log = []
-    _run_in_scope(dsts, exprs, log)
+    _run_in_scope(dsts, share_subtrees(exprs), log)
     return log

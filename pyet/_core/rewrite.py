@@ -85,3 +85,15 @@ FAST_MATH_FOLDS = (
     (("log", ("exp", "x")), "x"),      # log(exp(x)) -> x (exp overflows to inf above ~709)
     (("exp", ("log", "x")), "x"),      # exp(log(x)) -> x for x >= 0 (log(-1) is nan)
 )
+
+# Elementwise ops that cost several times a memory pass per element: a plan
+# computes a subtree holding one of them once into scratch when it is read
+# more than once (s = sigmoid(z) read by the loss and by its gradient s*(1-s));
+# a subtree of cheap ops (add, multiply, compare...) is recomputed where it is
+# read, which costs less than writing and reading it back.
+COSTLY_OPS = frozenset({
+    "exp", "log", "log1p", "expm1", "log2", "log10", "sqrt", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid",
+    "power", "divide", "arctan2", "hypot", "cbrt", "exp2", "erf", "logaddexp", "logaddexp2",
+    "floor_divide", "remainder", "fmod",
+})
