@@ -44,6 +44,8 @@ _PYET_ONLY = [
         [y[0] * 2, x[1], y[2] + x[3], pyet.sqrt(x[0])], axis=0),
     lambda x, y: pyet.grad(pyet.sum(pyet.dot(x, y)[1:3] * y[:2]), x) + y,
     lambda x, y: store(pyet.exp(x) * y) - checkpoint(pyet.dot(x, y) + 1) * store(x * 3),
+    # a reshape of a transposed value is a copy, not a view: redone by each replay
+    lambda x, y: pyet.softmax(x * y).T.reshape(16).reshape(4, 4) + y,
 ]
 _NUMPY_ONLY = [
     lambda x, y: _softmax(x, -1) + y,
@@ -53,6 +55,7 @@ _NUMPY_ONLY = [
         [y[0] * 2, x[1], y[2] + x[3], np.sqrt(x[0])], axis=0),
     lambda x, y: np.pad(y[:2], ((1, 1), (0, 0))) @ y.T + y,
     lambda x, y: np.exp(x) * y - ((x @ y) + 1) * (x * 3),
+    lambda x, y: _softmax(x * y, -1).T.reshape(16).reshape(4, 4) + y,
 ]
 
 
@@ -212,3 +215,36 @@ def test_a_replayed_product_of_operands_that_overlap_its_destination():
         ref[...] = (ref @ ref.T) * 0.5
         ref[...] = 0.25 * (ref[::-1] @ ref) + ref
         np.testing.assert_allclose(a, ref, rtol=1e-12)
+
+
+def _train(model, replay, steps=4):
+    import pyet.nn as nn
+
+    rng = np.random.default_rng(0)
+    x = rng.random((8, 1, 8, 8)).astype(np.float32) if model == "cnn" else \
+        rng.random((8, 64)).astype(np.float32)
+    y = rng.integers(0, 10, 8)
+    if model == "cnn":
+        from pyet.nn.demo import make_cnn
+        net = make_cnn().init(seed=0)
+    else:
+        net = nn.MLP([64, 16, 10], activation="tanh", policy=nn.Policy(update=True)).init(seed=0)
+    opt = nn.Adam(net.parameters(), lr=0.01)
+    loss = nn.CrossEntropy()
+    losses = []
+    for _ in range(steps):
+        if not replay:  # forget the recording: every step a fresh plan run
+            for step in opt._train_steps.values():
+                for built in step._built.values():
+                    built[1]._schedule = None
+        losses.append(nn.train_step(net, loss, {"input": x, "target": y}, opt))
+    return losses, {k: v.numpy().copy() for k, v in net.parameters().items()}
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_train_step_replays_equal_fresh_runs(model):
+    replayed, p1 = _train(model, True)
+    fresh, p2 = _train(model, False)
+    assert replayed == fresh
+    for k in p1:
+        np.testing.assert_array_equal(p1[k], p2[k])

@@ -422,8 +422,13 @@ cdef object _special_value(Expr e):
             arr = np.empty(child.shape, DTYPES[child._dt])
             assign(arr, child)
             STATS[4] += (<cnp.ndarray>arr).nbytes
+        out = view(arr)
+        if not _bounds_overlap(<cnp.ndarray>out, <cnp.ndarray>arr):
+            # not a view after all (a reshape of a transposed array copies):
+            # the copy is redone by each replay
+            rec.append(Compute(<SpecialNode>e, out, (wrap(arr),), 0))
         _count_special(e, 0)
-        return view(arr)
+        return out
     if isinstance(kernel, Product) and not kernel.batch:
         out = _product_scratch(e, args)
         if out is not None:
