@@ -15,10 +15,18 @@
 
 #include "kernels.h"
 
+/* defined once, in kernels.c (see kernels.h) */
+void pyet_softmax_rows_f32(pyet_intp nrows, pyet_intp n, const float *x, pyet_intp xs, float *o,
+                           pyet_intp os, int take_log);
+void pyet_softmax_rows_f64(pyet_intp nrows, pyet_intp n, const double *x, pyet_intp xs,
+                           double *o, pyet_intp os, int take_log);
+
+#ifdef PYET_KERNELS_IMPL
+
 #define PYET_LANES 32  /* a lane loop of 32 vectorizes (see PYET_FOLD) */
 
 #define PYET_SOFTMAX_ROWS(T, SUF, LOG)                                       \
-    PYET_DISPATCH_WIDE static void pyet_softmax_rows_##SUF(                 \
+    PYET_DISPATCH_WIDE void pyet_softmax_rows_##SUF(                        \
         pyet_intp nrows, pyet_intp n, const T *x, pyet_intp xs, T *o,       \
         pyet_intp os, int take_log)                                         \
     {                                                                       \
@@ -62,4 +70,5 @@ PYET_SOFTMAX_ROWS(float, f32, logf)
 PYET_SOFTMAX_ROWS(double, f64, log)
 
 #undef PYET_LANES
+#endif /* PYET_KERNELS_IMPL */
 #endif /* PYET_SOFTMAX_H */
