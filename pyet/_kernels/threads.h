@@ -22,7 +22,8 @@
  * Before that, on Linux, a pass wakes only as many workers as there are CPUs
  * no other task is running on (the running tasks of /proc/loadavg, read at
  * most every 2 ms, less the caller and its own awake workers), as OpenMP's
- * dynamic thread count does from the load average.
+ * dynamic thread count does from the load average; not when the process may
+ * run on only some of the CPUs (its affinity), which that count does not see.
  *
  * Floating-point status: each thread reads and clears its flags (fenv.h) after
  * its chunks; the pass gets their union, which the caller turns into NumPy's
@@ -189,15 +190,21 @@ static void pyet_pool_after_fork(void) {
 
 /* CPUs besides the caller's that no other task is running on (Linux: the running
  * tasks in /proc/loadavg, "0.52 0.58 0.59 3/467 12345", less the caller and its
- * awake workers); a large number where unknown. */
+ * awake workers); a large number where unknown, or where the process may run on
+ * only some of the machine's CPUs. */
 static int pyet_idle_cpus(void) {
 #ifdef __linux__
     char buf[128], *p = buf;
-#ifdef CPU_COUNT
-    cpu_set_t cpus;
-#endif
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC), ncpu, running, others;
+    int fd, running, others, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     ssize_t len;
+#ifdef CPU_COUNT
+    /* the machine's count says nothing about a subset of its CPUs (a cpuset
+       container on a busy host): then assume they are ours */
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) < ncpu)
+        return PYET_POOL_MAX;
+#endif
+    fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return PYET_POOL_MAX;
     len = read(fd, buf, sizeof buf - 1);
@@ -211,12 +218,6 @@ static int pyet_idle_cpus(void) {
     if (!p)
         return PYET_POOL_MAX;
     running = atoi(p);
-#ifdef CPU_COUNT
-    ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus)
-                                                         : (int)sysconf(_SC_NPROCESSORS_ONLN);
-#else
-    ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-#endif
     others = running - 1 - atomic_load(&pyet_pool.awake);
     return ncpu - 1 - (others > 0 ? others : 0);
 #else
