@@ -5,10 +5,11 @@ backward pass and PyTorch CPU autograd (when installed), one thread each.
 
 Cases: ``sum(sigmoid(x @ W + b) * t)`` (gradients w.r.t. W and b) and a 3-layer MLP's
 softmax cross-entropy loss (widths 64-256-256-10, ReLU; gradients w.r.t. all six weights),
-each at batch 64 and 512, float32.  pyet's time includes building the gradient trees on
-every call.  Every competitor's gradients are checked against NumPy's first.  The machine
-is shared and noisy: competitors are interleaved and each keeps its best of the repeats;
-the script repeats the whole measurement and prints the median ratio.
+each at batch 64 and 512, float32.  pyet two ways: building the trees and gradients on
+every call (as PyTorch builds its graph), and built once into a kept EvalPlan that each call
+replays (a training loop's way).  Every competitor's gradients are checked against
+NumPy's first.  The machine is shared and noisy: competitors are interleaved and each
+keeps its best of the repeats; the script repeats the whole measurement and prints the median ratio.
 """
 
 import argparse
@@ -43,12 +44,35 @@ def data(batch, seed=0):
 
 # ----------------------------------------------------------------- sigmoid layer
 
-def sig_pyet(d):
+def sig_trees(d):
     x, W, b, t = (pyet.asarray(d[k]) for k in ("x", "W1", "b1", "t"))
 
+    def build():
+        return pyet.sum(pyet.sigmoid(x @ W + b) * t), [W, b]
+    return build
+
+
+def per_call(trees):
+    """pyet.value_and_grad on trees built on every call (as PyTorch builds its graph)."""
+    build = trees
+
     def run():
-        y = pyet.sum(pyet.sigmoid(x @ W + b) * t)
-        return pyet.value_and_grad(y, [W, b])
+        return pyet.value_and_grad(*build())
+    return run
+
+
+def kept(trees):
+    """The value and gradient trees built once into a kept EvalPlan; each call replays
+    it over the operands' memory as it is then (a training loop's way: pyet.nn's
+    train_step)."""
+    y, wrt = trees()
+    plan = pyet.EvalPlan()
+    hy = plan.register(y)
+    hg = [plan.register(g) for g in pyet.grad(y, wrt)]
+
+    def run():
+        plan.run(keep=True)
+        return hy.value, [h.value for h in hg]
     return run
 
 
@@ -80,19 +104,18 @@ def sig_torch(d, torch):
 NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 
 
-def mlp_pyet(d):
+def mlp_trees(d):
     x = pyet.asarray(d["x"])
     ws = [pyet.asarray(d[k]) for k in NAMES]
     labels = d["labels"]
 
-    def run():
+    def build():
         W1, b1, W2, b2, W3, b3 = ws
         h1 = pyet.relu(x @ W1 + b1)
         h2 = pyet.relu(h1 @ W2 + b2)
         logp = pyet.log_softmax(h2 @ W3 + b3, 1)
-        loss = -pyet.mean(pyet.choose_row_element(logp, labels))
-        return pyet.value_and_grad(loss, ws)
-    return run
+        return -pyet.mean(pyet.choose_row_element(logp, labels)), ws
+    return build
 
 
 def mlp_numpy(d):
@@ -164,26 +187,31 @@ def main():
         torch = None
     print(f"{cpu_model()}, numpy {np.__version__}, torch "
           f"{torch.__version__ if torch else 'not installed'}, float32, one thread each")
-    print(f"{'case':28} {'pyet [s]':>10} {'numpy [s]':>10} {'pyet/np':>8} {'torch [s]':>10} "
+    print("pyet per call: trees and gradients built on every call; kept: built once into a "
+          "kept EvalPlan, replayed")
+    print(f"{'case':34} {'pyet [s]':>10} {'numpy [s]':>10} {'pyet/np':>8} {'torch [s]':>10} "
           f"{'pyet/torch':>10}")
-    cases = [("sum(sigmoid(x@W+b)*t)", sig_pyet, sig_numpy, sig_torch),
-             ("MLP 64-256-256-10 CE", mlp_pyet, mlp_numpy, mlp_torch)]
-    for name, fp, fn, ft in cases:
+    cases = [("sum(sigmoid(x@W+b)*t)", sig_trees, sig_numpy, sig_torch),
+             ("MLP 64-256-256-10 CE", mlp_trees, mlp_numpy, mlp_torch)]
+    for name, trees, fn, ft in cases:
         for batch in (64, 512):
             d = data(batch)
-            fns = {"pyet": fp(d), "numpy": fn(d), "torch": ft(d, torch) if torch else None}
+            fns = {"per call": per_call(trees(d)), "kept": kept(trees(d)), "numpy": fn(d),
+                   "torch": ft(d, torch) if torch else None}
+            fns = {k: f for k, f in fns.items() if f is not None}
             for k, f in fns.items():
-                if f is not None and k != "numpy":
+                if k != "numpy":
                     agree(f, fns["numpy"])
             runs = [bench(fns, repeats, min_time) for _ in range(rounds)]
             med = {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
-            rp = np.median([r["pyet"] / r["numpy"] for r in runs])
-            line = (f"{name + f', batch {batch}':28} {med['pyet']:10.3e} {med['numpy']:10.3e} "
-                    f"{rp:8.2f}")
-            if "torch" in med:
-                rt = np.median([r["pyet"] / r["torch"] for r in runs])
-                line += f" {med['torch']:10.3e} {rt:10.2f}"
-            print(line, flush=True)
+            for way in ("per call", "kept"):
+                rp = np.median([r[way] / r["numpy"] for r in runs])
+                line = (f"{name + f', {batch}, {way}':34} {med[way]:10.3e} "
+                        f"{med['numpy']:10.3e} {rp:8.2f}")
+                if "torch" in med:
+                    rt = np.median([r[way] / r["torch"] for r in runs])
+                    line += f" {med['torch']:10.3e} {rt:10.2f}"
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,16 @@ except ImportError as _exc:  # the source folder, where nothing is compiled
     ) from None
 
 from pyet._blob import Blob  # noqa: E402
-from pyet._core.core import Expr, Tensor, batch_dot, dot, outer, swapaxes, transpose
+from pyet._core.core import (
+    Expr,
+    Tensor,
+    batch_dot,
+    dot,
+    fast_math,
+    outer,
+    swapaxes,
+    transpose,
+)
 from pyet._evalplan import EvalPlan, Handle, evaluate_all, explain, stats
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
@@ -71,7 +80,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Blob", "EvalPlan", "Expr", "Fill", "Handle", "OneHot", "Tensor", "Zero", "arange",
     "asarray", "batch_dot", "dot",
-    "empty", "empty_like", "evaluate", "evaluate_all", "explain", "full", "full_like",
+    "empty", "empty_like", "evaluate", "evaluate_all", "explain", "fast_math", "full",
+    "full_like",
     "get_num_threads", "linspace", "ones", "ones_like", "outer", "set_num_threads", "stats",
     "swapaxes", "transpose", "zeros", "zeros_like",
     *_function_names, *_grad_names, *_nn_names, *_reduce_names, *_softmax_names, *_spatial_names,

@@ -53,6 +53,7 @@ class EvalPlan:
 
     def __init__(self):
         self._statements = []
+        self._schedule = None   # a kept plan's recorded run: (actions, results)
 
     def __len__(self):
         return len(self._statements)
@@ -69,6 +70,7 @@ class EvalPlan:
         arr = target.numpy()
         value = expr if _UPDATES[op] is None else getattr(target, _UPDATES[op])(expr)
         self._statements.append((arr, core.check_assignment(arr, value), None))
+        self._schedule = None
 
     def register(self, expr):
         """Register a result; returns a :class:`Handle` whose ``value`` exists
@@ -76,6 +78,7 @@ class EvalPlan:
         e = core.as_expr(expr)
         handle = Handle(e)
         self._statements.append((None, e, handle))
+        self._schedule = None
         return handle
 
     def run(self, keep=False):
@@ -89,8 +92,19 @@ class EvalPlan:
         read each operand once per block and write every destination).  If a
         statement raises (a user function, a negative integer power), every
         destination is put back as it was: nothing has been written.
+
+        A kept plan records what its first run did (passes, products, shared
+        special nodes, scratch) and later runs replay it: the same work,
+        without registering, grouping or lowering again (the statements and
+        their memory are the same; only the values in it change).
         """
+        if keep and self._schedule is not None:
+            actions, results = self._schedule
+            core.replay(actions)
+            self._hand_out(results)
+            return
         statements = self._statements
+        self._schedule = None
         if not keep:
             self._statements = []
         dsts, exprs, results = [], [], []
@@ -101,9 +115,22 @@ class EvalPlan:
                 results.append((handle, out))
             dsts.append(dst)
             exprs.append(e)
-        core.run_statements(dsts, exprs)
+        actions = core.run_statements(dsts, exprs, keep)
+        if actions is None:
+            for handle, out in results:
+                handle._value = out
+            return
+        self._schedule = (actions, results)
+        self._hand_out(results)
+
+    @staticmethod
+    def _hand_out(results):
+        # a kept plan writes its results into the same scratch every run:
+        # each run hands out new Tensors
         for handle, out in results:
-            handle._value = out
+            t = empty(out.shape, out.dtype)
+            np.copyto(t.numpy(), out.numpy())
+            handle._value = t
 
     def __enter__(self):
         return self
@@ -113,6 +140,7 @@ class EvalPlan:
             self.run()
         else:
             self._statements = []
+            self._schedule = None
         return False
 
     def __repr__(self):
@@ -168,15 +196,19 @@ def explain(what, out=None):
     """
     if isinstance(what, EvalPlan):
         lines = [f"EvalPlan of {len(what)} statement(s); special nodes of equal structure "
-                 "over the same memory are computed once per run"]
+                 "over the same memory, and costly elementwise subtrees read more than "
+                 "once (shown as shared), are computed once per run"]
         arrays = [dst if dst is not None else np.empty(e.shape, e.dtype)
                   for dst, e, handle in what._statements]
+        exprs = [e for _, e, _ in what._statements]
         passes = {ks[0]: (ks, nregs, text) for ks, nregs, text in
-                  core.explain_statements(arrays, [e for _, e, _ in what._statements])}
+                  core.explain_statements(arrays, exprs)}
         fused = {k for ks, _, _ in passes.values() for k in ks}
+        run_as = core.shared_statements(exprs)
         for k, (dst, e, handle) in enumerate(what._statements):
             target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
             lines.append(f"[{k}] {target} = {e!r}")
+            lines.extend("    " + line for line in core.rewrite_notes(e))
             if k in passes:
                 ks, nregs, text = passes[k]
                 lines.append(f"    one pass writing statements {ks} (dst{{k}} is statement "
@@ -185,13 +217,18 @@ def explain(what, out=None):
             elif k in fused:
                 lines.append("    (in the pass above)")
             else:
-                lines.extend("    " + line for line in core.explain_assignment(arrays[k], e))
+                lines.extend("    " + line
+                             for line in core.explain_assignment(arrays[k], run_as[k]))
+        if what._schedule is not None:
+            actions = what._schedule[0]
+            lines.append(f"kept and recorded: each run replays {len(actions)} action(s):")
+            lines.extend(f"  {a!r}" for a in actions)
         return "\n".join(lines)
     e = core.as_expr(what)
     if out is None:
         out = np.empty(e.shape, e.dtype)
     dst = out.numpy() if isinstance(out, Tensor) else out
-    return "\n".join([repr(e)] + core.explain_assignment(dst, e))
+    return "\n".join([repr(e)] + core.rewrite_notes(e) + core.explain_assignment(dst, e))
 
 
 def stats(reset=False):

@@ -23,6 +23,7 @@ from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
+import contextvars
 import operator
 import threading
 from abc import ABC, abstractmethod
@@ -31,7 +32,16 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from pyet._core.ops import OPS, OPS_BY_NAME, UFUNC_TO_OP
-from pyet._core.rewrite import COMMUTATIVE, INVOLUTIONS, NEUTRAL_FOLDS, ROOT_FORMS, RULES
+from pyet._core.rewrite import (
+    COMMUTATIVE,
+    COSTLY_OPS,
+    FAST_MATH_FOLDS,
+    INVOLUTIONS,
+    NEUTRAL_FOLDS,
+    ROOT_FORMS,
+    RULES,
+    SPECIAL_FOLDS,
+)
 from pyet._kernels import blas as _blas
 
 from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready

@@ -51,19 +51,21 @@ cpdef assign(object dst, object value):
 
 cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     cdef Program prog = get_program(e, dst_dt)
-    STATS[0] += 1
     cdef list leaves = [], scalars = [], pyfuncs = []
     collect(e, leaves, scalars, pyfuncs)
     if e._flags & HAS_PYFUNC:
         # a user function may raise midway: compute aside, then copy
+        _not_recordable()
+        STATS[0] += 1
         tmp = np.empty((<object>d).shape, (<object>d).dtype)
         execute(prog, tmp, leaves, scalars, pyfuncs)
         np.copyto(d, tmp)
         return
-    execute(prog, d, leaves, scalars, pyfuncs)
+    perform(Pass(prog, [d], leaves, scalars))
 
 
 cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
+    cdef Compute action
     if assign_root_form(d, e, dst_dt):
         return
     outer = getattr(_evaluation, "done", None) is None  # not nested in an evaluation
@@ -72,8 +74,22 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
     try:
         if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
                 and not leaves_overlap(e, d):
-            (<SpecialNode>e)._kernel.into(d, e._args)  # straight into dst, no scratch
-            _count_special(e, 0)
+            # straight into dst, no scratch
+            args = _special_args(e)
+            kernel = (<SpecialNode>e)._kernel
+            if _recorder() is not None and (getattr(kernel, "records_into", False)
+                                            or hasattr(kernel, "view")):
+                # its assignments are recorded (a view's: its child's, then a copy)
+                if hasattr(kernel, "view"):
+                    assign(d, wrap(_special_value(e)))
+                else:
+                    kernel.into(d, args)
+                    _count_special(e, 0)
+                return
+            action = Compute(e, d, args, 0)
+            if _recorder() is not None:
+                action.bind()
+            perform(action)
             return
         assign_elementwise(d, materialize_node(e), dst_dt)
     finally:
@@ -146,22 +162,27 @@ cdef bint assign_root_form(cnp.ndarray d, Expr e, int dst_dt) except -1:
         return False
     p, dd, alpha, beta = form
     x, y = p._args
+    if _recorder() is not None:
+        # operands made BLAS-ready by recorded passes (read before D is
+        # written): a replay is one gemm call
+        xa = _blas_operand(materialize_node(x), dst_dt, d)
+        ya = _blas_operand(materialize_node(y), dst_dt, d)
+        if gemm_2d_ready(d, xa, ya):
+            if dd is not None and not same_view(dd, d):
+                assign(d, dd)
+            perform(Gemm(d, xa, ya, alpha, beta, None))
+            return True
     if (<Expr>x)._op == OP_leaf and (<Expr>y)._op == OP_leaf and \
             gemm_2d_ready(d, (<Tensor>x)._array, (<Tensor>y)._array):
         # the common case, checked and run in C: A and B are disjoint from d,
         # so writing D first cannot change them
         if dd is not None and not same_view(dd, d):
             assign(d, dd)
-        gemm_2d(d, (<Tensor>x)._array, (<Tensor>y)._array, alpha, beta)
-        STATS[1] += 1
+        perform(Gemm(d, (<Tensor>x)._array, (<Tensor>y)._array, alpha, beta, None))
         return True
     # the operands are read (copied when they overlap d) before D is written
-    a = operand_array(materialize_node(x), DTYPES[dst_dt], d)
-    b = operand_array(materialize_node(y), DTYPES[dst_dt], d)
-    if dd is not None and not same_view(dd, d):
-        assign(d, dd)
-    matmul_into(d, a, b, alpha, beta)
-    STATS[1] += 1
+    perform(Gemm(d, materialize_node(x), materialize_node(y), alpha, beta,
+                 dd if dd is not None and not same_view(dd, d) else None))
     return True
 
 
@@ -199,9 +220,7 @@ cdef Expr materialize_node(Expr e):
                 return hit[1]
     cdef Expr leaf
     if e._op == OP_special:
-        value = (<SpecialNode>e)._kernel.value(e._args)
-        _count_special(e, (<cnp.ndarray>value).nbytes)
-        leaf = wrap(value)
+        leaf = wrap(_special_value(e))
     else:
         leaf = with_args(e, tuple([materialize_node(a) for a in e._args]))
     if done is not None:
@@ -228,6 +247,247 @@ cdef tuple _leaf_arrays(Expr root):
             seen.add(id(x))
             stack.extend(x._args)
     return tuple(out)
+
+
+# -------------------------------------------------------------- schedules
+#
+# A kept plan (EvalPlan.run(keep=True)) runs the same statements over the same
+# memory every time, so what its first run decided -- passes and their
+# programs, which statements share a pass, which special nodes are shared,
+# gemm calls, scratch buffers -- holds for every later run.  The first run
+# records its work as a list of actions; later runs replay them, without
+# registering, checking, grouping, keying or lowering anything again.  Only
+# the outermost level is recorded: an action's own inner evaluations (a
+# kernel evaluating its operands) run again inside it.
+
+cdef class Action:
+    """One recorded piece of a plan's work, rerun as it ran."""
+
+    cdef int run(self) except -1:
+        return 0
+
+    def __call__(self):
+        self.run()
+
+
+cdef class Pass(Action):
+    """An elementwise pass (one destination, or several: a multi-output pass)."""
+    cdef Program prog
+    cdef list dsts, leaves, scalars
+
+    def __cinit__(self, Program prog, list dsts, list leaves, list scalars):
+        self.prog, self.dsts, self.leaves, self.scalars = prog, dsts, leaves, scalars
+
+    def __repr__(self):
+        return f"Pass({len(self.dsts)} dst, {len(self.leaves)} leaves)"
+
+    cdef int run(self) except -1:
+        STATS[0] += 1
+        return execute_group(self.prog, self.dsts, self.leaves, self.scalars, [])
+
+
+cdef class Gemm(Action):
+    """dst := alpha * a.b + beta * dst: leaf arrays checked for one BLAS call,
+    or expressions read (copied when they overlap dst) before ``first``, the
+    root form's D, is written into dst."""
+    cdef cnp.ndarray dst
+    cdef object a, b, first
+    cdef double alpha, beta
+
+    def __cinit__(self, cnp.ndarray dst, a, b, double alpha, double beta, first):
+        self.dst, self.a, self.b, self.alpha, self.beta, self.first = dst, a, b, alpha, beta, first
+
+    def __repr__(self):
+        return f"Gemm({'2d' if isinstance(self.a, np.ndarray) else 'general'})"
+
+    cdef int run(self) except -1:
+        if isinstance(self.a, np.ndarray):
+            gemm_2d(self.dst, self.a, self.b, self.alpha, self.beta)
+        else:
+            dtype = (<object>self.dst).dtype
+            a = operand_array(self.a, dtype, self.dst)
+            b = operand_array(self.b, dtype, self.dst)
+            if self.first is not None:
+                assign(self.dst, self.first)
+            matmul_into(self.dst, a, b, self.alpha, self.beta)
+        STATS[1] += 1
+        return 0
+
+
+cdef class Compute(Action):
+    """A special node's kernel writing its value into ``out`` (the root's
+    destination, or the node's scratch); through the function the kernel's
+    ``bind(out, args)`` made once, when it has one."""
+    cdef SpecialNode node
+    cdef cnp.ndarray out
+    cdef tuple args
+    cdef object bound
+    cdef Py_ssize_t nbytes     # scratch allocated for it (counted once)
+
+    def __cinit__(self, SpecialNode node, cnp.ndarray out, tuple args, Py_ssize_t nbytes):
+        self.node, self.out, self.args, self.nbytes = node, out, args, nbytes
+        self.bound = None
+
+    cdef int run(self) except -1:
+        if self.bound is not None:
+            self.bound()
+        else:
+            self.node._kernel.into(self.out, self.args)
+        _count_special(self.node, self.nbytes)
+        self.nbytes = 0  # a replay writes the same scratch
+        return 0
+
+    def __repr__(self):
+        return (f"Compute({self.node._kernel.name}{fmt_shape(self.node.shape)}, "
+                f"bound={self.bound is not None})")
+
+    cdef bind(self):
+        # for replays, once the recorded run has computed the value
+        bind = getattr(self.node._kernel, "bind", None)
+        if bind is not None:
+            self.bound = bind(self.out, self.args)
+
+
+cdef inline object _recorder():
+    return getattr(_evaluation, "recorder", None)
+
+
+cdef _not_recordable():
+    # work that cannot be replayed (a user function's pass, which may raise
+    # midway): the recording is dropped
+    rec = _recorder()
+    if rec is not None:
+        rec.append(None)
+
+
+cdef int perform(Action a) except -1:
+    """Run ``a``, recording it first when a plan is being recorded (its own
+    inner evaluations are not: they run again inside it)."""
+    rec = _recorder()
+    if rec is None:
+        return a.run()
+    rec.append(a)
+    _evaluation.recorder = None
+    try:
+        a.run()
+    finally:
+        _evaluation.recorder = rec
+    return 0
+
+
+cdef tuple _special_args(Expr e):
+    # a special node's children; when recording, with their special nodes
+    # computed first (recorded before it), so the kernel's replay reads them,
+    # and a child a product's operand already put in scratch read from there
+    if _recorder() is None:
+        return e._args
+    cdef list args = []
+    cdef Expr m
+    done = _evaluation.done
+    for a in e._args:
+        m = materialize_node(a)
+        if m._args and done is not None:
+            hit = done.get(("scratch value", value_key(m), m._dt))
+            if hit is not None:
+                m = <Expr>hit[1]
+        args.append(m)
+    return tuple(args)
+
+
+cdef object _special_value(Expr e):
+    """A special node's value, computed into new scratch."""
+    cdef tuple args = _special_args(e)
+    rec = _recorder()
+    if rec is None:
+        value = (<SpecialNode>e)._kernel.value(args)
+        _count_special(e, (<cnp.ndarray>value).nbytes)
+        return value
+    # recording: the value is fresh scratch the replay writes again, or a view
+    # of memory the plan reads (a View node's), which stays current by itself
+    kernel = (<SpecialNode>e)._kernel
+    if getattr(kernel, "records_into", False):
+        # into() only assigns expressions: the passes it makes are recorded
+        out = np.empty(e.shape, DTYPES[e._dt])
+        kernel.into(out, args)
+        _count_special(e, (<cnp.ndarray>out).nbytes)
+        return out
+    view = getattr(kernel, "view", None)
+    if view is not None and (<Expr>args[0])._op != OP_scalar:
+        # a view of the child's value: of its memory, or of scratch a
+        # recorded pass writes
+        child = <Expr>args[0]
+        if child._op == OP_leaf:
+            arr = (<Tensor>child)._array
+        else:
+            arr = np.empty(child.shape, DTYPES[child._dt])
+            assign(arr, child)
+            STATS[4] += (<cnp.ndarray>arr).nbytes
+        _count_special(e, 0)
+        return view(arr)
+    if isinstance(kernel, Product) and not kernel.batch:
+        out = _product_scratch(e, args)
+        if out is not None:
+            return out
+    _evaluation.recorder = None
+    try:
+        computed = (<SpecialNode>e)._kernel.value(args)
+    finally:
+        _evaluation.recorder = rec
+    for a in args:
+        for arr in _leaf_arrays(<Expr>a):
+            if _bounds_overlap(<cnp.ndarray>computed, <cnp.ndarray>arr):
+                _count_special(e, 0)
+                return computed
+    _count_special(e, (<cnp.ndarray>computed).nbytes)
+    cdef Compute action = Compute(<SpecialNode>e, computed, args, 0)
+    action.bind()
+    rec.append(action)
+    return computed
+
+
+cdef object _product_scratch(Expr e, tuple args):
+    # a float product, recorded as one gemm into new scratch, its operands
+    # made BLAS-ready first (None when it is not one: the kernel's own way)
+    cdef Expr x = args[0], y = args[1]
+    if dot_dtypes(x._dt, y._dt)[0] != e._dt or (e._dt != DT_F32 and e._dt != DT_F64):
+        return None
+    out = np.empty(e.shape, DTYPES[e._dt])
+    a, b = _blas_operand(x, e._dt, out), _blas_operand(y, e._dt, out)
+    if not gemm_2d_ready(out, a, b):
+        return None
+    perform(Gemm(out, a, b, 1.0, 0.0, None))
+    STATS[4] += (<cnp.ndarray>out).nbytes
+    return out
+
+
+cdef cnp.ndarray _blas_operand(Expr x, int dt, cnp.ndarray dst):
+    """x as an array a product into dst can read (recording): a leaf as it
+    is when BLAS takes it, else x evaluated into C-ordered scratch by a
+    recorded pass -- once per run for equal trees over the same memory (the
+    gradient both products of a layer's backward read)."""
+    cdef cnp.ndarray a
+    if x._op == OP_leaf and x._dt == dt:
+        a = <cnp.ndarray>(<Tensor>x)._array
+        if a.ndim == 2 and _blas.blas_ok(a) and not _bounds_overlap(a, dst):
+            return a
+    done = _evaluation.done
+    key = ("scratch value", value_key(x), dt)
+    hit = done.get(key) if done is not None else None
+    if hit is not None:
+        return (<Tensor>hit[1])._array
+    a = np.empty(x.shape, DTYPES[dt])
+    assign(a, x)
+    STATS[4] += a.nbytes
+    if done is not None:
+        done[key] = (x, wrap(a), _leaf_arrays(x))
+    return a
+
+
+def replay(list actions):
+    """Run a recorded plan's actions again (see ``run_statements(record=True)``)."""
+    cdef Action a
+    for a in actions:
+        a.run()
 
 
 # ------------------------------------------------------------ statistics
@@ -437,32 +697,12 @@ def explain_assignment(object dst, object value):
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
         lines.append(form)
-        return lines
+        return lines + _scratch_lines(list(e._args))
     if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
             and not leaves_overlap(e, d):
         lines.append(f"{(<SpecialNode>e)._kernel.name} straight into dst")
-        return lines
-    seen, specials = {}, []
-    cdef list stack = [e]
-    cdef Expr x
-    while stack:  # special nodes below the root, each counted where it is shared
-        x = stack.pop()
-        if not (x._flags & HAS_SPECIAL):
-            continue
-        if x._op == OP_special:
-            seen[id(x)] = seen.get(id(x), 0) + 1
-            if seen[id(x)] == 1:
-                specials.append(x)
-            continue
-        stack.extend(x._args)
-    for x in specials:
-        kernel = (<SpecialNode>x)._kernel
-        nbytes = DTYPES[x._dt].itemsize
-        for n in x.shape:
-            nbytes *= n
-        uses = f", used {seen[id(x)]} times, computed once" if seen[id(x)] > 1 else ""
-        lines.append(f"scratch: {kernel.name}({', '.join(kernel.describe())}) "
-                     f"{fmt_shape(x.shape)} {DTYPES[x._dt]}, {nbytes} bytes{uses}")
+        return lines + _scratch_lines(list(e._args))
+    lines += _scratch_lines([e])
     leafy = _stand_in(e)
     cdef Program prog = lower(leafy, dst_dt)
     lines.append(f"elementwise pass, {prog.nregs} block register(s):")
@@ -478,6 +718,34 @@ def explain_assignment(object dst, object value):
     for n in (<object>d).shape:
         size *= n
     lines.append(f"threads: up to {threads_for(size, size)}")
+    return lines
+
+
+cdef list _scratch_lines(list roots):
+    # the special nodes below roots (computed into scratch), each once, with
+    # how often it is read where that is more than once
+    cdef dict seen = {}
+    cdef list specials = [], lines = [], stack = list(roots)
+    cdef Expr x
+    while stack:
+        x = stack.pop()
+        if not (x._flags & HAS_SPECIAL):
+            continue
+        if x._op == OP_special:
+            seen[id(x)] = seen.get(id(x), 0) + 1
+            if seen[id(x)] == 1:
+                specials.append(x)
+                stack.extend(x._args)
+            continue
+        stack.extend(x._args)
+    for x in specials:
+        kernel = (<SpecialNode>x)._kernel
+        nbytes = DTYPES[x._dt].itemsize
+        for n in x.shape:
+            nbytes *= n
+        uses = f", used {seen[id(x)]} times, computed once" if seen[id(x)] > 1 else ""
+        lines.append(f"scratch: {kernel.name}({', '.join(kernel.describe())}) "
+                     f"{fmt_shape(x.shape)} {DTYPES[x._dt]}, {nbytes} bytes{uses}")
     return lines
 
 
@@ -501,27 +769,11 @@ cdef object _explain_root_form(cnp.ndarray d, Expr e, int dst_dt):
     return (f"one gemm into dst: {first}dst := {alpha:g} * "
             f"{(<SpecialNode>p)._kernel.name}(A{fmt_shape(x.shape)}, "
             f"B{fmt_shape(y.shape)}) + {beta:g} * dst")
-    for pattern, sign, beta in ROOT_FORMS:
-        binding = {}
-        if not _root_fits(pattern, e, binding):
-            continue
-        p = binding["P"]
-        dd = binding.get("D")
-        if p._dt != dst_dt or p.shape != (<object>d).shape or \
-                (dd is not None and dd._dt != dst_dt):
-            return None
-        alpha = sign * (float((<Scalar>binding["a"])._value) if "a" in binding else 1.0)
-        x, y = p._args
-        first = "D written into dst, then " if dd is not None and not same_view(dd, d) else ""
-        return (f"one gemm into dst: {first}dst := {alpha:g} * "
-                f"{(<SpecialNode>p)._kernel.name}(A{fmt_shape(x.shape)}, "
-                f"B{fmt_shape(y.shape)}) + {beta if dd is not None else 0.0:g} * dst")
-    return None
 
 
 # ------------------------------------------------------------- statements
 
-cpdef run_statements(list dsts, list exprs):
+cpdef run_statements(list dsts, list exprs, bint record=False):
     """Run ``dsts[k][...] = exprs[k]`` in order, as one plan (EvalPlan.run):
     the result of running them one by one, with special nodes of equal
     structure over the same memory computed once, and consecutive elementwise
@@ -530,6 +782,10 @@ cpdef run_statements(list dsts, list exprs):
     A statement whose errors depend on values (a user function, an integer
     power) makes the plan keep copies of every destination first and put them
     back if anything raises: on an error, no destination has been written.
+
+    With ``record``, returns the run's work as actions for ``replay`` (None
+    when it cannot be replayed: value-dependent errors, or a plan run inside
+    another evaluation).
     """
     cdef Py_ssize_t k
     cdef Expr e
@@ -540,9 +796,12 @@ cpdef run_statements(list dsts, list exprs):
             saved = [np.array(d, copy=True) for d in dsts]
             break
     outer = getattr(_evaluation, "done", None) is not None  # (an EvaluationScope's)
+    exprs = share_subtrees(exprs)
+    rec = [] if record and saved is None and not outer else None
     if not outer:
         _evaluation.done = {}
         _evaluation.structural = True
+        _evaluation.recorder = rec
     try:
         _run_in_scope(dsts, exprs)
     except BaseException:
@@ -554,6 +813,88 @@ cpdef run_statements(list dsts, list exprs):
         if not outer:
             _evaluation.done = None
             _evaluation.structural = False
+            _evaluation.recorder = None
+    if rec is None or None in rec:
+        return None
+    return rec
+
+
+class Shared(Special):
+    """An elementwise subtree read more than once in a plan, computed once per
+    run into scratch (its value is forgotten when a statement writes memory
+    it read, as any special node's)."""
+
+    __slots__ = ()
+    name = "shared"
+    records_into = True  # into() only assigns: a kept plan records its pass
+
+    def params(self):
+        return ()
+
+    def value(self, args):
+        out = np.empty(args[0].shape, args[0].dtype)
+        assign(out, args[0])
+        return out
+
+    def into(self, dst, args):
+        assign(dst, args[0])
+
+    def vjp(self, node, g):
+        return (g,)
+
+
+_SHARED = Shared()
+cdef set _COSTLY_CODES = {OPCODES[name] for name in COSTLY_OPS if name in OPCODES}
+
+
+cdef list share_subtrees(list exprs):
+    """The statements with each costly elementwise subtree (rewrite.COSTLY_OPS)
+    that they read more than once -- one node reached along several paths, in
+    one tree or several, special nodes' operands included -- wrapped in a
+    Shared node, computed once per run."""
+    cdef dict uses = {}, costly = {}, new = {}
+    cdef list order = [], stack = []
+    cdef Expr e, c
+    for e in exprs:
+        uses[id(e)] = uses.get(id(e), 0) + 1
+        stack.append((e, False))
+    while stack:  # post-order, every node once; uses: how many parents read it
+        e, expanded = stack.pop()
+        if expanded:
+            order.append(e)
+            continue
+        if id(e) in costly:
+            continue
+        costly[id(e)] = False
+        stack.append((e, True))
+        for c in e._args:
+            uses[id(c)] = uses.get(id(c), 0) + 1
+            stack.append((c, False))
+    found = False
+    for e in order:  # children before parents
+        if e._op == OP_leaf or e._op == OP_scalar or e._op == OP_special:
+            continue
+        costly[id(e)] = e._op in _COSTLY_CODES or any([costly[id(c)] for c in e._args])
+        if costly[id(e)] and uses[id(e)] > 1 and not (e._flags & HAS_PYFUNC):
+            found = True
+    if not found:
+        return exprs
+    for e in order:  # rebuilt bottom up, each node once
+        if e._op == OP_leaf or e._op == OP_scalar:
+            new[id(e)] = e
+            continue
+        args = tuple([new[id(c)] for c in e._args])
+        c = e if all([a is b for a, b in zip(args, e._args)]) else _rebuilt(e, args)
+        if costly[id(e)] and uses[id(e)] > 1 and not (e._flags & HAS_PYFUNC):
+            c = special(_SHARED, (c,), e.shape, DTYPES[e._dt])
+        new[id(e)] = c
+    return [new[id(e)] for e in exprs]
+
+
+def shared_statements(list exprs):
+    """The statements as a plan runs them: costly subtrees read more than once
+    wrapped in Shared nodes (see share_subtrees)."""
+    return share_subtrees(exprs)
 
 
 cdef object _view_key(cnp.ndarray a):
@@ -652,8 +993,7 @@ cdef class _Group:
                 if len(_PROGRAMS) >= PROGRAM_LIMIT:
                     _PROGRAMS.clear()
                 _PROGRAMS[key] = prog
-            STATS[0] += 1
-            execute_group(prog, self.dsts, self.leaves, self.scalars, [])
+            perform(Pass(prog, self.dsts, self.leaves, self.scalars))
         for d in self.dsts:  # values computed from memory just written are stale
             forget_values(d)
         self.clear()
@@ -714,5 +1054,5 @@ def explain_statements(list dsts, list exprs):
     """The multi-output passes run_statements would make, as (statement
     numbers, registers, program listing); nothing is computed."""
     log = []
-    _run_in_scope(dsts, exprs, log)
+    _run_in_scope(dsts, share_subtrees(exprs), log)
     return log

@@ -46,6 +46,7 @@ cdef class Expr:
     cdef readonly Py_ssize_t _depth  # longest path down to a leaf
     cdef readonly Py_ssize_t _nleaves  # array leaves below (with repeats)
     cdef readonly object _origin     # a transposed node: (the node it transposes, axes)
+    cdef readonly object _rewrite    # the build-time rewrite that made this node (text), or None
 
     __array_priority__ = 1000
 
@@ -745,6 +746,209 @@ cdef object _fold(int op, tuple args, int dt):
     return None
 
 
+# ------------------------------------------------- build-time rewrites
+
+# rewrite.SPECIAL_FOLDS by op code: {the child's kernel name: the new kernel's name}
+cdef dict _SPECIAL = {}
+for _name, _kname, _new in SPECIAL_FOLDS:
+    _SPECIAL.setdefault(OPCODES[_name], {})[_kname] = _new
+# rewrite.FAST_MATH_FOLDS by the root op of their pattern
+cdef dict _FAST = {}
+for _pattern, _result in FAST_MATH_FOLDS:
+    _FAST.setdefault(OPCODES[_pattern[0]], []).append((_pattern, _result))
+
+cdef bint SPECIAL_FOLDABLE[OP_COUNT]
+cdef bint FAST_FOLDABLE[OP_COUNT]
+for _op in range(OP_COUNT):
+    SPECIAL_FOLDABLE[_op] = _op in _SPECIAL
+    FAST_FOLDABLE[_op] = _op in _FAST
+
+# the fast_math block open in this context (a fast_math object) or None; the
+# count of blocks open in any thread keeps the hot path from asking
+_FAST_MATH = contextvars.ContextVar("pyet.fast_math", default=None)
+cdef Py_ssize_t FAST_MATH_OPEN = 0
+# how often each rewrite was applied, since the last rewrite_counts(reset=True)
+cdef dict _REWRITE_COUNTS = {}
+
+
+class fast_math:
+    """A block inside which rewrites that hold only for finite inputs apply.
+
+    Nodes built inside ``with pyet.fast_math():`` (in this thread or async
+    context) fold ``x * 0`` -> 0, ``x - x`` -> 0, ``log(exp(x))`` -> x and
+    ``exp(log(x))`` -> x (the rows of ``rewrite.FAST_MATH_FOLDS``).  Each gives
+    the unrewritten tree's value when every input and intermediate is finite
+    (and, for ``exp(log(x))``, x >= 0), and may not otherwise: ``inf * 0`` is
+    nan, not 0; ``log(exp(1000.0))`` is inf, not 1000.  Outside a block they
+    never apply.  Trees built before the block are not rewritten when
+    evaluated inside it.
+
+    Attributes
+    ----------
+    applied : list of str
+        The rewrites applied to nodes built while the block was open (the
+        exact ones too, e.g. ``log(softmax(x)) -> log_softmax(x)``), in order.
+
+    Examples
+    --------
+    >>> with pyet.fast_math() as fm:
+    ...     z = x * 0 + pyet.log(pyet.exp(y))   # y + a constant 0
+    >>> fm.applied
+    ['x*0 -> 0', 'log(exp(x)) -> x']
+    """
+
+    def __init__(self):
+        self.applied = []
+        self._tokens = []
+
+    def __enter__(self):
+        global FAST_MATH_OPEN
+        self._tokens.append(_FAST_MATH.set(self))
+        FAST_MATH_OPEN += 1
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        global FAST_MATH_OPEN
+        _FAST_MATH.reset(self._tokens.pop())
+        FAST_MATH_OPEN -= 1
+        return False
+
+
+def rewrite_counts(bint reset=False):
+    """How often each build-time rewrite was applied (rule text -> count)
+    since the last ``rewrite_counts(reset=True)``."""
+    out = dict(_REWRITE_COUNTS)
+    if reset:
+        _REWRITE_COUNTS.clear()
+    return out
+
+
+def rewrite_notes(root):
+    """Lines naming the build-time rewrites that made nodes of ``root``'s tree
+    (each node once); a fold whose result is an existing node (x from
+    ``log(exp(x))``) leaves no mark on the tree and is not listed."""
+    cdef list stack = [as_operand(root)], lines = []
+    cdef set seen = set()
+    cdef Expr e
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e._rewrite is not None:
+            lines.append(f"rewrite applied when built: {e._rewrite}")
+        stack.extend(e._args)
+    return lines
+
+
+cdef object _applied(object result, str rule):
+    # count and log a rewrite; a fresh node keeps its text for explain
+    _REWRITE_COUNTS[rule] = _REWRITE_COUNTS.get(rule, 0) + 1
+    block = _FAST_MATH.get() if FAST_MATH_OPEN else None
+    if block is not None:
+        block.applied.append(rule)
+    return result
+
+
+cdef object _special_fold(int op, Expr child, int dt):
+    # op(special) as one special node (rewrite.SPECIAL_FOLDS), or None
+    kernel = (<SpecialNode>child)._kernel
+    new_name = _SPECIAL[op].get(kernel.name)
+    if new_name is None or child._dt != dt:
+        return None
+    new_kernel = kernel.variant(new_name)
+    if new_kernel is None:
+        return None
+    cdef Expr e = special(new_kernel, child._args, child.shape, DTYPES[dt])
+    rule = f"{OPNAMES[op]}({kernel.name}(x)) -> {new_name}(x)"
+    e._rewrite = rule
+    return _applied(e, rule)
+
+
+cdef bint _same_value(Expr a, Expr b):
+    # the same node, or the same structure over the same memory (so the same value)
+    if a is b:
+        return True
+    if a._key != b._key or len(a._args) != len(b._args):
+        return False
+    if a._op == OP_leaf:
+        x, y = (<Tensor>a)._array, (<Tensor>b)._array
+        return (cnp.PyArray_DATA(<cnp.ndarray>x) == cnp.PyArray_DATA(<cnp.ndarray>y)
+                and x.shape == y.shape and x.strides == y.strides)
+    if a._op == OP_scalar:
+        return (<Scalar>a)._value == (<Scalar>b)._value
+    if a._op == OP_special:
+        if (<SpecialNode>a)._kernel is not (<SpecialNode>b)._kernel and \
+                (<SpecialNode>a)._kernel.params() != (<SpecialNode>b)._kernel.params():
+            return False
+    elif a._op == OP_pyfunc and (<PyFunc>a)._fn is not (<PyFunc>b)._fn:
+        return False
+    for i in range(len(a._args)):
+        if not _same_value(a._args[i], b._args[i]):
+            return False
+    return True
+
+
+cdef bint _fast_match(object pattern, Expr e, dict binding):
+    if isinstance(pattern, str):
+        bound = binding.get(pattern)
+        if bound is None:
+            if e._op == OP_scalar:  # x is an array operand
+                return False
+            binding[pattern] = e
+            return True
+        return _same_value(bound, e)
+    if not isinstance(pattern, tuple):
+        return _is_number(e, pattern)
+    if e._op != OPCODES[pattern[0]] or len(e._args) != len(pattern) - 1:
+        return False
+    return _fast_match_args(pattern, e._args, binding)
+
+
+cdef bint _fast_match_args(tuple pattern, tuple args, dict binding):
+    trial = dict(binding)
+    if all(_fast_match(p, a, trial) for p, a in zip(pattern[1:], args)):
+        binding.update(trial)
+        return True
+    if pattern[0] in COMMUTATIVE:
+        trial = dict(binding)
+        if _fast_match(pattern[1], args[1], trial) and _fast_match(pattern[2], args[0], trial):
+            binding.update(trial)
+            return True
+    return False
+
+
+cdef str _pattern_text(object p):
+    if isinstance(p, tuple):
+        if p[0] == "multiply":
+            return f"{_pattern_text(p[1])}*{_pattern_text(p[2])}"
+        if p[0] == "subtract":
+            return f"{_pattern_text(p[1])}-{_pattern_text(p[2])}"
+        return f"{p[0]}({', '.join([_pattern_text(q) for q in p[1:]])})"
+    return str(p)
+
+
+cdef object _fast_math_fold(int op, tuple args, int dt):
+    # a rewrite.FAST_MATH_FOLDS row applied, inside a fast_math block only
+    if _FAST_MATH.get() is None:
+        return None
+    shape = broadcast_all(args)
+    for pattern, result in _FAST[op]:
+        binding = {}
+        if not _fast_match_args(pattern, args, binding):
+            continue
+        rule = f"{_pattern_text(pattern)} -> {result}"
+        if isinstance(result, str):
+            x = binding[result]
+            if (<Expr>x)._dt != dt or (<Expr>x).shape != shape:
+                continue
+            return _applied(x, rule)
+        c = wrap(np.broadcast_to(np.full((), result, DTYPES[dt]), shape))
+        (<Expr>c)._rewrite = rule
+        return _applied(c, rule)
+    return None
+
+
 cdef object _constant_fold(int op, tuple args, int dt):
     # an op whose operands are constant leaves and scalars is a constant leaf:
     # NumPy computes its one value (so it is NumPy's, bit for bit)
@@ -776,6 +980,14 @@ cdef Expr make_node(int op, tuple args):
     cdt, dt = resolve(op, args)
     if FOLDABLE[op]:
         folded = _fold(op, args, dt)
+        if folded is not None:
+            return folded
+    if SPECIAL_FOLDABLE[op] and (<Expr>args[0])._op == OP_special:
+        folded = _special_fold(op, args[0], dt)
+        if folded is not None:
+            return folded
+    if FAST_MATH_OPEN and FAST_FOLDABLE[op]:
+        folded = _fast_math_fold(op, args, dt)
         if folded is not None:
             return folded
     for a in args:  # all operands constant (or scalar): a constant
@@ -905,6 +1117,10 @@ cdef Expr binary(int op, object a, object b):
         folded = _fold(op, args, dt) if FOLDABLE[op] else None
         if folded is None:
             folded = _constant_fold(op, args, dt)
+        if folded is not None:
+            return folded
+    if FAST_MATH_OPEN and FAST_FOLDABLE[op]:
+        folded = _fast_math_fold(op, args, dt)
         if folded is not None:
             return folded
     # seal() for two children, unrolled: the hot path of operators
@@ -1330,6 +1546,11 @@ class Special(ABC):
         """The node with its axes permuted as a cheaper node, or None (a View then)."""
         return None
 
+    def variant(self, name):
+        """The kernel of this family named ``name`` with these parameters, or
+        None (rewrite.SPECIAL_FOLDS: ``log`` of a softmax is a log_softmax)."""
+        return None
+
     def describe(self):
         """The parameters as strings, for ``repr`` of the tree."""
         return [repr(p) for p in self.params()]
@@ -1392,6 +1613,10 @@ class View(Special):
 
     def value(self, args):
         return VIEWS[self.kind](array_of(args[0]), self.arg)
+
+    def view(self, a):
+        """The node's value from its child's value ``a`` (a view)."""
+        return VIEWS[self.kind](a, self.arg)
 
 
 cdef Expr view_node(Expr e, str kind, object arg, tuple shape):

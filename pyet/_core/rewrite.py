@@ -62,3 +62,38 @@ NEUTRAL_FOLDS = (
     ("subtract", 1, 0),   # x - 0 -> x (-0.0 - 0 is -0.0; x + 0 is not a fold: -0.0 + 0 = 0.0)
 )
 INVOLUTIONS = ("negative", "invert")  # -(-x) -> x, ~~x -> x (integers wrap back)
+
+# Folds of an op over a special node, applied when the node is built.  The
+# result is the same function of the input, computed by a better kernel: it
+# rounds differently (within a few ulp) and never worse.
+# Rows: (op, the child's kernel name, the kernel name the node becomes)
+SPECIAL_FOLDS = (
+    # log(softmax(x)) -> log_softmax(x): one pass, and finite where softmax underflows to 0
+    ("log", "softmax", "log_softmax"),
+)
+
+# Folds that hold only for finite inputs, applied to nodes built inside
+# ``with pyet.fast_math():`` and never otherwise.  A pattern is (op, child,
+# ...): "x" binds an operand (twice: the same value, i.e. the same node or
+# the same structure over the same memory), a number matches a scalar or
+# constant of that value, multiply matches either way round.  A result is
+# "x" (applied only where x has the node's dtype and shape) or a number (a
+# constant of the node's dtype and shape).  Rows: (pattern, result).
+FAST_MATH_FOLDS = (
+    (("multiply", "x", 0), 0),         # x * 0 -> 0 (inf*0 and nan*0 are nan; -1*0 is -0.0)
+    (("subtract", "x", "x"), 0),       # x - x -> 0 (inf - inf and nan - nan are nan)
+    (("log", ("exp", "x")), "x"),      # log(exp(x)) -> x (exp overflows to inf above ~709)
+    (("exp", ("log", "x")), "x"),      # exp(log(x)) -> x for x >= 0 (log(-1) is nan)
+)
+
+# Elementwise ops that cost several times a memory pass per element: a plan
+# computes a subtree holding one of them once into scratch when it is read
+# more than once (s = sigmoid(z) read by the loss and by its gradient s*(1-s));
+# a subtree of cheap ops (add, multiply, compare...) is recomputed where it is
+# read, which costs less than writing and reading it back.
+COSTLY_OPS = frozenset({
+    "exp", "log", "log1p", "expm1", "log2", "log10", "sqrt", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid",
+    "power", "divide", "arctan2", "hypot", "cbrt", "exp2", "erf", "logaddexp", "logaddexp2",
+    "floor_divide", "remainder", "fmod",
+})

@@ -66,8 +66,100 @@ void pyet_softmax_rows_f64(pyet_intp nrows, pyet_intp n, const double *x, pyet_i
         }                                                                   \
     }
 
+/* Softmax along a non-last axis, with no transposed copy: a tile of w <=
+ * PYET_COLS contiguous columns over the n rows of the reduced axis (row
+ * strides xs, os in elements), so every inner loop runs along contiguous
+ * memory.  The columns' max, then exp(x - max) written out and summed row by
+ * row (the order NumPy's sum along a non-last axis adds in), then one more
+ * pass (divide, or subtract the log).  The caller picks w so that the tile
+ * stays in cache between the passes. */
+#define PYET_COLS 256
+
+#define PYET_SOFTMAX_COLS(T, SUF, LOG)                                       \
+    PYET_DISPATCH_WIDE static void pyet_softmax_cols_##SUF(                 \
+        pyet_intp n, pyet_intp w, const T *x, pyet_intp xs, T *o,           \
+        pyet_intp os, int take_log)                                         \
+    {                                                                       \
+        T m[PYET_COLS], s[PYET_COLS];                                       \
+        for (pyet_intp k = 0; k < w; k++) { m[k] = x[k]; s[k] = 0; }        \
+        for (pyet_intp i = 1; i < n; i++) {                                 \
+            const T *xi = x + i * xs;                                       \
+            PYET_IVDEP for (pyet_intp k = 0; k < w; k++)                    \
+                m[k] = pyet_max_##SUF(m[k], xi[k]);                         \
+        }                                                                   \
+        for (pyet_intp i = 0; i < n; i++) {                                 \
+            const T *xi = x + i * xs;                                       \
+            T *oi = o + i * os;                                             \
+            PYET_IVDEP for (pyet_intp k = 0; k < w; k++) {                  \
+                const T d = xi[k] - m[k];                                   \
+                const T e = pyet_exp_##SUF(d);                              \
+                oi[k] = e;                                                  \
+                s[k] += e;                                                  \
+            }                                                               \
+        }                                                                   \
+        if (take_log) {                                                     \
+            for (pyet_intp k = 0; k < w; k++) s[k] = LOG(s[k]);             \
+            for (pyet_intp i = 0; i < n; i++) {                             \
+                const T *xi = x + i * xs;                                   \
+                T *oi = o + i * os;                                         \
+                PYET_IVDEP for (pyet_intp k = 0; k < w; k++) {              \
+                    const T d = xi[k] - m[k];                               \
+                    oi[k] = d - s[k];                                       \
+                }                                                           \
+            }                                                               \
+        } else {                                                            \
+            for (pyet_intp i = 0; i < n; i++) {                             \
+                T *oi = o + i * os;                                         \
+                PYET_IVDEP for (pyet_intp k = 0; k < w; k++) oi[k] = oi[k] / s[k]; \
+            }                                                               \
+        }                                                                   \
+    }
+
+/* The gradient of softmax cross-entropy, per row, in one pass over the row
+ * while it sits in L1: out = c * (exp(l) * sum(t) - t), l = log_softmax(x)
+ * (so exp(l) is softmax(x)), for any t (rows need not sum to 1) and a
+ * factor c per row (cs = 0: one for all rows).  It is the vector-Jacobian
+ * product of log_softmax for the cotangent -c*t.  With index targets (t NULL,
+ * idx given) t is the one-hot row of idx: sum(t) = 1 and only out[idx] has
+ * the "- 1".  sum(t) folds in 32 lanes combined pairwise, as the forward
+ * kernel's sum; the rest rounds as the unfused tree does. */
+#define PYET_XENT_GRAD_ROWS(T, SUF)                                         \
+    PYET_DISPATCH static void pyet_xent_grad_rows_##SUF(                   \
+        pyet_intp nrows, pyet_intp n, const T *l, pyet_intp ls,             \
+        const T *t, pyet_intp ts, const pyet_intp *idx, const T *c,          \
+        pyet_intp cs, T *o, pyet_intp os)                                   \
+    {                                                                       \
+        for (pyet_intp r = 0; r < nrows; r++, l += ls, o += os, c += cs) {  \
+            const T cr = *c;                                                \
+            if (t == NULL) {                                                \
+                PYET_IVDEP for (pyet_intp j = 0; j < n; j++)                \
+                    o[j] = cr * pyet_exp_##SUF(l[j]);                       \
+                const pyet_intp k = idx[r];                                 \
+                o[k] = cr * (pyet_exp_##SUF(l[k]) - (T)1);                  \
+                continue;                                                   \
+            }                                                               \
+            T lane[32];                                                     \
+            pyet_intp i = 0;                                                \
+            for (int q = 0; q < 32; q++) lane[q] = 0;                       \
+            for (; i + 32 <= n; i += 32)                                    \
+                PYET_IVDEP for (int q = 0; q < 32; q++) lane[q] += t[i + q]; \
+            T tail = 0;                                                     \
+            for (; i < n; i++) tail += t[i];                                \
+            for (int w = 16; w >= 1; w /= 2)                                \
+                for (int q = 0; q < w; q++) lane[q] += lane[q + w];         \
+            const T st = lane[0] + tail;                                    \
+            PYET_IVDEP for (pyet_intp j = 0; j < n; j++)                    \
+                o[j] = cr * (pyet_exp_##SUF(l[j]) * st - t[j]);             \
+            t += ts;                                                        \
+        }                                                                   \
+    }
+
 PYET_SOFTMAX_ROWS(float, f32, logf)
 PYET_SOFTMAX_ROWS(double, f64, log)
+PYET_SOFTMAX_COLS(float, f32, logf)
+PYET_SOFTMAX_COLS(double, f64, log)
+PYET_XENT_GRAD_ROWS(float, f32)
+PYET_XENT_GRAD_ROWS(double, f64)
 
 #undef PYET_LANES
 #endif /* PYET_KERNELS_IMPL */

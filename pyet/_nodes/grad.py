@@ -333,23 +333,11 @@ def value_and_grad(y, wrt, seed=None):
     single, leaves = _check_wrt(wrt)
     y = core.as_expr(y)
     grads = grad(y, leaves, seed)
-    state = core._evaluation  # the engine's per-evaluation table of computed nodes
-    outer = getattr(state, "done", None) is None
-    if outer:
-        state.done = {}
-    try:
-        # y's special nodes into the table first: the gradient trees read them
-        value = np.empty(y.shape, y.dtype)
-        core.assign(value, core.materialize(y))
-        value = core.tensor(value)
-        results = []
-        for gr in grads:
-            dst = np.empty(gr.shape, gr.dtype)
-            core.assign(dst, gr)
-            results.append(core.tensor(dst))
-    finally:
-        if outer:
-            state.done = None
+    # one plan: what the value and the gradients share is computed once
+    exprs = [y, *grads]
+    dsts = [np.empty(e.shape, e.dtype) for e in exprs]
+    core.run_statements(dsts, exprs)
+    value, *results = [core.tensor(d) for d in dsts]
     return value, (results[0] if single else results)
 
 

@@ -63,6 +63,58 @@ def _slots(nthreads, nslots, kept, dtype):
     return buf, views, (nslots * size * itemsize, size * itemsize)
 
 
+class _Fold:
+    """A reduction's accumulators over one child: one set per thread (combined
+    in thread order after); float64 sums keep a compensation term beside
+    each."""
+
+    def __init__(self, red, child):
+        self.red, self.child = red, child
+        self.acc_dtype, self.start = _accumulator(red.kind, child.dtype)
+        self.kept = tuple(1 if i in red.axes else d for i, d in enumerate(child.shape))
+        self.compensated = red.kind in ("sum", "mean") and self.acc_dtype == _F64
+        self.count = int(np.prod([child.shape[a] for a in red.axes], dtype=np.int64))
+        self.out_shape = _out_shape(red.kind, child.shape, red.axes, red.keepdims, red.whole)
+        self.out_dtype = _result_dtype(red.kind, child.dtype)
+        self.nthreads = 0
+
+    def _make_slots(self, nthreads):
+        self.nthreads = nthreads
+        self.accs, self.slots, (self.thread_stride, self.comp_stride) = _slots(
+            nthreads, 1 + self.compensated, self.kept, self.acc_dtype)
+        strides = tuple(0 if i in self.red.axes else s
+                        for i, s in enumerate(_c_strides(self.kept, self.acc_dtype)))
+        # the accumulators seen with the child's shape
+        self.view = np.ndarray(self.child.shape, self.acc_dtype, self.accs, 0, strides)
+
+    def result(self):
+        """Fold the child's current values; the result array (the result's
+        shape and dtype)."""
+        kind, child = self.red.kind, self.child
+        nthreads = core.reduce_threads(child.size)
+        if nthreads != self.nthreads:
+            self._make_slots(nthreads)
+        self.accs.fill(self.start)
+        if child.size:
+            core.reduce_into(self.view, child, _FOLD[kind], nthreads, self.thread_stride,
+                             self.comp_stride if self.compensated else 0)
+        slots = self.slots
+        if self.compensated:  # after an inf the compensation is nan: leave it out
+            for slot in slots:
+                np.add(slot[0], slot[1], out=slot[0], where=np.isfinite(slot[0]))
+        acc = slots[0][0]
+        for t in range(1, nthreads):
+            acc = _COMBINE[kind](acc, slots[t][0])
+        if kind == "mean":
+            if self.count == 0:
+                warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                acc = acc / self.count if self.count else np.full(self.kept, np.nan)
+        # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars),
+        # possibly a view of the accumulators the next fold writes again
+        return np.asarray(acc, dtype=self.out_dtype).reshape(self.out_shape)
+
+
 class Reduction(Special):
     """A reduction of ``kind`` over ``axes`` (sorted), folded block by block
     into accumulators: the tree below is read once, never materialized."""
@@ -84,42 +136,18 @@ class Reduction(Special):
             ["keepdims=True"] if self.keepdims else [])
 
     def value(self, args):
-        kind, axes, keepdims = self.kind, self.axes, self.keepdims
         child = materialize(args[0])
-        dtype = child.dtype
-        if kind in ("argmax", "argmin"):
-            return _arg_value(kind, child, axes, keepdims, self.whole)
-        acc_dtype, start = _accumulator(kind, dtype)
-        kept = tuple(1 if i in axes else d for i, d in enumerate(child.shape))
-        # one set of accumulators per thread, combined in thread order after;
-        # float64 sums keep a compensation term beside each
-        nthreads = core.reduce_threads(child.size)
-        compensated = kind in ("sum", "mean") and acc_dtype == _F64
-        accs, slots, (thread_stride, comp_stride) = _slots(nthreads, 1 + compensated, kept,
-                                                           acc_dtype)
-        accs.fill(start)
-        strides = tuple(0 if i in axes else s
-                        for i, s in enumerate(_c_strides(kept, acc_dtype)))
-        view = np.ndarray(child.shape, acc_dtype, accs, 0, strides)  # accs with child's shape
-        if child.size:
-            core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride,
-                             comp_stride if compensated else 0)
-        parts = [slot[0] for slot in slots]
-        if compensated:  # after an inf the compensation is nan: leave it out
-            for slot in slots:
-                np.add(slot[0], slot[1], out=slot[0], where=np.isfinite(slot[0]))
-        acc = parts[0]
-        for t in range(1, nthreads):
-            acc = _COMBINE[kind](acc, parts[t])
-        if kind == "mean":
-            count = int(np.prod([child.shape[a] for a in axes], dtype=np.int64))
-            if count == 0:
-                warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                acc = acc / count if count else np.full(kept, np.nan)
-        out_shape = _out_shape(kind, child.shape, axes, keepdims, self.whole)
-        # an ndarray even when 0-d (ufuncs on 0-d arrays return NumPy scalars)
-        return np.asarray(acc, dtype=_result_dtype(kind, dtype)).reshape(out_shape)
+        if self.kind in ("argmax", "argmin"):
+            return _arg_value(self.kind, child, self.axes, self.keepdims, self.whole)
+        return _Fold(self, child).result()
+
+    def bind(self, out, args):
+        """A function writing the value into ``out`` again (a kept plan's
+        replay): the accumulators and their views are made once."""
+        if self.kind in ("argmax", "argmin"):
+            return lambda: np.copyto(out, self.value(args))
+        fold = _Fold(self, materialize(args[0]))
+        return lambda: np.copyto(out, fold.result())
 
     def vjp(self, node, g):
         """Reverse mode: the gradient with respect to the operand, lazily (sum and

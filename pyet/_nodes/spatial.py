@@ -341,17 +341,59 @@ class Unpool(Pool):
 
     def vjp(self, node, g):
         """Reverse mode with respect to the pooled gradient (args[2]): pooling ``g``
-        again (sum, avg), or for max the sum of ``g`` at each window's maxima,
-        when windows do not overlap.  src and pooled get none (piecewise constant)."""
+        again (sum, avg), or for max the sum of ``g`` at each window's maxima
+        (:class:`PoolMaskedSum` where windows overlap).  src and pooled get
+        none (piecewise constant)."""
         src, pooled, _ = node._args
         if self.op != "max":
             return (None, None, pool(g, self.ky, self.kx, self.sy, self.sx, self.op))
-        if self.sy < self.ky or self.sx < self.kx:
-            raise NotImplementedError("pyet.grad: the gradient of unpool with overlapping "
-                                      "max windows (stride < kernel) is not implemented")
+        if self.sy < self.ky or self.sx < self.kx:  # an element in several windows
+            k = PoolMaskedSum(self.ky, self.kx, self.sy, self.sx, "max")
+            return (None, None, core.node(k, (src, pooled, g), pooled.shape, pooled.dtype))
         ones = broadcast_to(core.tensor(np.ones((), pooled.dtype)), pooled.shape)
         hits = unpool(src, pooled, ones, self.ky, self.kx, self.sy, self.sx, "max")
         return (None, None, pool(g * hits, self.ky, self.kx, self.sy, self.sx, "sum"))
+
+
+class PoolMaskedSum(Pool):
+    """For each max-pooling window, the sum of args[2] (of the input's shape)
+    over the window's elements equal to its maximum (args[1]): the adjoint of
+    max :func:`unpool` in its gradient, so the gradient of unpool for
+    windows that overlap (each element counted in every window holding it).
+    NaN never equals the maximum, as in unpool."""
+
+    __slots__ = ()
+    name = "pool_masked_sum"
+
+    def shape(self, args):
+        return args[1].shape
+
+    def work_shape(self, arrays):
+        return _fold(arrays[1].shape, 2)
+
+    def compute(self, out, arrays):
+        src, pooled, g = (a.reshape(_fold(a.shape, 2)) for a in arrays)
+        H, W = src.shape[-2:]
+        pH, pW = pooled.shape[-2:]
+        out[...] = 0
+        # one window offset (dy, dx) at a time: the elements at that offset of
+        # every window that reaches it (windows clipped at the border stop short)
+        for dy in range(self.ky):
+            ny = min(pH, (H - 1 - dy) // self.sy + 1)
+            for dx in range(self.kx):
+                nx = min(pW, (W - 1 - dx) // self.sx + 1)
+                if ny <= 0 or nx <= 0:
+                    continue
+                rows = slice(dy, dy + self.sy * (ny - 1) + 1, self.sy)
+                cols = slice(dx, dx + self.sx * (nx - 1) + 1, self.sx)
+                hit = src[:, rows, cols] == pooled[:, :ny, :nx]
+                out[:, :ny, :nx] += np.where(hit, g[:, rows, cols], 0).astype(out.dtype)
+
+    def vjp(self, node, g):
+        """Linear in args[2]: its adjoint is max :func:`unpool`."""
+        src, pooled, _ = node._args
+        return (None, None, unpool(src, pooled, g.astype(src.dtype), self.ky, self.kx,
+                                   self.sy, self.sx, "max"))
 
 
 def unpool(src, pooled, grad, ky, kx, sy=None, sx=None, op="max"):

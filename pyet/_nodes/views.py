@@ -233,6 +233,7 @@ class Pad(Special):
 
     __slots__ = ("widths", "fill")
     name = "pad"
+    records_into = True  # into() only assigns: a kept plan records its passes
 
     def __init__(self, widths, fill):
         self.widths, self.fill = widths, fill
@@ -304,6 +305,7 @@ class Concat(Special):
 
     __slots__ = ("axis",)
     name = "concatenate"
+    records_into = True  # into() only assigns: a kept plan records its passes
 
     def __init__(self, axis):
         self.axis = axis
@@ -362,6 +364,10 @@ class Index(Special):
     def value(self, args):
         return array_of(args[0])[self.key]
 
+    def view(self, a):
+        """The node's value from its child's value ``a`` (a view)."""
+        return a[self.key]
+
     def vjp(self, node, g):
         return (index_adjoint(g, self.key, node._args[0].shape),)
 
@@ -372,6 +378,7 @@ class IndexAdjoint(Special):
 
     __slots__ = ("key", "shape")
     name = "index_adjoint"
+    records_into = True
 
     def __init__(self, key, shape):
         self.key, self.shape = key, shape

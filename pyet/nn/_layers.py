@@ -9,9 +9,9 @@ import numpy as np
 from pyet._core import core
 from pyet._core.core import Expr, Tensor
 from pyet._nodes.grad import _view_adjoint
-from pyet._nodes.nn import choose_row_element, one_hot
+from pyet._nodes.nn import choose_row_element
 from pyet._nodes.reductions import sum as _sum
-from pyet._nodes.softmax import log_softmax, softmax
+from pyet._nodes.softmax import log_softmax, softmax, softmax_xent_grad
 from pyet._nodes.views import reshape
 from pyet.nn._layer import Layer, operand
 from pyet.nn._store import store
@@ -179,19 +179,16 @@ class CrossEntropy(NLLLoss):
         # the logits once, read by log_softmax here and softmax in backward (a
         # product at the root of their tree would be written straight into each)
         x = store(x)
-        return {"output": self._loss(log_softmax(x, 1), t)}, (x, t)
+        logp = log_softmax(x, 1)
+        return {"output": self._loss(logp, t)}, (logp, t)
 
     def _backward(self, saved, grads):
         if not self._feedback:
             return {}
-        x, t = saved
-        n, c = x.shape
-        s = softmax(x, 1)
-        if isinstance(t, np.ndarray):
-            d = s - one_hot(t, c, x.dtype)
-        else:
-            d = s * _sum(t, 1, keepdims=True) - t
-        return {"input": d * (grads["output"] * (1.0 / n))}
+        # one row pass reading the forward's log_softmax node (computed once
+        # in a plan): c * (exp(logp) * sum(t) - t), any targets
+        logp, t = saved
+        return {"input": softmax_xent_grad(logp, t, grads["output"] * (1.0 / logp.shape[0]), 1)}
 
 
 class Weight(Layer):

@@ -115,6 +115,12 @@ class Optimizer:
 
     def _register_updates(self, plan, bufs):
         self._advance()
+        for dst, e, op in self._update_statements(bufs):
+            plan.assign(dst, e, op)
+
+    def _update_statements(self, bufs):
+        """The update statements (dst, expr, op) reading gradients ``bufs``,
+        built once per set of gradient buffers."""
         key = tuple((n, id(b)) for n, b in bufs.items())
         statements = self._cache.get(key)
         if statements is None:
@@ -122,8 +128,7 @@ class Optimizer:
             for name, g in bufs.items():
                 statements += self._update(name, self.params[name], g)
             self._cache = {key: statements}
-        for dst, e, op in statements:
-            plan.assign(dst, e, op)
+        return statements
 
     def _advance(self):
         """Per-step scalars (bias corrections) before the plan runs."""
@@ -228,7 +233,9 @@ class TrainStep:
     The trees are built once per input signature (shapes and dtypes) over input
     buffers the data is copied into, and reused on later calls: forward
     activations are shared with the backward pass (special nodes -- products,
-    softmax, stored activations -- are computed once per run).  Integer targets
+    softmax, stored activations -- are computed once per run).  The step is
+    one kept EvalPlan: its first run is recorded and every later step replays
+    it (no trees built, registered, grouped or lowered again).  Integer targets
     become one-hot rows.  Build a new TrainStep after changing the model.
     """
 
@@ -287,8 +294,15 @@ class TrainStep:
             raise KeyError(f"train_step: gradients of {', '.join(missing)} have no parameter "
                            "in the optimizer")
         gbufs = {n: self.optimizer._grad_buffer(n) for n in names}
-        statements = [(gbufs[n], grads[n]) for n in names]
-        return fills, value, (out if outputs else None), statements, gbufs
+        # one kept plan: its first run is recorded, later steps replay it
+        plan = EvalPlan()
+        h = plan.register(value)
+        handles = {k: plan.register(v) for k, v in out.items()} if outputs else None
+        for n in names:
+            plan.assign(gbufs[n], grads[n])
+        for dst, e, op in self.optimizer._update_statements(gbufs):
+            plan.assign(dst, e, op)
+        return fills, plan, h, handles
 
     def __call__(self, inputs, return_outputs=False):
         model_in, loss_in = self._split(inputs)
@@ -297,7 +311,7 @@ class TrainStep:
         built = self._built.get(key)
         if built is None:
             built = self._built[key] = self._build(model_in, loss_in, return_outputs)
-        fills, value, out, grad_statements, gbufs = built
+        fills, plan, h, handles = built
         for k, t, indices in fills:  # check every input before writing any buffer
             a = np.asarray(inputs[k])
             if indices and a.size and (a.min() < -t.shape[1] or a.max() >= t.shape[1]):
@@ -310,13 +324,8 @@ class TrainStep:
                 dst[np.arange(a.shape[0]), a] = 1
             else:
                 np.copyto(dst, a, casting="same_kind")
-        plan = EvalPlan()
-        h = plan.register(value)
-        handles = {k: plan.register(v) for k, v in out.items()} if out is not None else None
-        for dst, g in grad_statements:
-            plan.assign(dst, g)
-        self.optimizer._register_updates(plan, gbufs)
-        plan.run()
+        self.optimizer._advance()
+        plan.run(keep=True)
         loss_value = float(h.value.numpy())
         if handles is None:
             return loss_value

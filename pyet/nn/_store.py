@@ -15,6 +15,7 @@ class Store(Special):
 
     __slots__ = ()
     name = "store"
+    records_into = True  # into() only assigns: a kept plan records its passes
 
     def params(self):
         return ()
@@ -51,6 +52,7 @@ class Checkpoint(Special):
 
     __slots__ = ("expr",)
     name = "checkpoint"
+    records_into = True
 
     def __init__(self, expr):
         self.expr = expr
@@ -65,6 +67,7 @@ class Checkpoint(Special):
 
     def into(self, dst, args):
         core.assign(dst, self.expr)
+
 
     def vjp(self, node, g):
         """None: gradients do not pass a checkpoint (layers chain them)."""

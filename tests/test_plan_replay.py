@@ -1,0 +1,214 @@
+"""A kept plan records its first run and replays it (EvalPlan.run(keep=True)):
+every replay must equal running the statements one by one, with NumPy, on the
+values the memory holds then."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyet
+from pyet.nn._store import checkpoint, store
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    z = x - x.max(axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis, keepdims=True))
+
+
+# (pyet tree, NumPy tree) over operands x, y: products at the root and inside,
+# products of trees and of transposed views, reductions, softmax, views
+_TREES = [
+    lambda lib, x, y: x + y,
+    lambda lib, x, y: lib.dot(x, y),
+    lambda lib, x, y: 2.0 * lib.dot(x, y.T) + x,
+    lambda lib, x, y: lib.dot(x * y, y.T),
+    lambda lib, x, y: lib.tanh(lib.dot(x.T, y * 0.5)) * y,
+    lambda lib, x, y: lib.sum(x * y, axis=0) + y,
+    lambda lib, x, y: x - lib.max(y, axis=1, keepdims=True),
+    lambda lib, x, y: x[::-1] * 0.5 + y.T,
+]
+_PYET_ONLY = [
+    lambda x, y: pyet.softmax(x) + y,
+    lambda x, y: pyet.log_softmax(pyet.dot(x, y), axis=0),
+    # views of trees, pieces, borders, gradients of views, stored values
+    lambda x, y: pyet.concatenate([(pyet.tanh(x) * y)[1:3], pyet.dot(x, y)[:2] * 2], axis=0),
+    lambda x, y: pyet.pad(x[1:3, 1:3] * y[:2, :2], 1, value=0.5) + pyet.stack(
+        [y[0] * 2, x[1], y[2] + x[3], pyet.sqrt(x[0])], axis=0),
+    lambda x, y: pyet.grad(pyet.sum(pyet.dot(x, y)[1:3] * y[:2]), x) + y,
+    lambda x, y: store(pyet.exp(x) * y) - checkpoint(pyet.dot(x, y) + 1) * store(x * 3),
+]
+_NUMPY_ONLY = [
+    lambda x, y: _softmax(x, -1) + y,
+    lambda x, y: _log_softmax(x @ y, 0),
+    lambda x, y: np.concatenate([(np.tanh(x) * y)[1:3], (x @ y)[:2] * 2], axis=0),
+    lambda x, y: np.pad(x[1:3, 1:3] * y[:2, :2], 1, constant_values=0.5) + np.stack(
+        [y[0] * 2, x[1], y[2] + x[3], np.sqrt(x[0])], axis=0),
+    lambda x, y: np.pad(y[:2], ((1, 1), (0, 0))) @ y.T + y,
+    lambda x, y: np.exp(x) * y - ((x @ y) + 1) * (x * 3),
+]
+
+
+def _tree(lib, x, y, kind):
+    if kind < len(_TREES):
+        if lib is pyet:
+            x, y = pyet.asarray(x), pyet.asarray(y)
+        return _TREES[kind](lib, x, y)
+    if lib is pyet:
+        return _PYET_ONLY[kind - len(_TREES)](pyet.asarray(x), pyet.asarray(y))
+    return _NUMPY_ONLY[kind - len(_TREES)](x, y)
+
+
+_NKINDS = len(_TREES) + len(_PYET_ONLY)
+_STEPS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2),
+                            st.integers(0, _NKINDS - 1),
+                            st.sampled_from(["=", "+=", "-=", "*="])),
+                  min_size=1, max_size=7)
+
+
+def _numpy_steps(arrs, steps):
+    for dst, i, j, kind, op in steps:
+        value = np.asarray(_tree(np, arrs[i], arrs[j], kind))
+        cur = arrs[dst]
+        cur[...] = {"=": value, "+=": cur + value, "-=": cur - value, "*=": cur * value}[op]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=_STEPS, dtype=st.sampled_from([np.float32, np.float64]),
+       order=st.sampled_from("CF"))
+def test_replays_equal_running_one_by_one_with_the_values_of_the_time(steps, dtype, order):
+    rng = np.random.default_rng(5)
+    ours = [np.asarray(rng.uniform(0.5, 1.0, (4, 4)), dtype, order=order) for _ in range(3)]
+    ref = [a.copy() for a in ours]
+    plan = pyet.EvalPlan()
+    for dst, i, j, kind, op in steps:
+        plan.assign(ours[dst], _tree(pyet, ours[i], ours[j], kind), op=op)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    for _ in range(3):
+        plan.run(keep=True)
+        assert plan._schedule is not None  # recorded by the first run, replayed after
+        _numpy_steps(ref, steps)
+        for a, r in zip(ours, ref, strict=True):
+            # (float32: rounding of the largest value a statement combined)
+            np.testing.assert_allclose(a, r, rtol=tol, atol=tol * max(1.0, np.abs(r).max()))
+        for a, r in zip(ours, ref, strict=True):  # new values in the same memory
+            a[...] = r[...] = rng.uniform(0.5, 1.0, a.shape)
+
+
+def test_a_replay_does_the_recorded_work_and_allocates_no_scratch():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.random((8, 5)), rng.random((5, 3)), rng.random(3)
+    y1 = np.empty((8, 3))
+    X, W, B = pyet.asarray(x), pyet.asarray(w), pyet.asarray(b)
+    plan = pyet.EvalPlan()
+    plan.assign(y1, pyet.sigmoid(pyet.dot(X, W) + B))
+    h = plan.register(2 * pyet.sigmoid(pyet.dot(X, W) + B))
+    plan.assign(w, W - 0.1 * pyet.dot(X.T, pyet.asarray(y1)))
+    pyet.stats(reset=True)
+    plan.run(keep=True)
+    first = pyet.stats(reset=True)
+    text = pyet.explain(plan)
+    assert "each run replays" in text and "Gemm(2d)" in text
+    assert first["gemm_calls"] == 2 and first["scratch_bytes"] > 0
+    for _ in range(2):
+        w0 = w.copy()
+        plan.run(keep=True)
+        again = pyet.stats(reset=True)
+        assert again["gemm_calls"] == 2 and again["scratch_bytes"] == 0
+        assert again["elementwise_passes"] == first["elementwise_passes"]
+        ref_y1 = 1 / (1 + np.exp(-(x @ w0 + b)))
+        np.testing.assert_allclose(y1, ref_y1, rtol=1e-12)
+        np.testing.assert_allclose(h.value.numpy(), 2 * ref_y1, rtol=1e-12)
+        np.testing.assert_allclose(w, w0 - 0.1 * x.T @ ref_y1, rtol=1e-12)
+
+
+def test_each_replay_hands_out_new_result_tensors():
+    a = np.arange(4.0)
+    plan = pyet.EvalPlan()
+    h = plan.register(pyet.asarray(a) * 2)
+    plan.run(keep=True)
+    first = h.value
+    a += 1
+    plan.run(keep=True)
+    np.testing.assert_array_equal(first.numpy(), [0, 2, 4, 6])
+    np.testing.assert_array_equal(h.value.numpy(), [2, 4, 6, 8])
+
+
+def test_registering_again_drops_the_recording():
+    a, out = np.ones(3), np.empty(3)
+    plan = pyet.EvalPlan()
+    plan.assign(out, pyet.asarray(a) + 1)
+    plan.run(keep=True)
+    assert plan._schedule is not None
+    plan.assign(out, pyet.asarray(out) * 3, op="+=")
+    assert plan._schedule is None
+    plan.run(keep=True)
+    np.testing.assert_array_equal(out, 8.0)
+    plan.run()  # not kept: nothing recorded, the plan is emptied
+    assert plan._schedule is None and len(plan) == 0
+
+
+def test_plans_with_value_dependent_errors_are_not_recorded_and_roll_back():
+    a, out = np.array([1.0, 2.0]), np.zeros(2)
+    fail = []
+
+    def f(v):
+        if fail:
+            raise RuntimeError("second call")
+        return v * 10
+
+    plan = pyet.EvalPlan()
+    plan.assign(out, pyet.F(f, pyet.asarray(a)))
+    plan.run(keep=True)
+    assert plan._schedule is None
+    np.testing.assert_array_equal(out, [10.0, 20.0])
+    out[...] = -1
+    fail.append(True)
+    with pytest.raises(RuntimeError, match="second call"):
+        plan.run(keep=True)
+    np.testing.assert_array_equal(out, -1.0)  # nothing written
+
+
+def test_replays_follow_the_thread_count_and_errstate_of_the_time():
+    from conftest import pyet_threads
+
+    x = np.linspace(0.5, 1.5, 300_000)
+    out = np.empty_like(x)
+    plan = pyet.EvalPlan()
+    plan.assign(out, pyet.log(pyet.asarray(x)) * 2 + pyet.sum(pyet.asarray(x)))
+    plan.run(keep=True)
+    ref = np.log(x) * 2 + x.sum()
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+    with pyet_threads(2):
+        out[...] = 0
+        plan.run(keep=True)
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+    x[0] = -1.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan.run(keep=True)
+    assert any("invalid value" in str(w.message) for w in caught)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="invalid"):
+        plan.run(keep=True)
+
+
+def test_a_replayed_product_of_operands_that_overlap_its_destination():
+    rng = np.random.default_rng(2)
+    a = rng.random((4, 4))
+    ref = a.copy()
+    A = pyet.asarray(a)
+    plan = pyet.EvalPlan()
+    plan.assign(a, pyet.dot(A, A.T) * 0.5)   # reads what it writes: copied first
+    plan.assign(a, 0.25 * pyet.dot(A[::-1], A) + A, op="=")
+    for _ in range(3):
+        plan.run(keep=True)
+        ref[...] = (ref @ ref.T) * 0.5
+        ref[...] = 0.25 * (ref[::-1] @ ref) + ref
+        np.testing.assert_allclose(a, ref, rtol=1e-12)

@@ -1,0 +1,104 @@
+"""Within a plan run, a costly elementwise subtree read more than once (one node
+reached along several paths, in one tree or several) is computed once into
+scratch; cheap ones are recomputed where read.  NumPy is the oracle."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyet
+
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def test_value_and_gradient_compute_the_forward_sigmoid_once():
+    rng = np.random.default_rng(0)
+    x, w, b, t = rng.random((16, 8)), rng.random((8, 4)), rng.random(4), rng.random((16, 4))
+    X, W, B, T = (pyet.asarray(a) for a in (x, w, b, t))
+    y = pyet.sum(pyet.sigmoid(X @ W + B) * T)
+    pyet.stats(reset=True)
+    value, (gw, gb) = pyet.value_and_grad(y, [W, B])
+    counts = pyet.stats(reset=True)
+    # one gemm forward, one for dW; s = sigmoid(z) and dz = t*s*(1-s), each read
+    # twice, once each (shared nodes); sum and sum(axis 0)
+    assert counts["gemm_calls"] == 2
+    assert counts["special_nodes"] == 2 and counts["reductions"] == 2
+    s = _sigmoid(x @ w + b)
+    dz = t * s * (1 - s)
+    np.testing.assert_allclose(value.numpy(), np.sum(s * t), rtol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), x.T @ dz, rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), dz.sum(0), rtol=1e-12)
+    plan = pyet.EvalPlan()
+    plan.register(y)
+    plan.register(pyet.grad(y, W))
+    assert "scratch: shared()" in pyet.explain(plan)
+
+
+def test_cheap_subtrees_are_recomputed_not_kept():
+    a, b = np.arange(6.0), np.arange(6.0) + 1
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    ab = A * B + 1
+    out1, out2 = np.empty(6), np.empty((2, 6))
+    pyet.stats(reset=True)
+    plan = pyet.EvalPlan()
+    plan.assign(out1, ab * 2)
+    plan.assign(out2, ab - ab[None, :])
+    plan.run()
+    assert pyet.stats(reset=True)["special_nodes"] == 0
+    np.testing.assert_array_equal(out1, (a * b + 1) * 2)
+    np.testing.assert_array_equal(out2, np.zeros((2, 6)))
+
+
+def test_a_shared_value_is_computed_again_after_a_statement_writes_what_it_read():
+    a = np.linspace(0.1, 1.0, 5)
+    A = pyet.asarray(a)
+    e = pyet.exp(A)
+    o1, o2 = np.empty(5), np.empty(5)
+    plan = pyet.EvalPlan()
+    plan.assign(o1, e + 1)
+    plan.assign(a, A * 2)            # writes what exp(A) read
+    plan.assign(o2, e * 3)
+    ref = np.linspace(0.1, 1.0, 5)
+    for _ in range(2):
+        plan.run(keep=True)
+        np.testing.assert_allclose(o1, np.exp(ref) + 1, rtol=1e-15)
+        ref = ref * 2
+        np.testing.assert_allclose(o2, np.exp(ref) * 3, rtol=1e-15)
+        np.testing.assert_array_equal(a, ref)
+
+
+# costly subtrees built once and read by several statements, some of which
+# write their operands
+_SHARED = [
+    lambda lib, x, y: lib.tanh(x * y),
+    lambda lib, x, y: lib.exp(x) / (y + 1),
+    lambda lib, x, y: lib.sqrt(x + y) * 2,
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2),
+                                st.sampled_from(["=", "+=", "*="]), st.booleans()),
+                      min_size=1, max_size=8),
+       keep=st.booleans())
+def test_random_plans_sharing_subtrees_equal_running_one_by_one(steps, keep):
+    rng = np.random.default_rng(7)
+    ours = [rng.uniform(0.5, 1.0, (3, 4)) for _ in range(3)]
+    ref = [a.copy() for a in ours]
+    ts = [pyet.asarray(a) for a in ours]
+    shared = [f(pyet, ts[k], ts[(k + 1) % 3]) for k, f in enumerate(_SHARED)]
+    plan = pyet.EvalPlan()
+    for dst, k, j, op, twice in steps:
+        e = shared[k] + ts[j] * shared[k] if twice else shared[k] - ts[j]
+        plan.assign(ours[dst], e * 0.5, op=op)
+    for _ in range(2 if keep else 1):
+        plan.run(keep=keep)
+        for dst, k, j, op, twice in steps:
+            s = _SHARED[k](np, ref[k], ref[(k + 1) % 3])
+            value = (s + ref[j] * s if twice else s - ref[j]) * 0.5
+            cur = ref[dst]
+            cur[...] = {"=": value, "+=": cur + value, "*=": cur * value}[op]
+        for a, r in zip(ours, ref, strict=True):
+            np.testing.assert_allclose(a, r, rtol=1e-12)
