@@ -37,10 +37,13 @@ def pyet_threads(n):
 
 @pytest.fixture
 def threaded():
-    """Force threads even on small inputs, and restore the settings after."""
+    """Force threads even on small inputs and on a busy machine, and restore the
+    settings after."""
     with pyet_threads(2):
         _parallel.set_min_per_thread(64)
+        _parallel.set_dynamic(False)
         _plan.set_block_size(32)
         yield
         _plan.set_block_size(512)
+        _parallel.set_dynamic(True)
         _parallel.set_min_per_thread(1 << 16)

@@ -87,6 +87,33 @@ def test_threaded_evaluation_equals_numpy(threaded, layout):
     )
 
 
+def test_threaded_fixture_runs_passes_on_two_threads_on_a_busy_machine_too(threaded):
+    # set_dynamic(False) (the fixture): no pass drops to one thread because the
+    # machine is busy, so the threaded tests below exercise the pool
+    from pyet._kernels import parallel
+
+    if pyet.get_num_threads() < 2:
+        pytest.skip("pyet runs on one thread here (no OpenMP)")
+    out = pyet.empty(100_000)
+    for _ in range(20):
+        out[...] = pyet.asarray(np.arange(100_000.0)) * 2
+        assert parallel.last_pass_threads() == 2
+    np.testing.assert_array_equal(out.numpy(), np.arange(100_000.0) * 2)
+
+
+def test_last_pass_threads_reports_a_one_thread_pass():
+    from pyet._kernels import parallel
+
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        out = pyet.empty(200_000)
+        out[...] = pyet.asarray(np.ones(200_000)) + 1
+        assert parallel.last_pass_threads() == 1
+    finally:
+        pyet.set_num_threads(before)
+
+
 def test_threaded_in_place_update_equals_numpy(threaded):
     rng = np.random.default_rng(2)
     w, g = rng.random(100_003).astype(np.float32), rng.random(100_003).astype(np.float32)

@@ -5,7 +5,12 @@
 #ifndef PYET_FPSTATUS_H
 #define PYET_FPSTATUS_H
 enum { PYET_FS_INVALID = 1, PYET_FS_DIVIDE = 2, PYET_FS_OVERFLOW = 4, PYET_FS_UNDERFLOW = 8 };
-#if defined(__SSE__) || defined(__x86_64__) || defined(_M_X64)
+#if defined(PYET_NO_FP_FLAGS)
+/* For measuring what reading the flags costs (-Dc_args=-DPYET_NO_FP_FLAGS, see
+ * bench/bench_fpflags.py): no flag is ever read, so no error is reported. */
+static inline int pyet_fs_get(void) { return 0; }
+static inline void pyet_fs_clear(int f) { (void)f; }
+#elif defined(__SSE__) || defined(__x86_64__) || defined(_M_X64)
 #include <xmmintrin.h>
 static inline int pyet_fs_get(void) {
     unsigned m = _mm_getcsr();

@@ -93,6 +93,11 @@ typedef struct {
     int src[PYET_MAX_IN];       /* register, leaf or scalar index */
 } pyet_instr;
 
+/* The kernels are compiled once, in kernels.c (which defines
+ * PYET_KERNELS_IMPL), into a static library the extensions link: every other
+ * includer sees only the tables and the declarations at the end of this file. */
+#ifdef PYET_KERNELS_IMPL
+
 /* ---------------------------------------------------------------- loops */
 
 /* Where the toolchain can, compile each kernel twice, for the x86-64
@@ -788,7 +793,7 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
  * another cloned function are bound to that function's clone for the same
  * target, so the wide kernels are reached from here, through their own
  * load-time choice. */
-static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
+int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic))
@@ -821,7 +826,7 @@ static int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void 
     } while (0)
 
 /* Contiguous dtype conversion (only same_kind-safe casts are planned). */
-PYET_DISPATCH static void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in)
+PYET_DISPATCH void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in)
 {
     switch (dt_in) {
     case DT_BOOL: PYET_CAST_FROM(pyet_bool); break;
@@ -844,8 +849,8 @@ PYET_DISPATCH static void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *ou
     } while (0)
 
 /* Strided copy of n items; strides in bytes (0 on src broadcasts). */
-static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
-                              pyet_intp ss, pyet_intp n, int itemsize)
+void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
+                       pyet_intp ss, pyet_intp n, int itemsize)
 {
     switch (itemsize) {
     case 1: PYET_STRIDED_COPY(uint8_t); break;
@@ -854,10 +859,14 @@ static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     }
 }
 
+#endif /* PYET_KERNELS_IMPL */
+
 /* ------------------------------------------------------------ reductions */
 
 enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_ALL = 5,
        RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8 };
+
+#ifdef PYET_KERNELS_IMPL
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
@@ -966,8 +975,8 @@ PYET_INLINE void pyet_fold_sum_f64(pyet_intp n, char *dst, pyet_intp comp, const
     *acc = t;
 }
 
-PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst,
-                                            pyet_intp ds, pyet_intp comp, const void *src)
+PYET_DISPATCH void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst,
+                                     pyet_intp ds, pyet_intp comp, const void *src)
 {
     if (n <= 0) return;
     if (red == RED_SUM && dt == DT_F64 && ds == 0 && comp != 0) {
@@ -1017,8 +1026,8 @@ PYET_DISPATCH static void pyet_reduce_store(int red, int dt, pyet_intp n, char *
     }                                                                       \
     return 0;
 
-PYET_DISPATCH static int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n,
-                                          char *dst, const char *src, pyet_intp xs)
+PYET_DISPATCH int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n,
+                                   char *dst, const char *src, pyet_intp xs)
 {
     switch (dt) {
     case DT_I32: PYET_FOLD_ROWS_CASES(int32_t, i32)
@@ -1085,8 +1094,8 @@ PYET_DISPATCH static int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet
     if (red == RED_ARGMAX) PYET_ARG_FOLD(T, v > a);                         \
     else PYET_ARG_FOLD(T, v < a)
 
-PYET_DISPATCH static void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
-                                          pyet_intp comp, const void *src, const int64_t *idx)
+PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
+                                   pyet_intp comp, const void *src, const int64_t *idx)
 {
     if (n <= 0) return;
     switch (dt) {
@@ -1098,6 +1107,20 @@ PYET_DISPATCH static void pyet_reduce_arg(int red, int dt, pyet_intp n, char *ds
     }
 }
 
+#endif /* PYET_KERNELS_IMPL */
+
 static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
+
+/* The kernels, as kernels.c defines them (comments at their definitions). */
+int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
+void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
+void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,
+                       int itemsize);
+void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
+                       const void *src);
+int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, const char *src,
+                     pyet_intp xs);
+void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
+                     const void *src, const int64_t *idx);
 
 #endif /* PYET_KERNELS_H */

@@ -17,6 +17,8 @@ cdef extern from "threads.h" nogil:
     int pyet_have_openmp()
     ctypedef int (*pyet_chunk_fn)(void *ctx, pyet_intp chunk, int slot) noexcept nogil
     int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, pyet_intp n, int nthreads, int *fpflags)
+    int pyet_dynamic_threads
+    int pyet_last_nthreads
     enum:
         PYET_FP_DIVIDE
         PYET_FP_OVERFLOW
@@ -54,6 +56,19 @@ def set_min_per_thread(pyet_intp n):
     """Set the work (elements) each extra thread needs before it is started."""
     global MIN_PER_THREAD
     MIN_PER_THREAD = max(n, 1)
+
+
+def set_dynamic(bint on):
+    """On (the default), a pass on a busy machine wakes only the workers there are idle
+    CPUs for, and after passes the workers barely helped runs on its caller alone for a
+    while (threads.h); off, every pass uses every thread it is given (tests)."""
+    global pyet_dynamic_threads
+    pyet_dynamic_threads = on
+
+
+def last_pass_threads():
+    """The threads (the caller included) the last pass of the thread pool ran on."""
+    return pyet_last_nthreads
 
 
 cdef int threads_for(pyet_intp work, pyet_intp lines) noexcept nogil:

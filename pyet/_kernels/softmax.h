@@ -15,10 +15,30 @@
 
 #include "kernels.h"
 
+#define PYET_COLS 256  /* the widest column tile of pyet_softmax_cols (nn.pyx reads it) */
+
+/* defined once, in kernels.c (see kernels.h) */
+void pyet_softmax_rows_f32(pyet_intp nrows, pyet_intp n, const float *x, pyet_intp xs, float *o,
+                           pyet_intp os, int take_log);
+void pyet_softmax_rows_f64(pyet_intp nrows, pyet_intp n, const double *x, pyet_intp xs,
+                           double *o, pyet_intp os, int take_log);
+void pyet_softmax_cols_f32(pyet_intp n, pyet_intp w, const float *x, pyet_intp xs, float *o,
+                           pyet_intp os, int take_log);
+void pyet_softmax_cols_f64(pyet_intp n, pyet_intp w, const double *x, pyet_intp xs, double *o,
+                           pyet_intp os, int take_log);
+void pyet_xent_grad_rows_f32(pyet_intp nrows, pyet_intp n, const float *l, pyet_intp ls,
+                             const float *t, pyet_intp ts, const pyet_intp *idx, const float *c,
+                             pyet_intp cs, float *o, pyet_intp os);
+void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet_intp ls,
+                             const double *t, pyet_intp ts, const pyet_intp *idx,
+                             const double *c, pyet_intp cs, double *o, pyet_intp os);
+
+#ifdef PYET_KERNELS_IMPL
+
 #define PYET_LANES 32  /* a lane loop of 32 vectorizes (see PYET_FOLD) */
 
 #define PYET_SOFTMAX_ROWS(T, SUF, LOG)                                       \
-    PYET_DISPATCH_WIDE static void pyet_softmax_rows_##SUF(                 \
+    PYET_DISPATCH_WIDE void pyet_softmax_rows_##SUF(                        \
         pyet_intp nrows, pyet_intp n, const T *x, pyet_intp xs, T *o,       \
         pyet_intp os, int take_log)                                         \
     {                                                                       \
@@ -65,10 +85,9 @@
  * row (the order NumPy's sum along a non-last axis adds in), then one more
  * pass (divide, or subtract the log).  The caller picks w so that the tile
  * stays in cache between the passes. */
-#define PYET_COLS 256
 
 #define PYET_SOFTMAX_COLS(T, SUF, LOG)                                       \
-    PYET_DISPATCH_WIDE static void pyet_softmax_cols_##SUF(                 \
+    PYET_DISPATCH_WIDE void pyet_softmax_cols_##SUF(                        \
         pyet_intp n, pyet_intp w, const T *x, pyet_intp xs, T *o,           \
         pyet_intp os, int take_log)                                         \
     {                                                                       \
@@ -116,7 +135,7 @@
  * the "- 1".  sum(t) folds in 32 lanes combined pairwise, as the forward
  * kernel's sum; the rest rounds as the unfused tree does. */
 #define PYET_XENT_GRAD_ROWS(T, SUF)                                         \
-    PYET_DISPATCH static void pyet_xent_grad_rows_##SUF(                   \
+    PYET_DISPATCH void pyet_xent_grad_rows_##SUF(                          \
         pyet_intp nrows, pyet_intp n, const T *l, pyet_intp ls,             \
         const T *t, pyet_intp ts, const pyet_intp *idx, const T *c,          \
         pyet_intp cs, T *o, pyet_intp os)                                   \
@@ -154,4 +173,5 @@ PYET_XENT_GRAD_ROWS(float, f32)
 PYET_XENT_GRAD_ROWS(double, f64)
 
 #undef PYET_LANES
+#endif /* PYET_KERNELS_IMPL */
 #endif /* PYET_SOFTMAX_H */
