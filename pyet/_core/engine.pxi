@@ -849,7 +849,6 @@ class Shared(Special):
 
 
 _SHARED = Shared()
-cdef set _COSTLY_CODES = {OPCODES[name] for name in COSTLY_OPS if name in OPCODES}
 
 
 cdef list share_subtrees(list exprs):
@@ -860,6 +859,11 @@ cdef list share_subtrees(list exprs):
     cdef dict uses = {}, costly = {}, new = {}
     cdef list order = [], stack = []
     cdef Expr e, c
+    for e in exprs:
+        if e._flags & HAS_COSTLY:
+            break
+    else:
+        return exprs  # nothing costly anywhere (the flag is set when nodes are built)
     for e in exprs:
         uses[id(e)] = uses.get(id(e), 0) + 1
         stack.append((e, False))
@@ -879,7 +883,8 @@ cdef list share_subtrees(list exprs):
     for e in order:  # children before parents
         if e._op == OP_leaf or e._op == OP_scalar or e._op == OP_special:
             continue
-        costly[id(e)] = e._op in _COSTLY_CODES or any([costly[id(c)] for c in e._args])
+        # costly in its own elementwise part (a special child is a leaf here)
+        costly[id(e)] = COSTLY[e._op] or any([costly[id(c)] for c in e._args])
         if costly[id(e)] and uses[id(e)] > 1 and not (e._flags & HAS_PYFUNC):
             found = True
     if not found:

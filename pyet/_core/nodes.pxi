@@ -19,6 +19,7 @@ cdef enum:
     HAS_SPECIAL = 1     # a special node below: computed into scratch first
     HAS_INT_POWER = 2   # an integer power with an array exponent: checked for negatives
     HAS_PYFUNC = 4      # a user function: evaluated aside, then copied
+    HAS_COSTLY = 8      # a costly elementwise op below (rewrite.COSTLY_OPS): plans share it
 
 # deeper trees, or trees of more leaves, are evaluated in pieces (engine.pxi)
 cdef enum:
@@ -512,7 +513,7 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     e._cdt = cdt
     e._dt = dt
     e._key = intern_key(tuple(keys))
-    e._flags = flags
+    e._flags = flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = depth + 1
     e._nleaves = nleaves
     return e
@@ -684,9 +685,11 @@ cdef frozenset _INVOLUTIONS = frozenset([OPCODES[name] for name in INVOLUTIONS])
 # per op code: a fold may apply (the hot path of operators asks this in C)
 cdef bint FOLDABLE[OP_COUNT]
 cdef bint COMPARES[OP_COUNT]
+cdef bint COSTLY[OP_COUNT]
 for _op in range(OP_COUNT):
     FOLDABLE[_op] = _op in _NEUTRAL or _op in _INVOLUTIONS
     COMPARES[_op] = _op in _COMPARISONS
+    COSTLY[_op] = pyet_op_names[_op].decode() in COSTLY_OPS
 
 
 cdef bint is_constant(Expr e) noexcept:
@@ -1130,7 +1133,7 @@ cdef Expr binary(int op, object a, object b):
     e._cdt = cdt
     e._dt = dt
     e._key = intern_key((op, cdt, dt, None, x._key, y._key))
-    e._flags = x._flags | y._flags
+    e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
     if x._op == OP_scalar:
