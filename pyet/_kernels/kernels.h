@@ -389,12 +389,17 @@ PYET_INLINE uint64_t pyet_mulhi64(uint64_t m, uint64_t u)
         pyet_divmod_##SUF(a, b, &mod);                                      \
         return mod;                                                         \
     }                                                                       \
-    /* NaN propagates; on ties (-0.0 against 0.0) b, as NumPy's */        \
+    /* NaN propagates (a's when both are); on ties (-0.0 against 0.0) b, \
+     * as NumPy's.  Three plain selects, not one on an or of two compares: \
+     * gcc 12 vectorizes a chain of these (the four-row folds), not of   \
+     * those. */                                                          \
     PYET_INLINE T pyet_max_##SUF(T a, T b) {                              \
-        return ((a > b) | (a != a)) ? a : b;                                \
+        const T m = a <= b ? b : a, n = b != b ? b : m;                     \
+        return a != a ? a : n;                                              \
     }                                                                       \
     PYET_INLINE T pyet_min_##SUF(T a, T b) {                              \
-        return ((a < b) | (a != a)) ? a : b;                                \
+        const T m = a >= b ? b : a, n = b != b ? b : m;                     \
+        return a != a ? a : n;                                              \
     }                                                                       \
     PYET_INLINE T pyet_sign_##SUF(T a) {                                  \
         return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a));        \
@@ -837,6 +842,15 @@ PYET_DISPATCH static void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *ou
         if (ss == 0) {                                                      \
             const T v_ = *(const T *)src;                                   \
             for (pyet_intp i = 0; i < n; i++) *(T *)(dst + i * ds) = v_;    \
+        } else if (ds == (pyet_intp)sizeof(T) && ss == -(pyet_intp)sizeof(T)) { \
+            /* a reversed row (a[::-1]) into a block: vectorized, permuted */ \
+            T *D_ = (T *)dst;                                               \
+            const T *S_ = (const T *)src;                                   \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[i] = S_[-i];    \
+        } else if (ss == (pyet_intp)sizeof(T) && ds == -(pyet_intp)sizeof(T)) { \
+            T *D_ = (T *)dst;                                               \
+            const T *S_ = (const T *)src;                                   \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[-i] = S_[i];    \
         } else {                                                            \
             for (pyet_intp i = 0; i < n; i++)                               \
                 *(T *)(dst + i * ds) = *(const T *)(src + i * ss);          \
@@ -844,9 +858,13 @@ PYET_DISPATCH static void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *ou
     } while (0)
 
 /* Strided copy of n items; strides in bytes (0 on src broadcasts). */
-static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
-                              pyet_intp ss, pyet_intp n, int itemsize)
+PYET_DISPATCH static void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
+                                            pyet_intp ss, pyet_intp n, int itemsize)
 {
+    if (ds == itemsize && ss == itemsize) {
+        memcpy(dst, src, (size_t)(n * itemsize));
+        return;
+    }
     switch (itemsize) {
     case 1: PYET_STRIDED_COPY(uint8_t); break;
     case 4: PYET_STRIDED_COPY(uint32_t); break;
