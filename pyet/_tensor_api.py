@@ -71,11 +71,15 @@ def _has_dask_leaf(e):
 
 def _aligned_empty(shape, dtype):
     dt = _dtype(dtype)
-    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    # np.empty checks the shape (and raises NumPy's errors); the aligned
+    # buffer is cut from a larger one.  math.prod and __array_interface__:
+    # np.prod on a tuple and .ctypes cost microseconds each, on every
+    # evaluate() without out=
+    a = np.empty(shape, dt)
+    nbytes = a.nbytes
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset:offset + nbytes].view(dt).reshape(shape)
+    offset = (-raw.__array_interface__["data"][0]) % ALIGNMENT
+    return raw[offset:offset + nbytes].view(dt).reshape(a.shape)
 
 
 def empty(shape, dtype=np.float64):
