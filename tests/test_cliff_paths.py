@@ -216,3 +216,24 @@ def test_mean_of_empty_axis_into_destination_warns():
     with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
         got = pyet.evaluate(pyet.mean(pyet.asarray(a), axis=0)).numpy()
     assert got.dtype == np.float32 and np.isnan(got).all()
+
+
+# ----------------------------------------------------------- take into short rows
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8, 15, 16, 17, 64])
+def test_take_many_indices_into_short_rows(dt, width):
+    # rows of 4, 8, 16 and 32 bytes copy with constant-size moves, shorter
+    # than 64 bytes element by element, longer with memcpy
+    rng = np.random.default_rng(width)
+    w = (rng.standard_normal((50, width)) * 100).astype(dt)
+    idx = rng.integers(-50, 50, 3000)
+    want = w[idx]
+    got = pyet.evaluate(pyet.take(idx, pyet.asarray(w))).numpy()
+    assert_same(got, want)
+    # a strided table and a strided destination take the element loop
+    wide = np.repeat(w, 2, axis=1)[:, ::2]
+    out = np.zeros((3000, 2 * width), dt)[:, ::2]
+    pyet.evaluate(pyet.take(idx, pyet.asarray(wide)), out=out)
+    assert_same(out, want)
