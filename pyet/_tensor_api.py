@@ -1,5 +1,7 @@
 """Creating tensors and evaluating expressions (the public, plain-Python layer)."""
 
+import math
+
 import numpy as np
 
 from pyet._core import core
@@ -71,15 +73,16 @@ def _has_dask_leaf(e):
 
 def _aligned_empty(shape, dtype):
     dt = _dtype(dtype)
-    # np.empty checks the shape (and raises NumPy's errors); the aligned
-    # buffer is cut from a larger one.  math.prod and __array_interface__:
-    # np.prod on a tuple and .ctypes cost microseconds each, on every
-    # evaluate() without out=
-    a = np.empty(shape, dt)
-    nbytes = a.nbytes
+    # the aligned buffer is cut from a larger one.  math.prod and
+    # __array_interface__: np.prod on a tuple and .ctypes cost microseconds
+    # each, on every evaluate() without out=
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
+        shape = np.empty(shape, dt).shape  # NumPy's error, or its reading of shape
+    nbytes = math.prod(shape) * dt.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.__array_interface__["data"][0]) % ALIGNMENT
-    return raw[offset:offset + nbytes].view(dt).reshape(a.shape)
+    return raw[offset:offset + nbytes].view(dt).reshape(shape)
 
 
 def empty(shape, dtype=np.float64):
