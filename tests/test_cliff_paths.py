@@ -108,7 +108,7 @@ LAYOUTS = {
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["max", "min"])
-@pytest.mark.parametrize("shape", [(203, 1000), (6, 50), (1000, 9)])
+@pytest.mark.parametrize("shape", [(203, 1000), (6, 1500), (1000, 9)])
 def test_float_max_min_across_and_along_rows_nan_aware(layout, dt, kind, shape):
     rng = np.random.default_rng(5)
     a = LAYOUTS[layout](special_floats(dt, shape[0] * shape[1], rng).reshape(shape))
@@ -121,7 +121,8 @@ def test_float_max_min_across_and_along_rows_nan_aware(layout, dt, kind, shape):
 def test_max_min_rows_with_nan_in_each_of_four_rows(kind):
     # the four-row fold meets a NaN in row 0, 1, 2 or 3 of a group, and a
     # -0.0/0.0 tie, and must give NumPy's answer for each column
-    a = np.ones((8, 12), np.float32)
+    # (600 columns: above the size NumPy's own reduction takes over)
+    a = np.ones((8, 600), np.float32)
     for r in range(8):
         a[r, r] = np.nan
     a[:, 9] = [0.0, -0.0, 0.0, -0.0, -0.0, 0.0, -0.0, 0.0]
@@ -190,8 +191,8 @@ DESTINATIONS = {  # (0-d: a 0-d array, its only layout)
                                            (None, True)])
 def test_reduction_folded_into_destination(dest, kind, dt, axis, keepdims):
     rng = np.random.default_rng(9)
-    a = (rng.random((6, 5, 70)) + 0.5 if np.dtype(dt).kind == "f"  # (prod stays finite)
-         else rng.integers(-3, 4, (6, 5, 70))).astype(dt)
+    a = (rng.random((6, 5, 700)) * 0.02 + 0.99 if np.dtype(dt).kind == "f"  # prod finite
+         else rng.integers(-3, 4, (6, 5, 700))).astype(dt)
     want = getattr(np, kind)(a, axis=axis, keepdims=keepdims)
     e = getattr(pyet, kind)(pyet.asarray(a), axis=axis, keepdims=keepdims)
     if DESTINATIONS[dest] is None:
@@ -209,6 +210,18 @@ def test_reduction_into_destination_that_the_operand_reads():
     want = a.sum(axis=0)
     pyet.evaluate(pyet.sum(pyet.asarray(a), axis=0), out=a[0])
     np.testing.assert_array_equal(a[0], want)
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "prod", "max", "min", "all", "any"])
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (None, True), (0, False), (1, True)])
+def test_small_leaf_reductions_are_numpys(kind, axis, keepdims):
+    # at most SMALL_LEAF elements of a bare leaf: NumPy's own reduction, at the
+    # root (into dst) and inside a tree (a scratch value)
+    a = np.random.default_rng(10).integers(-5, 6, (7, 9)).astype(np.float32)
+    want = getattr(np, kind)(a, axis=axis, keepdims=keepdims)
+    e = getattr(pyet, kind)(pyet.asarray(a), axis=axis, keepdims=keepdims)
+    assert_same(pyet.evaluate(e).numpy(), want)
+    assert_same(pyet.evaluate(e + 0).numpy(), want + 0)
 
 
 def test_mean_of_empty_axis_into_destination_warns():
