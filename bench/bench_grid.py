@@ -13,6 +13,7 @@ slower) and a summary.  A benchmark, not a test: a wrong result is reported, not
 """
 
 import argparse
+import re
 import statistics
 import sys
 import warnings
@@ -268,13 +269,17 @@ def main():
     ap.add_argument("--quick", action="store_true", help="short run (< 2 minutes)")
     ap.add_argument("--worst", type=int, default=25, help="how many worst cases to print")
     ap.add_argument("--plot", metavar="PNG", help="histogram of the ratios (needs matplotlib)")
+    ap.add_argument("--filter", metavar="REGEX", help="only the cases whose name matches REGEX")
     args = ap.parse_args()
     pyet.set_num_threads(1)
     n = 1 << 13 if args.quick else 1 << 18
     repeats, min_time = (2, 0.0005) if args.quick else (5, 0.01)
     rng = np.random.default_rng(0)
     print(f"pyet grid, 1 thread, ~{n} elements per case; {cpu_model()}; numpy {np.__version__}")
-    rows, bad = run(elementwise_cases(n, rng) + special_cases(n, rng), repeats, min_time)
+    cases = elementwise_cases(n, rng) + special_cases(n, rng)
+    if args.filter:
+        cases = [c for c in cases if re.search(args.filter, c.name)]
+    rows, bad = run(cases, repeats, min_time)
     rows.sort(reverse=True)
     print(f"\n{'pyet/np':>8}  {'pyet [us]':>10}  {'np [us]':>10}  case")
     for r, name, tp, tn in rows[:args.worst]:

@@ -1,5 +1,7 @@
 """Creating tensors and evaluating expressions (the public, plain-Python layer)."""
 
+import math
+
 import numpy as np
 
 from pyet._core import core
@@ -71,10 +73,15 @@ def _has_dask_leaf(e):
 
 def _aligned_empty(shape, dtype):
     dt = _dtype(dtype)
-    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    # the aligned buffer is cut from a larger one.  math.prod and
+    # __array_interface__: np.prod on a tuple and .ctypes cost microseconds
+    # each, on every evaluate() without out=
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
+        shape = np.empty(shape, dt).shape  # NumPy's error, or its reading of shape
+    nbytes = math.prod(shape) * dt.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % ALIGNMENT
+    offset = (-raw.__array_interface__["data"][0]) % ALIGNMENT
     return raw[offset:offset + nbytes].view(dt).reshape(shape)
 
 

@@ -394,12 +394,17 @@ PYET_INLINE uint64_t pyet_mulhi64(uint64_t m, uint64_t u)
         pyet_divmod_##SUF(a, b, &mod);                                      \
         return mod;                                                         \
     }                                                                       \
-    /* NaN propagates; on ties (-0.0 against 0.0) b, as NumPy's */        \
+    /* NaN propagates (a's when both are); on ties (-0.0 against 0.0) b, \
+     * as NumPy's.  Three plain selects, not one on an or of two compares: \
+     * gcc 12 vectorizes a chain of these (the four-row folds), not of   \
+     * those. */                                                          \
     PYET_INLINE T pyet_max_##SUF(T a, T b) {                              \
-        return ((a > b) | (a != a)) ? a : b;                                \
+        const T m = a <= b ? b : a, n = b != b ? b : m;                     \
+        return a != a ? a : n;                                              \
     }                                                                       \
     PYET_INLINE T pyet_min_##SUF(T a, T b) {                              \
-        return ((a < b) | (a != a)) ? a : b;                                \
+        const T m = a >= b ? b : a, n = b != b ? b : m;                     \
+        return a != a ? a : n;                                              \
     }                                                                       \
     PYET_INLINE T pyet_sign_##SUF(T a) {                                  \
         return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a));        \
@@ -793,8 +798,138 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
  * another cloned function are bound to that function's clone for the same
  * target, so the wide kernels are reached from here, through their own
  * load-time choice. */
+/* float32 sin, cos and log, vectorized: each value is widened to double,
+ * reduced (sin, cos: x - n*pi/2 in three exact-ish steps, fdlibm's 33-bit
+ * split of pi/2; log: x = 2^k * m, m in [sqrt(2)/2, sqrt(2))) and evaluated
+ * with double polynomials (musl's for sin and cos, fdlibm's for log), then
+ * rounded once to float: correctly rounded but for rare near-ties, so
+ * within NumPy's SIMD results' own error plus half an ulp (NumPy's float32
+ * log is up to 3 ulp off in [0.6, 0.66]; pyet's is correctly rounded
+ * there).  Lanes the reduction does not cover (sin, cos: |x| >= 2^18,
+ * subnormal, inf, nan; log: zero, negative, subnormal, inf, nan) take
+ * libm's float function in a scalar fix-up (its flags: NumPy's underflow
+ * on subnormals, invalid on inf), and are replaced by 0
+ * (1 for log) in the vector loop, which so raises no floating-point flag
+ * of its own.  Chunks of PYET_TRIG_CHUNK keep the input readable when out
+ * is the input's block. */
+#define PYET_TRIG_CHUNK 256
+
+PYET_INLINE uint32_t pyet_f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+
+PYET_INLINE double pyet_sincos_core(double x, int want_cos)
+{
+    /* x - n*pi/2; n*pio2_1 and n*pio2_2 are exact for |n| < 2^20 */
+    const double invpio2 = 6.36619772367581382433e-01;
+    const double pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
+                 pio2_2t = 2.02226624879595063154e-21;
+    const double fn = rint(x * invpio2);
+    const double r = ((x - fn * pio2_1) - fn * pio2_2) - fn * pio2_2t;
+    /* musl's __sindf and __cosdf: |error| < 2^-37.5 and 2^-34.1 on |r| <= pi/4 */
+    const double z = r * r, w = z * z;
+    const double s = (r + r * z * (-0x15555554cbac77.0p-55 + z * 0x111110896efbb2.0p-59))
+                     + r * z * w * (-0x1a00f9e2cae774.0p-65 + z * 0x16cd878c3b46a7.0p-71);
+    const double c = ((1.0 + z * -0x1ffffffd0c5e81.0p-54) + w * 0x155553e1053a42.0p-57)
+                     + (w * z) * (-0x16c087e80f1e27.0p-62 + z * 0x199342e0ee5069.0p-68);
+    const int q = ((int)fn + want_cos) & 3;
+    const double v = (q & 1) ? c : s;
+    return (q & 2) ? -v : v;
+}
+
+PYET_INLINE double pyet_log_core(float xf)
+{
+    /* xf positive, normal, finite: m in [sqrt(2)/2, sqrt(2)), f = m - 1 */
+    const uint32_t u = pyet_f32_bits(xf);
+    const uint32_t top = (u - 0x3f3504f3u) & 0xff800000u;  /* exponent of m's split */
+    const int k = (int32_t)top >> 23;
+    const uint32_t mu = u - top;
+    float mf;
+    memcpy(&mf, &mu, 4);
+    const double f = (double)mf - 1.0;
+    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
+                      + w * 1.531383769920937332e-01));
+    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
+                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double hfsq = 0.5 * f * f, R = t2 + t1;
+    return (double)k * 6.93147180559945286227e-01 + (f - (hfsq - sv * (hfsq + R)));
+}
+
+#define PYET_TRIG_LOOP(SLOW, FAST, LIBM)                                    \
+    do {                                                                    \
+        const float *X_ = (const float *)in[0];                             \
+        float *O_ = (float *)out;                                           \
+        float tmp[PYET_TRIG_CHUNK];                                         \
+        for (pyet_intp i0 = 0; i0 < n; i0 += PYET_TRIG_CHUNK) {             \
+            const int m = n - i0 < PYET_TRIG_CHUNK ? (int)(n - i0) : PYET_TRIG_CHUNK; \
+            const float *x_ = X_ + i0;                                      \
+            int slow = 0;                                                   \
+            PYET_IVDEP for (int j = 0; j < m; j++) {                        \
+                const float x = x_[j];                                      \
+                const uint32_t u = pyet_f32_bits(x);                        \
+                const int sl = (SLOW);                                      \
+                slow |= sl;                                                 \
+                tmp[j] = (float)(FAST);                                     \
+            }                                                               \
+            if (slow) {                                                     \
+                for (int j = 0; j < m; j++) {                               \
+                    const float x = x_[j];                                  \
+                    const uint32_t u = pyet_f32_bits(x);                    \
+                    if (SLOW) tmp[j] = LIBM(x);                             \
+                }                                                           \
+            }                                                               \
+            memcpy(O_ + i0, tmp, (size_t)m * sizeof(float));                \
+        }                                                                   \
+    } while (0)
+
+/* cos of a subnormal is 1, with the underflow NumPy's loop raises there
+ * (libm's cosf raises none) */
+static float pyet_cosf_np(float x)
+{
+    if (x != 0 && fabsf(x) < 0x1p-126f) {
+        volatile float t = x * x;
+        (void)t;
+        return 1.0f;
+    }
+    return cosf(x);
+}
+
+#define PYET_SINCOS_SLOW                                                    \
+    (((u & 0x7fffffffu) >= 0x48800000u) | ((u & 0x7fffffffu) - 1u < 0x007fffffu))
+/* |x| < 2^-12 (normal): sin x rounds to x and cos x to 1 */
+#define PYET_SIN_FAST                                                       \
+    ((u & 0x7fffffffu) < 0x39800000u ? (double)x                            \
+     : pyet_sincos_core(sl ? 0.0 : (double)x, 0))
+#define PYET_COS_FAST                                                       \
+    ((u & 0x7fffffffu) < 0x39800000u ? 1.0                                  \
+     : pyet_sincos_core(sl ? 0.0 : (double)x, 1))
+
+PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *out,
+                                                  void *const *in)
+{
+    switch (op) {
+    case OP_sin:
+        PYET_TRIG_LOOP(PYET_SINCOS_SLOW, PYET_SIN_FAST, sinf);
+        return 1;
+    case OP_cos:
+        PYET_TRIG_LOOP(PYET_SINCOS_SLOW, PYET_COS_FAST, pyet_cosf_np);
+        return 1;
+    case OP_log:
+        PYET_TRIG_LOOP(u - 0x00800000u >= 0x7f000000u,
+                       pyet_log_core(sl ? 1.0f : x), logf);
+        return 1;
+    }
+    return 0;
+}
+
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
+    if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log))
+        return pyet_kernel_trig_f32(op, n, out, in);
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
@@ -842,6 +977,15 @@ PYET_DISPATCH void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, cons
         if (ss == 0) {                                                      \
             const T v_ = *(const T *)src;                                   \
             for (pyet_intp i = 0; i < n; i++) *(T *)(dst + i * ds) = v_;    \
+        } else if (ds == (pyet_intp)sizeof(T) && ss == -(pyet_intp)sizeof(T)) { \
+            /* a reversed row (a[::-1]) into a block: vectorized, permuted */ \
+            T *D_ = (T *)dst;                                               \
+            const T *S_ = (const T *)src;                                   \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[i] = S_[-i];    \
+        } else if (ss == (pyet_intp)sizeof(T) && ds == -(pyet_intp)sizeof(T)) { \
+            T *D_ = (T *)dst;                                               \
+            const T *S_ = (const T *)src;                                   \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[-i] = S_[i];    \
         } else {                                                            \
             for (pyet_intp i = 0; i < n; i++)                               \
                 *(T *)(dst + i * ds) = *(const T *)(src + i * ss);          \
@@ -849,9 +993,13 @@ PYET_DISPATCH void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, cons
     } while (0)
 
 /* Strided copy of n items; strides in bytes (0 on src broadcasts). */
-void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
-                       pyet_intp ss, pyet_intp n, int itemsize)
+PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
+                                     pyet_intp ss, pyet_intp n, int itemsize)
 {
+    if (ds == itemsize && ss == itemsize) {
+        memcpy(dst, src, (size_t)(n * itemsize));
+        return;
+    }
     switch (itemsize) {
     case 1: PYET_STRIDED_COPY(uint8_t); break;
     case 4: PYET_STRIDED_COPY(uint32_t); break;

@@ -36,9 +36,23 @@ cdef inline num_t *ref(num_t *p, pyet_intp offset) noexcept nogil:
 
 cdef inline void copy_row(item_t *dst, pyet_intp ds, const item_t *src, pyet_intp ss,
                           pyet_intp m) noexcept nogil:
-    cdef pyet_intp j
+    cdef pyet_intp j, nb
     if ds == sizeof(item_t) and ss == sizeof(item_t):
-        memcpy(dst, src, m * sizeof(item_t))
+        # short rows: constant-size copies (a load and a store or two), no call
+        nb = m * <pyet_intp>sizeof(item_t)
+        if nb == 4:
+            memcpy(dst, src, 4)
+        elif nb == 8:
+            memcpy(dst, src, 8)
+        elif nb == 16:
+            memcpy(dst, src, 16)
+        elif nb == 32:
+            memcpy(dst, src, 32)
+        elif nb < 64:
+            for j in range(m):
+                dst[j] = src[j]
+        else:
+            memcpy(dst, src, nb)
         return
     for j in range(m):
         (<item_t *>((<char *>dst) + j * ds))[0] = \

@@ -7,6 +7,7 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
+import builtins
 import warnings
 
 import numpy as np
@@ -22,10 +23,16 @@ _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximu
             "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
 
 
-def _accumulator(kind, dtype):
+def _accumulator(kind, dtype, across_rows=False):
     """(accumulator dtype, initial value): float32 sums and means accumulate in
-    float64, which keeps them at NumPy's pairwise accuracy or better."""
+    float64, which keeps them at NumPy's pairwise accuracy or better; folded
+    across rows (the reduced axes are not the innermost in memory) they add
+    in float32, row after row, which is NumPy's own order there (its pairwise
+    sum runs only along a contiguous axis): the same bits, without a cast of
+    every block and with the multi-row fold."""
     if kind in ("sum", "mean"):
+        if dtype == _F32 and across_rows:
+            return _F32, 0
         return (_F64 if dtype.kind == "f" or kind == "mean" else _I64), 0
     if kind == "prod":  # in the result's dtype: over- and underflow as NumPy's
         return (dtype if dtype.kind == "f" else _I64), 1
@@ -37,6 +44,46 @@ def _accumulator(kind, dtype):
         return dtype, -np.inf if kind == "max" else np.inf
     info = np.iinfo(dtype)
     return dtype, info.min if kind == "max" else info.max
+
+
+# below this many elements a reduction of a bare leaf is NumPy's own: there is
+# no tree to fuse, and the accumulators' set-up (tens of microseconds of
+# Python) would be most of the time
+SMALL_LEAF = 4096
+
+
+def _small_leaf(kind, child):
+    return (isinstance(child, core.Tensor) and 0 < child.size <= SMALL_LEAF
+            and kind not in ("argmax", "argmin"))
+
+
+def _folds_across_rows(child, axes):
+    """True when the reduction's pass will walk ``child`` with a kept axis
+    innermost, so that each block folds elementwise into a row of
+    accumulators: the innermost axis (least |stride|, size > 1) of the leaf
+    whose memory order the plan follows, the first leaf broadcast along the
+    fewest axes (plan.pxi's reduce_key), is not reduced."""
+    shape, nd = child.shape, child.ndim
+    best, fewest, stack, seen = None, nd + 1, [child], set()
+    while stack:  # leaves left to right, as the program numbers them
+        x = stack.pop()
+        if isinstance(x, core.Tensor):
+            arr = x._array
+            lead = nd - arr.ndim
+            strides = [0 if d < lead or arr.shape[d - lead] == 1 else arr.strides[d - lead]
+                       for d in range(nd)]
+            zeros = builtins.sum(1 for d in range(nd) if shape[d] > 1 and strides[d] == 0)
+            if zeros < fewest:
+                best, fewest = strides, zeros
+        elif isinstance(x, core.Expr) and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(reversed(x._args))
+    if best is None:
+        return False
+    inner = [d for d in range(nd) if shape[d] > 1 and best[d] != 0]
+    if not inner:
+        return False
+    return builtins.min(inner, key=lambda d: abs(best[d])) not in axes
 
 
 def _c_strides(shape, dtype):
@@ -70,9 +117,12 @@ class _Fold:
 
     def __init__(self, red, child):
         self.red, self.child = red, child
-        self.acc_dtype, self.start = _accumulator(red.kind, child.dtype)
+        # across rows the values add in order, as NumPy's: no compensation
+        across_rows = red.kind in ("sum", "mean") and _folds_across_rows(child, red.axes)
+        self.acc_dtype, self.start = _accumulator(red.kind, child.dtype, across_rows)
         self.kept = tuple(1 if i in red.axes else d for i, d in enumerate(child.shape))
-        self.compensated = red.kind in ("sum", "mean") and self.acc_dtype == _F64
+        self.compensated = (red.kind in ("sum", "mean") and self.acc_dtype == _F64
+                            and not across_rows)
         self.count = int(np.prod([child.shape[a] for a in red.axes], dtype=np.int64))
         self.out_shape = _out_shape(red.kind, child.shape, red.axes, red.keepdims, red.whole)
         self.out_dtype = _result_dtype(red.kind, child.dtype)
@@ -135,8 +185,43 @@ class Reduction(Special):
         return [f"axis={None if self.whole else self.axes}"] + (
             ["keepdims=True"] if self.keepdims else [])
 
-    def value(self, args):
+    def into(self, dst, args):
+        """At the root: one thread's sum, mean, prod, max or min folds straight
+        into ``dst`` when it is the accumulator's dtype (no accumulator array,
+        no copy); the rest is computed aside and copied."""
+        kind, axes = self.kind, self.axes
         child = materialize(args[0])
+        if _small_leaf(kind, child):  # NumPy's own reduction: the same work, less set-up
+            getattr(np, kind)(child._array, axis=None if self.whole else axes, out=dst,
+                              keepdims=self.keepdims)
+            return
+        if kind not in ("argmax", "argmin") and child.size and core.reduce_threads(
+                child.size) == 1:
+            across_rows = kind in ("sum", "mean") and _folds_across_rows(child, axes)
+            acc_dtype, start = _accumulator(kind, child.dtype, across_rows)
+            compensated = kind in ("sum", "mean") and acc_dtype == _F64 and not across_rows
+            if acc_dtype == dst.dtype and not compensated:
+                # dst's strides on the kept axes, 0 on the reduced ones
+                kept_strides = iter(dst.strides[i] for i in range(dst.ndim)
+                                    if not (self.keepdims and i in axes))
+                strides = tuple(0 if i in axes else next(kept_strides)
+                                for i in range(child.ndim))
+                view = np.lib.stride_tricks.as_strided(dst, child.shape, strides)
+                dst.fill(start)
+                core.reduce_into(view, child, _FOLD[kind], 1, 0, 0)
+                if kind == "mean":
+                    np.divide(dst, int(np.prod([child.shape[a] for a in axes], dtype=np.int64)),
+                              out=dst)
+                return
+        np.copyto(dst, self._value(child))
+
+    def value(self, args):
+        return self._value(materialize(args[0]))
+
+    def _value(self, child):
+        if _small_leaf(self.kind, child):
+            return np.asarray(getattr(np, self.kind)(
+                child._array, axis=None if self.whole else self.axes, keepdims=self.keepdims))
         if self.kind in ("argmax", "argmin"):
             return _arg_value(self.kind, child, self.axes, self.keepdims, self.whole)
         return _Fold(self, child).result()
@@ -144,9 +229,10 @@ class Reduction(Special):
     def bind(self, out, args):
         """A function writing the value into ``out`` again (a kept plan's
         replay): the accumulators and their views are made once."""
-        if self.kind in ("argmax", "argmin"):
-            return lambda: np.copyto(out, self.value(args))
-        fold = _Fold(self, materialize(args[0]))
+        child = materialize(args[0])
+        if _small_leaf(self.kind, child) or self.kind in ("argmax", "argmin"):
+            return lambda: self.into(out, (child,))
+        fold = _Fold(self, child)
         return lambda: np.copyto(out, fold.result())
 
     def vjp(self, node, g):
