@@ -107,7 +107,10 @@ def test_power_scalar_exponent_bit_exact(dtype, spelling, k):
     with np.errstate(all="ignore"):
         ref = np_fn(a, k)
         got = ev(pyet_fn(pyet.asarray(a), k))
-    assert_same_bits(got, ref)
+    if k in (2, 1, -1, 0.5, 0):
+        assert_same_bits(got, ref)
+    else:  # pow itself: NumPy's loop is libm's, or SVML's (within 1 ulp) on AVX512 CPUs
+        np.testing.assert_array_max_ulp(got, ref, maxulp=1)
 
 
 @pytest.mark.parametrize("k", [2, 1, -1, 0.5, 0, 2.0, -1.0], ids=lambda k: repr(k))

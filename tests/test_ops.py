@@ -39,6 +39,8 @@ TRANSCENDENTAL = {
     and op.name not in ("sqrt", "rint", "floor", "ceil", "trunc", "deg2rad", "rad2deg")
 } | {"power", "arctan2", "hypot"}
 ULP_TOL = 2
+# glibc's cbrt (pyet's) is within 4 ulp; NumPy's SVML cbrt on AVX512 CPUs is correctly rounded
+ULP_TOL_OF = {"cbrt": 4}
 
 # Python operators: (operator, the row whose reference, domain and exactness they share)
 OPERATORS = {
@@ -214,7 +216,7 @@ def expected_message(err, np_args):
     return "|".join(sorted({np.asarray(a).dtype.name for a in np_args}))
 
 
-def check(pyet_fn, np_fn, exact, np_args, pyet_args):
+def check(pyet_fn, np_fn, exact, np_args, pyet_args, tol=ULP_TOL):
     ref, err = numpy_ref(np_fn, *np_args)
     if err is not None:
         with pytest.raises(builtin_class(err), match=expected_message(err, np_args)):
@@ -232,7 +234,7 @@ def check(pyet_fn, np_fn, exact, np_args, pyet_args):
         if ref.dtype.kind == "f":  # -0.0 versus +0.0 too
             np.testing.assert_array_equal(np.signbit(got), np.signbit(ref), err_msg="sign of zero")
     else:
-        assert_within_ulp(got, ref)
+        assert_within_ulp(got, ref, tol)
 
 
 def test_table_rows_are_complete():
@@ -267,7 +269,7 @@ def _operand_check(name, dtype, layouts):
     rng = rng_for(name, dtype, layouts)
     if row.arity == 1:
         a = make_unary_operand(dtype, domains[0], layouts, rng, coarse)
-        check(pyet_fn, np_fn, exact, (a,), (pyet.asarray(a),))
+        check(pyet_fn, np_fn, exact, (a,), (pyet.asarray(a),), ULP_TOL_OF.get(name, ULP_TOL))
         return
     if layouts == "mixed":  # Fortran-order against negative strides against contiguous
         a = np.asfortranarray(values(dtype, domains[0], (4, 6), rng, coarse))
