@@ -102,3 +102,29 @@ def test_relu_without_feedback_is_not_stored():
     out = layer.forward(input=np.ones((2, 3), np.float32))["output"]
     assert out is not store(out)
     assert layer.backward(output=np.ones((2, 3), np.float32)) == {}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("rows,n", [(1, 1), (3, 10), (64, 10), (65, 10), (200, 31), (130, 7)])
+def test_short_softmax_rows_equal_the_row_loop(dtype, log, rows, n):
+    # contiguous rows shorter than the kernel's lanes take the blocked path;
+    # rows with a gap between them the row loop: the same bits, and NumPy's values
+    from pyet._kernels import nn as kernels
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((rows, n)) * 5).astype(dtype)
+    if rows > 2:
+        x[1, 0], x[2, :] = np.nan, -np.inf
+    gapped = np.zeros((rows, n + 3), dtype)
+    gapped[:, :n] = x
+    out, out_gapped = np.empty_like(x), np.zeros((rows, n + 3), dtype)
+    kernels.softmax_rows(x, out, log)
+    kernels.softmax_rows(gapped[:, :n], out_gapped[:, :n], log)
+    np.testing.assert_array_equal(out, out_gapped[:, :n])
+    with np.errstate(invalid="ignore"):
+        z = x - x.max(1, keepdims=True)
+        expect = z - np.log(np.exp(z).sum(1, keepdims=True)) if log else \
+            np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    np.testing.assert_allclose(out, expect, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-6)
