@@ -63,8 +63,9 @@ class GRUStep(Layer):
 
     def _cell(self, gi, hidden):
         """The step from the input gates' values ``gi`` (N, 3*hidden): its
-        output, the hidden gates' tree ``h W_hh + b_hh``, and the gates' slices
-        of gi and of that tree (stored) that the output reads."""
+        output, the hidden gates' tree ``h W_hh + b_hh``, and what the
+        backward reads (the stored gates r, z, n, the hidden part of n's
+        pre-activation, the stored state)."""
         p, hs = self._params, self.hidden_size
         h = store(hidden)
         gh_tree = core.dot(h, p["W_hh"])
@@ -79,7 +80,7 @@ class GRUStep(Layer):
         r = store(_act("sigmoid", gi_r + gh_r))
         z = store(_act("sigmoid", gi_z + gh_z))
         n = store(_act("tanh", gi_n + r * gh_n))
-        return (1 - z) * n + z * h, gh_tree, (gi_r, gi_z, gi_n), (gh_r, gh_z, gh_n)
+        return (1 - z) * n + z * h, gh_tree, (r, z, n, gh_n, h)
 
     def compute(self, input, hidden):
         self._check(input.shape, hidden.shape)
@@ -169,8 +170,8 @@ class Recurrent(Layer):
         states, saved = [], []
         for t in range(steps):
             gi = index(gi_all, (slice(t * rows, (t + 1) * rows),))
-            out, gh_tree, gi_gates, gh_gates = step._cell(gi, h)
-            saved.append((out, gi_gates, gh_tree, gh_gates, store(h)))
+            out, gh_tree, kept = step._cell(gi, h)
+            saved.append((gh_tree, kept))
             h = checkpoint(out)  # (see _forward)
             states.append(h)
         return {"output": stack(states, 0), "hidden": h}, ("gru", xs, gi_tree, saved)
@@ -197,16 +198,20 @@ class Recurrent(Layer):
         g_out, carry = grads["output"], grads["hidden"]
         dgi, dgh, hs = [], [], []
         for t in reversed(range(len(steps))):
-            out, gi_gates, gh_tree, gh_gates, h = steps[t]
+            gh_tree, (r, z, n, gh_n, h) = steps[t]
             g = store(index(g_out, t) + carry)
-            # through the step to each gate's slice (joined, not each spread
-            # over zeros), its hidden gates' product left out (a cut)...
-            *d_gates, d_h = vjp(out, [*gi_gates, *gh_gates, h], g)
-            d_gi = concatenate(d_gates[:3], 1)
-            d_gh = store(concatenate(d_gates[3:], 1))
-            # ...then through it, per step: the next step back reads the state
+            # the gates' gradients by hand (PyTorch's GRU backward), reading
+            # the stored gates: the chain rule through sigmoid and tanh would
+            # evaluate them again from their inputs
+            d_an = store(g * (1 - z) * (1 - n * n))
+            d_az = g * (h - n) * (z * (1 - z))
+            d_ar = d_an * gh_n * (r * (1 - r))
+            d_gi = concatenate([d_ar, d_az, d_an], 1)
+            d_gh = store(concatenate([d_ar, d_az, d_an * r], 1))
+            # through the hidden gates' product, per step: the next step back
+            # reads the state
             (d_h_gates,) = vjp(gh_tree, [h], d_gh)
-            carry = checkpoint(d_h + d_h_gates)
+            carry = checkpoint(g * z + d_h_gates)
             dgi.append(d_gi)
             dgh.append(d_gh)
             hs.append(h)
