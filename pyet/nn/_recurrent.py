@@ -69,14 +69,17 @@ class GRUStep(Layer):
         p, hs = self._params, self.hidden_size
         h = store(hidden)
         gh_tree = core.dot(h, p["W_hh"])
-        if self.bias:
-            gh_tree = gh_tree + p["b_hh"]
         # computed once, then sliced into gates (an index of a tree would
-        # evaluate the tree, product included, for each gate)
+        # evaluate the tree, product included, for each gate); the bias is
+        # added in the gates' passes, not in a pass of its own
         gh = store(gh_tree)
         gates = [(slice(None), slice(k * hs, (k + 1) * hs)) for k in range(3)]
         gi_r, gi_z, gi_n = (index(gi, g) for g in gates)
         gh_r, gh_z, gh_n = (index(gh, g) for g in gates)
+        if self.bias:
+            b = p["b_hh"]
+            gh_r, gh_z, gh_n = (v + index(b, g[1:]) for v, g in zip((gh_r, gh_z, gh_n), gates,
+                                                                     strict=True))
         r = store(_act("sigmoid", gi_r + gh_r))
         z = store(_act("sigmoid", gi_z + gh_z))
         n = store(_act("tanh", gi_n + r * gh_n))
