@@ -200,9 +200,9 @@ class Recurrent(Layer):
         step, p = self.step, self.step._params
         g_out, carry = grads["output"], grads["hidden"]
         dgi, dgh, hs = [], [], []
+        g = store(index(g_out, len(steps) - 1) + carry)
         for t in reversed(range(len(steps))):
             gh_tree, (r, z, n, gh_n, h) = steps[t]
-            g = store(index(g_out, t) + carry)
             # the gates' gradients by hand (PyTorch's GRU backward), reading
             # the stored gates: the chain rule through sigmoid and tanh would
             # evaluate them again from their inputs
@@ -214,7 +214,9 @@ class Recurrent(Layer):
             # through the hidden gates' product, per step: the next step back
             # reads the state
             (d_h_gates,) = vjp(gh_tree, [h], d_gh)
-            carry = checkpoint(g * z + d_h_gates)
+            carry = g * z + d_h_gates
+            # the previous step's gradient in the same pass
+            g = checkpoint(carry + index(g_out, t - 1) if t else carry)
             dgi.append(d_gi)
             dgh.append(d_gh)
             hs.append(h)
@@ -225,7 +227,7 @@ class Recurrent(Layer):
         parts = vjp(gi_tree, wrt, d_gi_all)
         if self._feedback:
             out = {"input": reshape(parts.pop(0), g_out.shape[:2] + (xs.shape[1],)),
-                   "hidden": carry}
+                   "hidden": g}
         if step.updatable:
             names = ["W_ih", "b_ih"] if step.bias else ["W_ih"]
             found = dict(zip(names, parts, strict=True))
