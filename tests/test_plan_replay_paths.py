@@ -128,3 +128,28 @@ def test_short_softmax_rows_equal_the_row_loop(dtype, log, rows, n):
             np.exp(z) / np.exp(z).sum(1, keepdims=True)
     np.testing.assert_allclose(out, expect, rtol=1e-5 if dtype == np.float32 else 1e-12,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("c_dtype", [np.float32, np.float64])
+def test_kept_plan_xent_grad_with_a_tree_factor(c_dtype):
+    # the factor c is a tree over a 0-d tensor: each replay reads its value then
+    from pyet._nodes.softmax import softmax_xent_grad
+
+    rng = np.random.default_rng(6)
+    x = np.empty((16, 10), np.float32)
+    t = np.empty((16, 10), np.float32)
+    seed = np.empty((), c_dtype)
+    logp = pyet.log_softmax(pyet.asarray(x), axis=1)
+    e = softmax_xent_grad(logp, pyet.asarray(t), pyet.asarray(seed) * (1 / 16), axis=1)
+    out = np.empty((16, 10), np.float32)
+    plan = pyet.EvalPlan()
+    plan.assign(out, e)
+    for k in range(3):
+        x[...] = rng.standard_normal(x.shape)
+        t[...] = rng.random(t.shape)
+        seed[()] = 1.0 + k
+        plan.run(keep=True)
+        z = x - x.max(1, keepdims=True)
+        p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        expect = (1.0 + k) / 16 * (p * t.sum(1, keepdims=True) - t)
+        np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-6)
