@@ -459,3 +459,19 @@ def test_demo_runs(tmp_path, capsys):
         pyet.set_num_threads(before)
     out = capsys.readouterr().out
     assert out.count("(same)") == 2 and png.stat().st_size > 1000
+
+
+def test_train_step_negative_target_indices_and_lists():
+    # class -1 is class n-1 (NumPy's indexing), as the one-hot fill for
+    # non-negative indices gives; a list target is read as an array
+    x, y = digits_like(16)
+    losses = []
+    for target in (y, y - 4, list(y)):
+        model = nn.MLP([8, 4], policy=nn.Policy(update=True)).init(seed=0)
+        opt = nn.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        inputs = {"input": x, "target": target}
+        losses.append([nn.train_step(model, nn.CrossEntropy(), inputs, opt) for _ in range(3)])
+        losses[-1].append(model.parameters()["fc1.W"].numpy().copy())
+    for other in losses[1:]:
+        np.testing.assert_array_equal(other[:3], losses[0][:3])
+        np.testing.assert_array_equal(other[3], losses[0][3])

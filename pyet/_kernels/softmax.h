@@ -36,12 +36,52 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
 #ifdef PYET_KERNELS_IMPL
 
 #define PYET_LANES 32  /* a lane loop of 32 vectorizes (see PYET_FOLD) */
+#define PYET_SHORT_ROWS 64  /* rows shorter than PYET_LANES taken together */
 
 #define PYET_SOFTMAX_ROWS(T, SUF, LOG)                                       \
     PYET_DISPATCH_WIDE void pyet_softmax_rows_##SUF(                        \
         pyet_intp nrows, pyet_intp n, const T *x, pyet_intp xs, T *o,       \
         pyet_intp os, int take_log)                                         \
     {                                                                       \
+        if (n < PYET_LANES && xs == n && os == n) {                         \
+            /* short rows back to back (a classifier's logits): the exps of \
+             * a block of rows in one loop, which vectorizes; a row alone    \
+             * is shorter than a vector.  The same steps, in the same order, \
+             * as the loop below takes for a row shorter than PYET_LANES. */ \
+            for (pyet_intp r0 = 0; r0 < nrows; r0 += PYET_SHORT_ROWS) {     \
+                const pyet_intp nr = nrows - r0 < PYET_SHORT_ROWS ?          \
+                    nrows - r0 : PYET_SHORT_ROWS;                           \
+                const T *xb = x + r0 * n;                                   \
+                T *ob = o + r0 * n;                                         \
+                T mr[PYET_SHORT_ROWS];                                      \
+                for (pyet_intp r = 0; r < nr; r++) {                        \
+                    const T *xr = xb + r * n;                               \
+                    T m = xr[0];                                            \
+                    for (pyet_intp j = 0; j < n; j++) m = pyet_max_##SUF(m, xr[j]); \
+                    mr[r] = m;                                              \
+                    for (pyet_intp j = 0; j < n; j++) ob[r * n + j] = xr[j] - m; \
+                }                                                           \
+                PYET_IVDEP for (pyet_intp k = 0; k < nr * n; k++)           \
+                    ob[k] = pyet_exp_##SUF(ob[k]);                          \
+                for (pyet_intp r = 0; r < nr; r++) {                        \
+                    const T *xr = xb + r * n;                               \
+                    T *orow = ob + r * n;                                   \
+                    T tail = 0;                                             \
+                    for (pyet_intp j = 0; j < n; j++) tail += orow[j];      \
+                    const T s = (T)0 + tail;                                \
+                    if (take_log) {                                         \
+                        const T ls = LOG(s);                                \
+                        for (pyet_intp j = 0; j < n; j++) {                 \
+                            const T d = xr[j] - mr[r];                      \
+                            orow[j] = d - ls;                               \
+                        }                                                   \
+                    } else {                                                \
+                        for (pyet_intp j = 0; j < n; j++) orow[j] = orow[j] / s; \
+                    }                                                       \
+                }                                                           \
+            }                                                               \
+            return;                                                         \
+        }                                                                   \
         for (pyet_intp r = 0; r < nrows; r++, x += xs, o += os) {           \
             T lane[PYET_LANES];                                             \
             pyet_intp i = 0;                                                \
@@ -173,5 +213,6 @@ PYET_XENT_GRAD_ROWS(float, f32)
 PYET_XENT_GRAD_ROWS(double, f64)
 
 #undef PYET_LANES
+#undef PYET_SHORT_ROWS
 #endif /* PYET_KERNELS_IMPL */
 #endif /* PYET_SOFTMAX_H */

@@ -8,6 +8,7 @@ stands in the tree as a leaf.
 """
 
 import builtins
+import functools
 import warnings
 
 import numpy as np
@@ -19,6 +20,9 @@ _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.f
                            np.dtype(np.float64))
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
          "argmax": 7, "argmin": 8}
+# the ufunc reductions np.sum, np.prod, np.max and np.min call for ndarrays
+_UFUNC_REDUCE = {"sum": np.add.reduce, "prod": np.multiply.reduce, "max": np.maximum.reduce,
+                 "min": np.minimum.reduce}
 _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
             "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
 
@@ -230,10 +234,37 @@ class Reduction(Special):
         """A function writing the value into ``out`` again (a kept plan's
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
-        if _small_leaf(self.kind, child) or self.kind in ("argmax", "argmin"):
+        kind, axes = self.kind, self.axes
+        if _small_leaf(kind, child) and kind in _UFUNC_REDUCE:
+            # what np.sum/prod/max/min(..., out=out) call, without their Python wrapper
+            return functools.partial(_UFUNC_REDUCE[kind], child._array,
+                                     None if self.whole else axes, None, out, self.keepdims)
+        if _small_leaf(kind, child) or kind in ("argmax", "argmin"):
             return lambda: self.into(out, (child,))
         fold = _Fold(self, child)
-        return lambda: np.copyto(out, fold.result())
+        folded = lambda: np.copyto(out, fold.result())  # noqa: E731
+        if not child.size or kind == "mean":
+            return folded
+        across_rows = kind == "sum" and _folds_across_rows(child, axes)
+        acc_dtype, start = _accumulator(kind, child.dtype, across_rows)
+        if acc_dtype != out.dtype or (kind == "sum" and acc_dtype == _F64 and not across_rows):
+            return folded
+        # into()'s one-thread fold straight into out, its view made once
+        kept_strides = iter(out.strides[i] for i in range(out.ndim)
+                            if not (self.keepdims and i in axes))
+        view = np.lib.stride_tricks.as_strided(
+            out, child.shape, tuple(0 if i in axes else next(kept_strides)
+                                    for i in range(child.ndim)))
+        size, code, reduce_into, threads = child.size, _FOLD[kind], core.reduce_into, \
+            core.reduce_threads
+
+        def direct():
+            if threads(size) != 1:
+                return folded()
+            out.fill(start)
+            reduce_into(view, child, code, 1, 0, 0)
+
+        return direct
 
     def vjp(self, node, g):
         """Reverse mode: the gradient with respect to the operand, lazily (sum and

@@ -183,10 +183,20 @@ class SoftmaxXentGrad(Special):
         if lv is None or tv is None:
             return None
 
-        def run():
-            cv = np.asarray(core.array_of(c, rows.dtype)).reshape(1)
+        if isinstance(c, core.Tensor):
+            def run():
+                cv = np.asarray(core.array_of(c, rows.dtype)).reshape(1)
+                _nn_kernels.xent_grad_rows(lv, tv, cv, rows)
+            return run
+        # a tree (a loss's seed times 1/N): assigned into a buffer of its own,
+        # half the set-up of array_of's evaluation
+        cbuf = np.empty((), rows.dtype)
+        cv = cbuf.reshape(1)
+
+        def run_tree():
+            core.assign(cbuf, c)
             _nn_kernels.xent_grad_rows(lv, tv, cv, rows)
-        return run
+        return run_tree
 
     def _rows_into(self, rows, args):
         logp, t, c = args

@@ -97,6 +97,22 @@ class ReLU(Layer):
     def compute(self, input):
         return {"output": core.apply("relu", (input,))}
 
+    def _forward(self, inputs):
+        outputs = self.compute(**inputs)
+        if self._feedback:
+            # stored: the backward reads it (output > 0 exactly where input > 0)
+            # instead of evaluating the input's tree a second time
+            outputs = {"output": store(outputs["output"])}
+        return outputs, (inputs, outputs)
+
+    def _backward(self, saved, grads):
+        inputs, outputs = saved
+        x, y, g = inputs["input"], outputs["output"], grads["output"]
+        if not self._feedback or x.dtype.kind != "f" or not (x.dtype == y.dtype == g.dtype) \
+                or g.shape != x.shape:
+            return super()._backward(saved, grads)
+        return {"input": core.where(y > 0, g, 0)}
+
 
 class Softmax(Layer):
     """Softmax along ``dim``."""

@@ -296,7 +296,10 @@ class TrainStep:
         gbufs = {n: self.optimizer._grad_buffer(n) for n in names}
         # one kept plan: its first run is recorded, later steps replay it
         plan = EvalPlan()
-        h = plan.register(value)
+        # the loss into a buffer of its own: a kept plan writes it in place, no
+        # new Tensor handed out per step
+        h = np.empty(value.shape, value.dtype)
+        plan.assign(h, value)
         handles = {k: plan.register(v) for k, v in out.items()} if outputs else None
         for n in names:
             plan.assign(gbufs[n], grads[n])
@@ -305,28 +308,34 @@ class TrainStep:
         return fills, plan, h, handles
 
     def __call__(self, inputs, return_outputs=False):
-        model_in, loss_in = self._split(inputs)
-        key = (tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in sorted(inputs.items())),
+        arrays = {k: v if type(v) is np.ndarray else np.asarray(v) for k, v in inputs.items()}
+        key = (tuple([(k, a.shape, a.dtype.str) for k, a in sorted(arrays.items())]),
                bool(return_outputs))
         built = self._built.get(key)
         if built is None:
-            built = self._built[key] = self._build(model_in, loss_in, return_outputs)
+            built = self._built[key] = self._build(*self._split(inputs), return_outputs)
         fills, plan, h, handles = built
+        lows = {}
         for k, t, indices in fills:  # check every input before writing any buffer
-            a = np.asarray(inputs[k])
-            if indices and a.size and (a.min() < -t.shape[1] or a.max() >= t.shape[1]):
-                raise IndexError(f"train_step: target index out of range for "
-                                 f"{t.shape[1]} classes")
+            a = arrays[k]
+            if indices and a.size:
+                lows[k] = lo = a.min()
+                if lo < -t.shape[1] or a.max() >= t.shape[1]:
+                    raise IndexError(f"train_step: target index out of range for "
+                                     f"{t.shape[1]} classes")
         for k, t, indices in fills:
-            a, dst = np.asarray(inputs[k]), t.numpy()
+            a, dst = arrays[k], t.numpy()
             if indices:
-                dst[...] = 0
-                dst[np.arange(a.shape[0]), a] = 1
+                if lows.get(k, 0) >= 0:  # one-hot rows in one ufunc call
+                    np.equal(a[:, None], np.arange(dst.shape[1]), out=dst, casting="unsafe")
+                else:
+                    dst[...] = 0
+                    dst[np.arange(a.shape[0]), a] = 1
             else:
                 np.copyto(dst, a, casting="same_kind")
         self.optimizer._advance()
         plan.run(keep=True)
-        loss_value = float(h.value.numpy())
+        loss_value = float(h)
         if handles is None:
             return loss_value
         return loss_value, {k: hv.value.numpy() for k, hv in handles.items()}
