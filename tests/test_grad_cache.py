@@ -441,3 +441,48 @@ def _torch_tree(torch, spec, tt, tw):
     if reduce == "max":
         return torch.sum(torch.amax(top, 1))
     return getattr(torch, reduce)(top)
+
+
+# ------------------------------------- the kernels these schedules lean on
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("n", [0, 1, 7, 16, 33, 1000])
+def test_where_with_a_scalar_branch(dtype, n):
+    # where(c, x, 0) (relu's gradient) and where(c, 0, x), where(c, a, b) of
+    # two scalars: vectorized loops, NumPy's values
+    rng = np.random.default_rng(n)
+    c = rng.random(n) > 0.5
+    x = (rng.standard_normal(2 * n) * 10).astype(dtype)[::2]  # strided
+    one = dtype(1) if dtype is not np.bool_ else True
+    for e, want in [(pyet.where(c, x, 0), np.where(c, x, 0)),
+                    (pyet.where(c, x, dtype(0)), np.where(c, x, dtype(0))),
+                    (pyet.where(c, dtype(0), x), np.where(c, dtype(0), x)),
+                    (pyet.where(c, one, dtype(0)), np.where(c, one, dtype(0))),
+                    (pyet.where(pyet.asarray(c), x, x[::-1]), np.where(c, x, x[::-1]))]:
+        got = np.asarray(pyet.evaluate(e))
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_kept_softmax_of_a_tree_is_bound_and_exact(log):
+    # a kept plan evaluates a softmax's tree child into scratch by a recorded
+    # pass and replays one bound kernel call: the values a fresh evaluation gives
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((9, 10)).astype(np.float32)
+    b = rng.standard_normal(10).astype(np.float32)
+    labels = rng.integers(0, 10, 9)
+    ta, tb = pyet.asarray(a), pyet.asarray(b)
+    f = pyet.log_softmax if log else pyet.softmax
+    y = f(pyet.tanh(ta) + tb, 1)
+    loss = -pyet.mean(pyet.choose_row_element(pyet.log_softmax(ta * 2 + tb, 1), labels))
+    plan = pyet.EvalPlan()
+    hs = [plan.register(y), plan.register(pyet.grad(loss, ta))]
+    for _ in range(3):
+        plan.run(keep=True)
+        want = [np.asarray(pyet.evaluate(f(pyet.tanh(ta) + tb, 1))), fresh(loss, ta)[1]]
+        for h, w in zip(hs, want, strict=True):
+            assert np.array_equal(h.value.numpy(), w)
+        a += 0.5
+    text = pyet.explain(plan)
+    assert f"Compute({f.__name__}(9,10), bound=True)" in text
+    assert "Compute(softmax_xent_grad(9,10), bound=True)" in text

@@ -748,9 +748,18 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
                 const T a_ = A_[i], b_ = B_[i]; /* both loads: branch-free */\
                 O_[i] = C_[i] ? a_ : b_;                                    \
             }                                                               \
+        } else if (sa) { /* where(c, x, 0): relu's gradient */              \
+            const T b_ = B_[0];                                             \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T a_ = A_[i]; O_[i] = C_[i] ? a_ : b_; }              \
+        } else if (sb) {                                                    \
+            const T a_ = A_[0];                                             \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T b_ = B_[i]; O_[i] = C_[i] ? a_ : b_; }              \
         } else {                                                            \
-            for (pyet_intp i = 0; i < n; i++)                               \
-                O_[i] = C_[i] ? A_[i * sa] : B_[i * sb];                    \
+            const T a_ = A_[0], b_ = B_[0];                                 \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                O_[i] = C_[i] ? a_ : b_;                                    \
         }                                                                   \
     } while (0)
 
