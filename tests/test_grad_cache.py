@@ -141,6 +141,26 @@ def test_held_results_are_not_overwritten():
             assert np.array_equal(x.numpy(), w)
 
 
+def test_a_loop_holding_the_last_results_alternates_two_schedules(monkeypatch):
+    count = Counting(monkeypatch)
+    rng = np.random.default_rng(18)
+    arrays = mlp_arrays(rng)
+    labels = rng.integers(0, 3, 7)
+    build = mlp(labels)
+    ts = [pyet.asarray(a) for a in arrays]
+    v = g = None
+    for _ in range(6):
+        prev = (v, g, None if v is None else [x.numpy().copy() for x in g])
+        v, g = pyet.value_and_grad(*build(ts))
+        same_bits([v.numpy()] + [x.numpy() for x in g], fresh(*build(ts)))
+        if prev[0] is not None:  # the last step's results, held during this call
+            for x, want in zip(prev[1], prev[2], strict=True):
+                assert np.array_equal(x.numpy(), want)
+        for a in arrays[1:]:
+            a -= 0.01 * rng.standard_normal(a.shape)
+    assert count.misses == G.POOL_SIZE and len(G._CACHE[next(iter(G._CACHE))]) == 2
+
+
 def test_held_result_view_is_not_overwritten():
     rng = np.random.default_rng(4)
     x = pyet.asarray(rng.standard_normal((4, 3)))
@@ -444,6 +464,13 @@ def _torch_tree(torch, spec, tt, tw):
 
 
 # ------------------------------------- the kernels these schedules lean on
+
+def test_relu_of_a_constant_leaf():
+    # (constant folding called np.maximum with relu's one operand)
+    for v in (-1.5, 0.0, 2.5):
+        c = pyet.asarray(np.broadcast_to(np.float32(v), (2, 3)))
+        assert np.array_equal(np.asarray(pyet.evaluate(pyet.relu(c))),
+                              np.maximum(np.full((2, 3), v, np.float32), 0))
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
 @pytest.mark.parametrize("n", [0, 1, 7, 16, 33, 1000])

@@ -176,6 +176,7 @@ cdef class KeptSchedule:
     its tree: not replayable for other values)."""
     cdef list actions, slots, sites, baselines
     cdef Py_ssize_t nleaves
+    cdef bint dirty           # a run raised midway: every site moved again next run
 
     def __init__(self, list actions, list slots, Py_ssize_t nleaves):
         self.actions, self.slots, self.nleaves = actions, list(slots), nleaves
@@ -272,13 +273,19 @@ cdef class KeptSchedule:
             out.append(Py_REFCNT(o))
         return out
 
+    def free(self):
+        """Whether no result a run handed out is still held (a run then
+        writes the same destinations again)."""
+        return self._refs() == self.baselines
+
     def run(self, list leaves):
         """Replay over ``leaves`` (the new leaves' arrays, as structure_key
         gives them); returns the destinations, new ones where a result handed
         out before is still held."""
         cdef Py_ssize_t k, n = self.nleaves
         cdef cnp.ndarray old, new
-        changed = set()
+        changed = set(range(len(self.slots))) if self.dirty else set()
+        self.dirty = True
         for k in range(n):
             old, new = <cnp.ndarray>self.slots[k], <cnp.ndarray>leaves[k]
             if old is not new and cnp.PyArray_DATA(old) != cnp.PyArray_DATA(new):
@@ -293,6 +300,7 @@ cdef class KeptSchedule:
         if changed:
             self._move(changed)
             self.baselines = self._refs()
+        self.dirty = False
         replay(self.actions)
         return self.slots[n:]
 

@@ -344,6 +344,8 @@ def value_and_grad(y, wrt, seed=None):
     differentiating, grouping or lowering again (the same operations in the
     same order: the same results as a fresh evaluation).  A few structures are
     kept (least recently used dropped); :func:`clear_grad_cache` empties them.
+    Results are handed out without copies: a call writes new memory while an
+    earlier call's results are still referenced.
     """
     single, leaves = _check_wrt(wrt)
     y = core.as_expr(y)
@@ -356,9 +358,17 @@ def value_and_grad(y, wrt, seed=None):
                 entry = _CACHE.get(key, _MISSING)
             except TypeError:  # an unhashable kernel parameter: no caching
                 key, entry = None, None
-            if entry is not _MISSING and entry is not None:
+            if entry is None:  # known not to replay: evaluated plainly
+                key = None
+            elif entry is not _MISSING:
                 _CACHE.move_to_end(key)
-                return _results(entry.run(slots), single)
+                for kept in entry:
+                    if kept.free():
+                        return _results(kept.run(slots), single)
+                if len(entry) >= POOL_SIZE:  # every one's results held: new destinations
+                    entry.append(entry.pop(0))
+                    return _results(entry[-1].run(slots), single)
+                # else a schedule of its own (its own scratch and destinations)
         finally:
             _LOCK.release()
     grads = grad(y, leaves, seed)
@@ -367,14 +377,20 @@ def value_and_grad(y, wrt, seed=None):
     dsts = [np.empty(e.shape, e.dtype) for e in exprs]
     actions = core.run_statements(dsts, exprs, key is not None)
     if key is not None:
-        entry = None
+        kept = None
         if actions is not None:
             try:
-                entry = core.KeptSchedule(actions, slots + dsts, len(slots))
+                kept = core.KeptSchedule(actions, slots + dsts, len(slots))
             except ValueError:  # not replayable over other memory: not kept
-                entry = None
+                kept = None
         with _LOCK:
-            _CACHE[key] = entry
+            entry = _CACHE.get(key)
+            if kept is None:
+                _CACHE[key] = None
+            elif entry is None:
+                _CACHE[key] = [kept]
+            elif len(entry) < POOL_SIZE:
+                entry.append(kept)
             while len(_CACHE) > CACHE_SIZE:
                 _CACHE.popitem(last=False)
     return _results(dsts, single)
@@ -385,9 +401,13 @@ def _results(arrays, single):
     return value, (results[0] if single else results)
 
 
-# value_and_grad's recorded evaluations by structure (None: a structure whose
-# evaluation cannot be replayed), least recently used first
+# value_and_grad's recorded evaluations by structure, least recently used
+# first: per structure a list of up to POOL_SIZE KeptSchedules (None: one whose
+# evaluation cannot be replayed).  A loop that holds the last step's results
+# while it calls again alternates between two, each writing its own
+# destinations, instead of giving one new destinations every call.
 CACHE_SIZE = 8
+POOL_SIZE = 2
 _CACHE = OrderedDict()
 _LOCK = threading.Lock()
 _MISSING = object()
