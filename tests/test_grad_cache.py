@@ -237,6 +237,19 @@ def test_layouts_are_different_structures(second):
     assert len(G._CACHE) == 2
 
 
+def test_misaligned_leaves_are_a_different_structure():
+    rng = np.random.default_rng(19)
+    for off in (0, 1, 0, 1):
+        buf = np.zeros(8 * 12 + 1, np.uint8)
+        a = buf[off:off + 96].view(np.float64).reshape(3, 4)  # misaligned at off 1
+        a[...] = rng.standard_normal((3, 4))
+        W = pyet.asarray(rng.standard_normal((4, 4)))
+        x = pyet.asarray(a)
+        got = [g.copy() for g in cached(pyet.sum(pyet.tanh(x @ W) + x), [x, W])]
+        same_bits(got, fresh(pyet.sum(pyet.tanh(x @ W) + x), [x, W]))
+    assert len(G._CACHE) == 2
+
+
 @pytest.mark.parametrize("c1, c2", [(2.0, 3.0), (0.0, -0.0), (1, 1.0), (2.0, np.float32(2.0)),
                                     (1.0, 0.0)])
 def test_scalars_by_value_bits_and_type(c1, c2):

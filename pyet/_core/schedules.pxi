@@ -55,7 +55,7 @@ def structure_key(list roots, list wrt, object settings):
 
     The key holds the roots' structure keys (ops, dtypes, kernel parameters),
     pre-order: per leaf its array's slot (the same array object, the same
-    slot), shape, strides and dtype, how its memory overlaps earlier slots
+    slot), shape, strides, dtype and alignment, how its memory overlaps earlier slots
     (offsets), which wrt it is (or views), a constant leaf's value; per scalar
     its value's bits; a node met again as a reference to where it was first
     met (sharing changes the plan).  ``settings``: anything global the plan
@@ -95,7 +95,8 @@ def structure_key(list roots, list wrt, object settings):
                                              - <Py_ssize_t>cnp.PyArray_DATA(b)))
                     slots.append(a)
                     parts.append((s, (<object>a).shape, (<object>a).strides, e._dt,
-                                  tuple(overlaps), _wrt_match(t, wrt, wrt_ids),
+                                  cnp.PyArray_ISALIGNED(a), tuple(overlaps),
+                                  _wrt_match(t, wrt, wrt_ids),
                                   _scalar_part(constant_value(e), e._dt)
                                   if is_constant(e) else None))
                 else:
