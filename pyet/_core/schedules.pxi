@@ -175,7 +175,7 @@ cdef class KeptSchedule:
     ValueError when an array the actions use straddles a slot's memory or
     holds a copy of a leaf's values (a rule that read values when it built
     its tree: not replayable for other values)."""
-    cdef list actions, slots, sites, baselines
+    cdef list actions, slots, sites, baselines, written
     cdef Py_ssize_t nleaves
     cdef bint dirty           # a run raised midway: every site moved again next run
 
@@ -183,6 +183,14 @@ cdef class KeptSchedule:
         self.actions, self.slots, self.nleaves = actions, list(slots), nleaves
         self.sites = []
         cdef Action a
+        self.written = []  # what the actions write: rewritten by every replay
+        for a in actions:
+            if isinstance(a, Pass):
+                self.written.extend((<Pass>a).dsts)
+            elif isinstance(a, Gemm):
+                self.written.append((<Gemm>a).dst)
+            elif isinstance(a, Compute):
+                self.written.append((<Compute>a).out)
         for a in actions:
             if isinstance(a, Pass):
                 for i, d in enumerate((<Pass>a).dsts):
@@ -213,6 +221,7 @@ cdef class KeptSchedule:
             self.slots[k] = np.empty(old.shape, old.dtype)
         self._move(set(range(nleaves, len(self.slots))))
         self.baselines = self._refs()
+        self.written = None
 
     cdef _array_site(self, Action a, int field, Py_ssize_t i, cnp.ndarray x):
         where = _locate(x, self.slots)
@@ -258,8 +267,8 @@ cdef class KeptSchedule:
         # the structure; one equal to a leaf's values may be a copy of them
         cdef cnp.ndarray s
         cdef Py_ssize_t k
-        if cnp.PyArray_SIZE(x) <= 1:
-            return
+        if cnp.PyArray_SIZE(x) <= 1 or _locate(x, self.written) is not None:
+            return  # (scratch a recorded action writes again on every replay)
         for k in range(self.nleaves):
             s = <cnp.ndarray>self.slots[k]
             if cnp.PyArray_SIZE(s) == cnp.PyArray_SIZE(x) and \
