@@ -13,6 +13,9 @@ file, lower layers first; a layer uses only those above it in this list):
 - ``engine.pxi``: how a root is written -- a root form (one gemm with alpha,
   beta and D), a special node straight into the destination, or the
   elementwise program -- and special nodes computed into scratch first.
+- ``schedules.pxi``: recorded evaluations kept by structure (value_and_grad's
+  cache): a structure key without the leaves' memory, and replays that follow
+  new leaves' arrays.
 
 Node families (``pyet._nodes``) build on this module; they subclass
 ``Special`` for their kernels, and nothing here imports them.
@@ -54,6 +57,7 @@ include "nodes.pxi"
 include "products.pxi"
 include "plan.pxi"
 include "engine.pxi"
+include "schedules.pxi"
 
 # the op table and the compiled kernels agree, or pyet does not import
 check_op_table()

@@ -86,6 +86,8 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
                     kernel.into(d, args)
                     _count_special(e, 0)
                 return
+            if _recorder() is not None and getattr(kernel, "scratch_operands", False):
+                args = tuple([_scratch_operand(<Expr>a) for a in args])
             action = Compute(e, d, args, 0)
             if _recorder() is not None:
                 action.bind()
@@ -433,6 +435,11 @@ cdef object _special_value(Expr e):
         out = _product_scratch(e, args)
         if out is not None:
             return out
+    if getattr(kernel, "scratch_operands", False):
+        # its elementwise operands evaluated into scratch by recorded passes:
+        # the replay is one bound kernel call (the values its own evaluation
+        # of them would give)
+        args = tuple([_scratch_operand(<Expr>a) for a in args])
     _evaluation.recorder = None
     try:
         computed = (<SpecialNode>e)._kernel.value(args)
@@ -486,6 +493,25 @@ cdef cnp.ndarray _blas_operand(Expr x, int dt, cnp.ndarray dst):
     if done is not None:
         done[key] = (x, wrap(a), _leaf_arrays(x))
     return a
+
+
+cdef Expr _scratch_operand(Expr x):
+    # x as a leaf (recording): itself, or its value in C-ordered scratch written
+    # by a recorded pass, once per run for equal trees over the same memory
+    if not x._args:
+        return x
+    done = _evaluation.done
+    key = ("scratch value", value_key(x), x._dt)
+    hit = done.get(key) if done is not None else None
+    if hit is not None:
+        return <Expr>hit[1]
+    a = np.empty(x.shape, DTYPES[x._dt])
+    assign(a, x)
+    STATS[4] += (<cnp.ndarray>a).nbytes
+    leaf = wrap(a)
+    if done is not None:
+        done[key] = (x, leaf, _leaf_arrays(x))
+    return leaf
 
 
 def replay(list actions):

@@ -960,6 +960,8 @@ cdef object _constant_fold(int op, tuple args, int dt):
     ufunc = _UFUNC_BY_CODE[op]
     if ufunc is None or op == OP_power:  # (power's scalar fast paths are the kernels')
         return None
+    if ufunc.nin != len(args):  # relu is maximum(x, 0): its kernel computes it
+        return None
     values = []
     for a in args:
         if a._op == OP_scalar:

@@ -10,11 +10,15 @@ that reads the forward tree's nodes themselves (sigmoid's gradient
 evaluation computes each shared special node once.
 """
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from pyet._core import core
 from pyet._core.core import OPNAMES, Expr, PyFunc, Scalar, SpecialNode, Tensor, View
 from pyet._core.ops import OPS_BY_NAME
+from pyet._kernels.parallel import get_num_threads
 from pyet._nodes.reductions import sum as _sum
 from pyet._nodes.views import broadcast_to, flip, index_adjoint, pad, reshape
 
@@ -329,16 +333,96 @@ def value_and_grad(y, wrt, seed=None):
         sequence).  One evaluation: each special node (product, reduction,
         softmax, ...) shared by ``y`` and the gradient trees is computed once;
         elementwise nodes are fused into each tree that reads them.
+
+    Notes
+    -----
+    A training loop builds the same tree every step over new or updated
+    arrays.  The first call with a given structure -- ops, scalars, kernel
+    parameters, each leaf's shape, strides and dtype, which leaves are the
+    same array or overlap, which are ``wrt`` -- records its evaluation; later
+    calls with that structure replay it over their own leaves' memory, without
+    differentiating, grouping or lowering again (the same operations in the
+    same order: the same results as a fresh evaluation).  A few structures are
+    kept (least recently used dropped); :func:`clear_grad_cache` empties them.
+    Results are handed out without copies: a call writes new memory while an
+    earlier call's results are still referenced.
     """
     single, leaves = _check_wrt(wrt)
     y = core.as_expr(y)
+    roots = [y] if seed is None else [y, core.as_expr(seed)]
+    key = slots = None
+    if not y._flags & _UNCACHEABLE and _LOCK.acquire(blocking=False):
+        try:
+            try:
+                key, slots = core.structure_key(roots, leaves, _settings(len(roots)))
+                entry = _CACHE.get(key, _MISSING)
+            except TypeError:  # an unhashable kernel parameter: no caching
+                key, entry = None, None
+            if entry is None:  # known not to replay: evaluated plainly
+                key = None
+            elif entry is not _MISSING:
+                _CACHE.move_to_end(key)
+                for kept in entry:
+                    if kept.free():
+                        return _results(kept.run(slots), single)
+                if len(entry) >= POOL_SIZE:  # every one's results held: new destinations
+                    entry.append(entry.pop(0))
+                    return _results(entry[-1].run(slots), single)
+                # else a schedule of its own (its own scratch and destinations)
+        finally:
+            _LOCK.release()
     grads = grad(y, leaves, seed)
     # one plan: what the value and the gradients share is computed once
     exprs = [y, *grads]
     dsts = [np.empty(e.shape, e.dtype) for e in exprs]
-    core.run_statements(dsts, exprs)
-    value, *results = [core.tensor(d) for d in dsts]
+    actions = core.run_statements(dsts, exprs, key is not None)
+    if key is not None:
+        kept = None
+        if actions is not None:
+            try:
+                kept = core.KeptSchedule(actions, slots + dsts, len(slots))
+            except ValueError:  # not replayable over other memory: not kept
+                kept = None
+        with _LOCK:
+            entry = _CACHE.get(key)
+            if kept is None:
+                _CACHE[key] = None
+            elif entry is None:
+                _CACHE[key] = [kept]
+            elif len(entry) < POOL_SIZE:
+                entry.append(kept)
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return _results(dsts, single)
+
+
+def _results(arrays, single):
+    value, *results = [core.tensor(d) for d in arrays]
     return value, (results[0] if single else results)
+
+
+# value_and_grad's recorded evaluations by structure, least recently used
+# first: per structure a list of up to POOL_SIZE KeptSchedules (None: one whose
+# evaluation cannot be replayed).  A loop that holds the last step's results
+# while it calls again alternates between two, each writing its own
+# destinations, instead of giving one new destinations every call.
+CACHE_SIZE = 8
+POOL_SIZE = 2
+_CACHE = OrderedDict()
+_LOCK = threading.Lock()
+_MISSING = object()
+_UNCACHEABLE = core.UNCACHEABLE
+
+
+def _settings(nroots):
+    # what a recorded evaluation depends on besides the trees
+    return (nroots, get_num_threads(), core.get_block_size())
+
+
+def clear_grad_cache():
+    """Forget value_and_grad's recorded evaluations (and the arrays they hold)."""
+    with _LOCK:
+        _CACHE.clear()
 
 
 def tensordot(a, b, axes=2):
@@ -384,4 +468,4 @@ def tensordot(a, b, axes=2):
     return reshape(out, x.shape[:len(free_a)] + z.shape[len(ax_b):])
 
 
-__all__ = ["grad", "tensordot", "value_and_grad", "vjp"]
+__all__ = ["clear_grad_cache", "grad", "tensordot", "value_and_grad", "vjp"]

@@ -121,7 +121,11 @@ class Take(Kernel):
     def vjp(self, node, g):
         """Reverse mode: rows of ``g`` scattered back (take_grad); none to indices."""
         idx, w = node._args
-        return (None, take_grad(idx, g, w.shape[0]))
+        # the node's own checked indices, read (not copied: a kept schedule
+        # replays this tree over other indices' memory)
+        rows = w.shape[0]
+        return (None, core.node(TakeGrad(rows), (idx, g), (rows,) + g.shape[idx.ndim:],
+                                g.dtype))
 
 
 def take(indices, W):
@@ -183,8 +187,12 @@ class ChooseRowElement(Kernel):
     def vjp(self, node, g):
         """Reverse mode: ``g[i]`` at (i, indices[i]) of zeros, fused elementwise."""
         m, idx = node._args
+        rows, cols = m.shape
+        # fill_row_element over the node's own checked indices, read (not
+        # copied: a kept schedule replays this tree over other indices' memory)
+        hit = reshape(idx, (rows, 1)) == core.tensor(np.arange(cols, dtype=np.intp))
         zeros = broadcast_to(core.tensor(np.zeros((), g.dtype)), m.shape)
-        return (fill_row_element(zeros, g, idx), None)
+        return (core.where(hit, reshape(g, (rows, 1)), zeros), None)
 
 
 def _matrix(e, fname, what):
@@ -265,7 +273,8 @@ class TakeGrad(Kernel):
 
     def vjp(self, node, g):
         """Reverse mode: the rows of ``g`` gathered again (take)."""
-        return (None, take(node._args[0], g))
+        idx = node._args[0]  # the node's own checked indices, read (not copied)
+        return (None, core.node(Take(), (idx, g), idx.shape + g.shape[1:], g.dtype))
 
 
 def take_grad(indices, G, num_rows):

@@ -19,6 +19,7 @@ class Softmax(Special):
     passes, every inner loop along the contiguous axis: no transposed copy)."""
 
     __slots__ = ("axis", "log")
+    scratch_operands = True  # a kept plan: a tree child in scratch, the kernel bound
 
     def __init__(self, axis, log):
         self.axis, self.log = axis, log
@@ -141,6 +142,7 @@ class SoftmaxXentGrad(Special):
 
     __slots__ = ("axis",)
     name = "softmax_xent_grad"
+    scratch_operands = True  # a kept plan: tree operands in scratch, the kernel bound
 
     def __init__(self, axis):
         self.axis = axis
