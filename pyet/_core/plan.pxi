@@ -15,6 +15,20 @@ DEF MAX_REG_BYTES = 8  # largest itemsize
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
 # measurement so that a few registers stay in L1
 cdef pyet_intp BLOCK = 512
+# a pass over more operand memory than this (bytes) prefetches each next
+# block while it computes the current one (see run_block)
+cdef pyet_intp PREFETCH_BYTES = 1 << 20
+cdef pyet_intp PREFETCH_AHEAD = 1   # blocks
+DEF MAX_PREFETCH = 16               # operand streams prefetched, at most
+
+
+def set_prefetch(pyet_intp min_bytes, pyet_intp ahead=1):
+    """Prefetch in passes over more than ``min_bytes`` of operands, ``ahead``
+    blocks ahead (a tuning knob; -1 turns it off)."""
+    global PREFETCH_BYTES, PREFETCH_AHEAD
+    PREFETCH_BYTES, PREFETCH_AHEAD = min_bytes, max(ahead, 1)
+
+
 # rows shorter than this are packed several to a block (a block's fixed cost
 # per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
 DEF SHORT_ROW = 128
@@ -564,6 +578,8 @@ cdef struct Run:
     int early               # RED_ALL/RED_ANY into one accumulator: stop once decided
     int stop                # set by the thread that decided (others stop too)
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
+    int npf                 # operands whose next block is prefetched (distinct memory)
+    int pfk[MAX_PREFETCH]
 
 
 cdef int TYPENUM[5]
@@ -656,9 +672,13 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
 
 
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
-                   char *regs) noexcept nogil:
+                   char *regs, char **pf=NULL, pyet_intp pfn=0) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
-    with this thread's registers."""
+    with this thread's registers.  With pf, the r.npf operand blocks there
+    (pfn elements each) are prefetched meanwhile, a slice before each
+    instruction: the memory stream keeps flowing while kernels that read no
+    memory compute, as in a loop that keeps each element in registers."""
+    cdef pyet_intp lo, hi, isz
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef char *leafp[256]
     cdef char *dstp[256]
@@ -681,6 +701,12 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         return 0
     for i in range(prog.ninstr):
         ins = &prog.code[i]
+        if pf != NULL:
+            for j in range(r.npf):
+                isz = r.itemsize[r.pfk[j]]
+                lo = (pfn * i // prog.ninstr) * isz & ~(<pyet_intp>63)
+                hi = pfn * (i + 1) // prog.ninstr * isz
+                pyet_prefetch(pf[j] + lo, hi - lo, r.pfk[j] < r.ndst)
         for j in range(ins.nin):
             if ins.src_kind[j] == SRC_REG:
                 inp[j] = regs + ins.src[j] * regbytes
@@ -724,7 +750,8 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef pyet_intp idx[MAXD]
     cdef char *row[256]
     cdef char *ptr[256]
-    cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n
+    cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n, ahead = PREFETCH_AHEAD
+    cdef char *pf[MAX_PREFETCH]
     if w0 >= w1:
         return 0
     if r.packed:
@@ -753,7 +780,13 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         n = inner - x0 if inner - x0 < r.block else r.block
         for k in range(nops):
             ptr[k] = row[k] + x0 * r.strides[k * MAXD + nd - 1]
-        if run_block(r, prog, n, ptr, regs) < 0:
+        if r.npf and blk + ahead < r.nblocks:  # the block `ahead` further along the row
+            for k in range(r.npf):
+                pf[k] = ptr[r.pfk[k]] + ahead * r.block * r.itemsize[r.pfk[k]]
+            if run_block(r, prog, n, ptr, regs, pf,
+                         min(r.block, inner - x0 - ahead * r.block)) < 0:
+                return -1
+        elif run_block(r, prog, n, ptr, regs) < 0:
             return -1
         if r.early:  # all/any into one accumulator: the first deciding block ends it
             if r.stop or (row[0][0] != 0) == (r.early == RED_ANY):
@@ -888,6 +921,27 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
     return 0
+
+
+cdef void prefetch_streams(Run *r) noexcept nogil:
+    # the operands read (written) in place along contiguous rows, each memory
+    # once (a destination its statement reads), when together they exceed
+    # PREFETCH_BYTES: too much to stay in the caches from one pass to the next
+    cdef int k, j
+    cdef pyet_intp nbytes = 0
+    for k in range(r.nops):
+        if r.gather[k] >= 0 or r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+            continue
+        for j in range(r.npf):
+            if r.base[r.pfk[j]] == r.base[k]:
+                break
+        else:
+            if r.npf < MAX_PREFETCH:
+                r.pfk[r.npf] = k
+                r.npf += 1
+                nbytes += r.total * r.itemsize[k]
+    if nbytes <= PREFETCH_BYTES:
+        r.npf = 0
 
 
 cdef bint flat_operand(Run *r, int k) noexcept nogil:
@@ -1043,6 +1097,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             nthreads = max(1, min(red_threads, r.nitems))
         else:
             nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
+        r.npf = 0
+        if not red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
+                and r.nblocks > PREFETCH_AHEAD:
+            prefetch_streams(&r)
         r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
         buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
         if buf == NULL:
