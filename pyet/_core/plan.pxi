@@ -18,11 +18,11 @@ cdef pyet_intp BLOCK = 512
 # a pass over more operand memory than this (bytes) prefetches each next
 # block while it computes the current one (see run_block)
 cdef pyet_intp PREFETCH_BYTES = 1 << 20
-cdef pyet_intp PREFETCH_AHEAD = 1   # blocks
+cdef pyet_intp PREFETCH_AHEAD = 2   # blocks (the last slice then still arrives a block early)
 DEF MAX_PREFETCH = 16               # operand streams prefetched, at most
 
 
-def set_prefetch(pyet_intp min_bytes, pyet_intp ahead=1):
+def set_prefetch(pyet_intp min_bytes, pyet_intp ahead=2):
     """Prefetch in passes over more than ``min_bytes`` of operands, ``ahead``
     blocks ahead (a tuning knob; -1 turns it off)."""
     global PREFETCH_BYTES, PREFETCH_AHEAD
@@ -106,6 +106,12 @@ cdef class _Lowering:
     # leaf shared by several statements or an earlier statement's destination
     cdef list leaf_map
     cdef int nleaf_seen
+    # common subexpressions of a multi-output pass (see _count_shared): the
+    # signature of the costly subtree at (node, first leaf occurrence), the
+    # value of each signature computed so far, its uses still to come, and
+    # the registers held for them
+    cdef dict sig_at, memo, uses
+    cdef set pinned
 
     def __init__(self, list leaf_map=None):
         self.code = []
@@ -115,6 +121,7 @@ cdef class _Lowering:
         self.nleaves = self.nscalars = self.nregs = self.npyfuncs = 0
         self.leaf_map = leaf_map
         self.nleaf_seen = 0
+        self.sig_at, self.memo, self.uses, self.pinned = {}, {}, {}, set()
 
     cdef int alloc(self):
         if self.free_regs:
@@ -124,7 +131,7 @@ cdef class _Lowering:
 
     cdef void release(self, list srcs):
         for kind, idx in srcs:
-            if kind == SRC_REG and idx not in self.free_regs:
+            if kind == SRC_REG and idx not in self.free_regs and idx not in self.pinned:
                 self.free_regs.append(idx)
 
     cdef tuple emit(self, int op, int dt, int dt_out, list srcs, object fn=None):
@@ -157,6 +164,25 @@ cdef class _Lowering:
         return src
 
     cdef tuple node(self, Expr e):
+        cdef tuple src
+        sig = self.sig_at.get((id(e), self.nleaf_seen)) if self.sig_at else None
+        if sig is None:
+            return self.node_once(e)
+        src = self.memo.get(sig)
+        if src is not None:  # computed before in this pass: its leaves are skipped
+            self.nleaf_seen += len((<tuple>sig)[1])
+        else:
+            src = self.node_once(e)
+        self.uses[sig] -= 1
+        if self.uses[sig] > 0:
+            self.memo[sig] = src
+            self.pinned.add(src[1])
+        else:  # the last use: the register is free once its reader has it
+            self.memo.pop(sig, None)
+            self.pinned.discard(src[1])
+        return src
+
+    cdef tuple node_once(self, Expr e):
         cdef Expr a
         fused = _match(e)
         if fused is not None:
@@ -280,7 +306,9 @@ cdef void _write_root(_Lowering lw, tuple src, int k, int dst_dt):
     # destination k takes the root's value: the last instruction writes it
     # there, or a copy (or fill) does for a bare leaf or scalar
     cdef Py_ssize_t last = len(lw.code) - 1
-    if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1]:
+    # (a value later statements read again stays in its register: copied)
+    if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1] \
+            and src[1] not in lw.pinned:
         op, dt, dt_out, _, srcs = lw.code[last]
         lw.code[last] = (op, dt, dt_out, -1 - k, srcs)
     else:
@@ -301,10 +329,56 @@ def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
     in order, block by block (a multi-output pass).  ``leaf_map`` gives each
     leaf occurrence's source: a shared leaf, or an earlier destination."""
     cdef _Lowering lw = _Lowering(leaf_map)
+    _count_shared(lw, exprs)
     for k in range(len(exprs)):
         _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
     lw.nleaves = nleaves
     return _assemble(lw, len(exprs), dst_dts[0])
+
+
+cdef tuple _signatures(_Lowering lw, Expr e, Py_ssize_t pos, bint scalar_ok, dict sigs,
+                       dict counts):
+    # Walk e as collect() numbers leaf occurrences, from occurrence pos:
+    # (next position, whether e's subtree is free of scalars, 0-d and
+    # constant leaves and user functions, whose values binding supplies and
+    # the program's cache key does not hold).  Records the signature of every
+    # costly subtree free of them: its structure and the source of each leaf
+    # (a shared leaf or an earlier statement's destination), which decide
+    # its value within a block.
+    cdef Py_ssize_t i, start = pos
+    cdef bint plain = True
+    if e._op == OP_leaf:
+        return pos + 1 if not scalar_ok or not one_value(e) else pos, \
+            not scalar_ok or not one_value(e)
+    if e._op == OP_scalar:
+        return pos, False
+    for i in range(len(e._args)):
+        pos, ok = _signatures(lw, <Expr>e._args[i], pos, not (
+            e._op == OP_pyfunc or (e._op == OP_where and i == 0)
+            or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape)), sigs, counts)
+        plain = plain and ok
+    if not plain or e._op == OP_pyfunc:
+        return pos, False
+    if e._flags & HAS_COSTLY:
+        sig = (e._key, tuple(lw.leaf_map[start:pos]))
+        sigs[(id(e), start)] = sig
+        counts[sig] = counts.get(sig, 0) + 1
+    return pos, True
+
+
+cdef void _count_shared(_Lowering lw, list exprs) except *:
+    # A multi-output pass computes a costly subtree that several of its
+    # statements (or one, twice) hold once per block, in a register until
+    # its last reader: two sigmoid(dot(x, W) + b) trees built separately read
+    # one gemm's scratch, and the sigmoid runs once.
+    cdef dict sigs = {}, counts = {}
+    cdef Py_ssize_t pos = 0
+    for e in exprs:
+        pos = _signatures(lw, <Expr>e, pos, True, sigs, counts)[0]
+    for key, sig in sigs.items():
+        if counts[sig] > 1:
+            lw.sig_at[key] = sig
+            lw.uses[sig] = counts[sig]
 
 
 cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
