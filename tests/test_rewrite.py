@@ -12,7 +12,8 @@ import pyet
 from pyet._core.rewrite import RULES
 
 _UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-           "divide": np.divide, "exp": np.exp, "negative": np.negative}
+           "divide": np.divide, "exp": np.exp, "negative": np.negative,
+           "sqrt": np.sqrt}
 
 
 def _slots(pattern, out):

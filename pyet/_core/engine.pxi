@@ -780,14 +780,22 @@ cdef list _scratch_lines(list roots):
     return lines
 
 
-cdef Expr _stand_in(Expr e):
+cdef Expr _stand_in(Expr e, dict memo=None):
     # e with special nodes replaced by uninitialized leaves of their shape and
-    # dtype, as materialize_node would leave it (nothing computed)
+    # dtype, as materialize_node would leave it (nothing computed); with memo,
+    # one leaf for special nodes of equal structure over the same memory, as
+    # a plan computes them once
     if not (e._flags & HAS_SPECIAL):
         return e
     if e._op == OP_special:
-        return wrap(np.empty(e.shape, DTYPES[e._dt]))
-    return with_args(e, tuple([_stand_in(a) for a in e._args]))
+        key = value_key(e) if memo is not None else None
+        if key is not None and key in memo:
+            return memo[key]
+        leaf = wrap(np.empty(e.shape, DTYPES[e._dt]))
+        if key is not None:
+            memo[key] = leaf
+        return leaf
+    return with_args(e, tuple([_stand_in(a, memo) for a in e._args]))
 
 
 cdef object _explain_root_form(cnp.ndarray d, Expr e, int dst_dt):
@@ -1055,6 +1063,7 @@ cdef _run_in_scope(list dsts, list exprs, list log=None):
     # log: record the multi-output passes (statement numbers, registers,
     # listing) instead of running anything
     cdef _Group group = _Group(log)
+    cdef dict stand_ins = {}
     cdef Expr e
     cdef cnp.ndarray d
     cdef int dt
@@ -1076,7 +1085,7 @@ cdef _run_in_scope(list dsts, list exprs, list log=None):
                 if _specials_overlap(e, <cnp.ndarray>dk):
                     group.run()
                     break
-            e = materialize_node(e) if log is None else _stand_in(e)
+            e = materialize_node(e) if log is None else _stand_in(e, stand_ins)
         leaves, scalars, pyfuncs = [], [], []
         collect(e, leaves, scalars, pyfuncs)
         if not group.accepts(d, e, leaves, scalars):

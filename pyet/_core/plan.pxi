@@ -15,6 +15,20 @@ DEF MAX_REG_BYTES = 8  # largest itemsize
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
 # measurement so that a few registers stay in L1
 cdef pyet_intp BLOCK = 512
+# a pass over more operand memory than this (bytes) prefetches each next
+# block while it computes the current one (see run_block)
+cdef pyet_intp PREFETCH_BYTES = 1 << 20
+cdef pyet_intp PREFETCH_AHEAD = 2   # blocks (the last slice then still arrives a block early)
+DEF MAX_PREFETCH = 16               # operand streams prefetched, at most
+
+
+def set_prefetch(pyet_intp min_bytes, pyet_intp ahead=2):
+    """Prefetch in passes over more than ``min_bytes`` of operands, ``ahead``
+    blocks ahead (a tuning knob; -1 turns it off)."""
+    global PREFETCH_BYTES, PREFETCH_AHEAD
+    PREFETCH_BYTES, PREFETCH_AHEAD = min_bytes, max(ahead, 1)
+
+
 # rows shorter than this are packed several to a block (a block's fixed cost
 # per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
 DEF SHORT_ROW = 128
@@ -92,6 +106,12 @@ cdef class _Lowering:
     # leaf shared by several statements or an earlier statement's destination
     cdef list leaf_map
     cdef int nleaf_seen
+    # common subexpressions of a multi-output pass (see _count_shared): the
+    # signature of the costly subtree at (node, first leaf occurrence), the
+    # value of each signature computed so far, its uses still to come, and
+    # the registers held for them
+    cdef dict sig_at, memo, uses
+    cdef set pinned
 
     def __init__(self, list leaf_map=None):
         self.code = []
@@ -101,6 +121,7 @@ cdef class _Lowering:
         self.nleaves = self.nscalars = self.nregs = self.npyfuncs = 0
         self.leaf_map = leaf_map
         self.nleaf_seen = 0
+        self.sig_at, self.memo, self.uses, self.pinned = {}, {}, {}, set()
 
     cdef int alloc(self):
         if self.free_regs:
@@ -110,7 +131,7 @@ cdef class _Lowering:
 
     cdef void release(self, list srcs):
         for kind, idx in srcs:
-            if kind == SRC_REG and idx not in self.free_regs:
+            if kind == SRC_REG and idx not in self.free_regs and idx not in self.pinned:
                 self.free_regs.append(idx)
 
     cdef tuple emit(self, int op, int dt, int dt_out, list srcs, object fn=None):
@@ -143,6 +164,25 @@ cdef class _Lowering:
         return src
 
     cdef tuple node(self, Expr e):
+        cdef tuple src
+        sig = self.sig_at.get((id(e), self.nleaf_seen)) if self.sig_at else None
+        if sig is None:
+            return self.node_once(e)
+        src = self.memo.get(sig)
+        if src is not None:  # computed before in this pass: its leaves are skipped
+            self.nleaf_seen += len((<tuple>sig)[1])
+        else:
+            src = self.node_once(e)
+        self.uses[sig] -= 1
+        if self.uses[sig] > 0:
+            self.memo[sig] = src
+            self.pinned.add(src[1])
+        else:  # the last use: the register is free once its reader has it
+            self.memo.pop(sig, None)
+            self.pinned.discard(src[1])
+        return src
+
+    cdef tuple node_once(self, Expr e):
         cdef Expr a
         fused = _match(e)
         if fused is not None:
@@ -266,7 +306,9 @@ cdef void _write_root(_Lowering lw, tuple src, int k, int dst_dt):
     # destination k takes the root's value: the last instruction writes it
     # there, or a copy (or fill) does for a bare leaf or scalar
     cdef Py_ssize_t last = len(lw.code) - 1
-    if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1]:
+    # (a value later statements read again stays in its register: copied)
+    if src[0] == SRC_REG and last >= 0 and lw.code[last][3] == src[1] \
+            and src[1] not in lw.pinned:
         op, dt, dt_out, _, srcs = lw.code[last]
         lw.code[last] = (op, dt, dt_out, -1 - k, srcs)
     else:
@@ -287,10 +329,56 @@ def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
     in order, block by block (a multi-output pass).  ``leaf_map`` gives each
     leaf occurrence's source: a shared leaf, or an earlier destination."""
     cdef _Lowering lw = _Lowering(leaf_map)
+    _count_shared(lw, exprs)
     for k in range(len(exprs)):
         _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
     lw.nleaves = nleaves
     return _assemble(lw, len(exprs), dst_dts[0])
+
+
+cdef tuple _signatures(_Lowering lw, Expr e, Py_ssize_t pos, bint scalar_ok, dict sigs,
+                       dict counts):
+    # Walk e as collect() numbers leaf occurrences, from occurrence pos:
+    # (next position, whether e's subtree is free of scalars, 0-d and
+    # constant leaves and user functions, whose values binding supplies and
+    # the program's cache key does not hold).  Records the signature of every
+    # costly subtree free of them: its structure and the source of each leaf
+    # (a shared leaf or an earlier statement's destination), which decide
+    # its value within a block.
+    cdef Py_ssize_t i, start = pos
+    cdef bint plain = True
+    if e._op == OP_leaf:
+        return pos + 1 if not scalar_ok or not one_value(e) else pos, \
+            not scalar_ok or not one_value(e)
+    if e._op == OP_scalar:
+        return pos, False
+    for i in range(len(e._args)):
+        pos, ok = _signatures(lw, <Expr>e._args[i], pos, not (
+            e._op == OP_pyfunc or (e._op == OP_where and i == 0)
+            or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape)), sigs, counts)
+        plain = plain and ok
+    if not plain or e._op == OP_pyfunc:
+        return pos, False
+    if e._flags & HAS_COSTLY:
+        sig = (e._key, tuple(lw.leaf_map[start:pos]))
+        sigs[(id(e), start)] = sig
+        counts[sig] = counts.get(sig, 0) + 1
+    return pos, True
+
+
+cdef void _count_shared(_Lowering lw, list exprs) except *:
+    # A multi-output pass computes a costly subtree that several of its
+    # statements (or one, twice) hold once per block, in a register until
+    # its last reader: two sigmoid(dot(x, W) + b) trees built separately read
+    # one gemm's scratch, and the sigmoid runs once.
+    cdef dict sigs = {}, counts = {}
+    cdef Py_ssize_t pos = 0
+    for e in exprs:
+        pos = _signatures(lw, <Expr>e, pos, True, sigs, counts)[0]
+    for key, sig in sigs.items():
+        if counts[sig] > 1:
+            lw.sig_at[key] = sig
+            lw.uses[sig] = counts[sig]
 
 
 cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
@@ -564,6 +652,8 @@ cdef struct Run:
     int early               # RED_ALL/RED_ANY into one accumulator: stop once decided
     int stop                # set by the thread that decided (others stop too)
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
+    int npf                 # operands whose next block is prefetched (distinct memory)
+    int pfk[MAX_PREFETCH]
 
 
 cdef int TYPENUM[5]
@@ -656,9 +746,13 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
 
 
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
-                   char *regs) noexcept nogil:
+                   char *regs, char **pf=NULL, pyet_intp pfn=0) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
-    with this thread's registers."""
+    with this thread's registers.  With pf, the r.npf operand blocks there
+    (pfn elements each) are prefetched meanwhile, a slice before each
+    instruction: the memory stream keeps flowing while kernels that read no
+    memory compute, as in a loop that keeps each element in registers."""
+    cdef pyet_intp lo, hi, isz
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef char *leafp[256]
     cdef char *dstp[256]
@@ -681,6 +775,12 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         return 0
     for i in range(prog.ninstr):
         ins = &prog.code[i]
+        if pf != NULL:
+            for j in range(r.npf):
+                isz = r.itemsize[r.pfk[j]]
+                lo = (pfn * i // prog.ninstr) * isz & ~(<pyet_intp>63)
+                hi = pfn * (i + 1) // prog.ninstr * isz
+                pyet_prefetch(pf[j] + lo, hi - lo, r.pfk[j] < r.ndst)
         for j in range(ins.nin):
             if ins.src_kind[j] == SRC_REG:
                 inp[j] = regs + ins.src[j] * regbytes
@@ -724,7 +824,8 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef pyet_intp idx[MAXD]
     cdef char *row[256]
     cdef char *ptr[256]
-    cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n
+    cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n, ahead = PREFETCH_AHEAD
+    cdef char *pf[MAX_PREFETCH]
     if w0 >= w1:
         return 0
     if r.packed:
@@ -753,7 +854,13 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         n = inner - x0 if inner - x0 < r.block else r.block
         for k in range(nops):
             ptr[k] = row[k] + x0 * r.strides[k * MAXD + nd - 1]
-        if run_block(r, prog, n, ptr, regs) < 0:
+        if r.npf and blk + ahead < r.nblocks:  # the block `ahead` further along the row
+            for k in range(r.npf):
+                pf[k] = ptr[r.pfk[k]] + ahead * r.block * r.itemsize[r.pfk[k]]
+            if run_block(r, prog, n, ptr, regs, pf,
+                         min(r.block, inner - x0 - ahead * r.block)) < 0:
+                return -1
+        elif run_block(r, prog, n, ptr, regs) < 0:
             return -1
         if r.early:  # all/any into one accumulator: the first deciding block ends it
             if r.stop or (row[0][0] != 0) == (r.early == RED_ANY):
@@ -888,6 +995,27 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
     return 0
+
+
+cdef void prefetch_streams(Run *r) noexcept nogil:
+    # the operands read (written) in place along contiguous rows, each memory
+    # once (a destination its statement reads), when together they exceed
+    # PREFETCH_BYTES: too much to stay in the caches from one pass to the next
+    cdef int k, j
+    cdef pyet_intp nbytes = 0
+    for k in range(r.nops):
+        if r.gather[k] >= 0 or r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+            continue
+        for j in range(r.npf):
+            if r.base[r.pfk[j]] == r.base[k]:
+                break
+        else:
+            if r.npf < MAX_PREFETCH:
+                r.pfk[r.npf] = k
+                r.npf += 1
+                nbytes += r.total * r.itemsize[k]
+    if nbytes <= PREFETCH_BYTES:
+        r.npf = 0
 
 
 cdef bint flat_operand(Run *r, int k) noexcept nogil:
@@ -1043,6 +1171,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             nthreads = max(1, min(red_threads, r.nitems))
         else:
             nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
+        r.npf = 0
+        if not red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
+                and r.nblocks > PREFETCH_AHEAD:
+            prefetch_streams(&r)
         r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
         buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
         if buf == NULL:

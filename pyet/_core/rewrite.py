@@ -27,6 +27,15 @@ RULES = (
     (("subtract", "z", ("multiply", "x", "y")), "submul", ("x", "y", "z")),
     # s1/(s2 + exp(-x)): the logistic sigmoid 1/(1+exp(-x)) in one pass, not four
     (("divide", "s1", ("add", "s2", ("exp", ("negative", "x")))), "logistic", ("s1", "s2", "x")),
+    # (s*x)*y: a scaled product (c*g*g, Adam's and RMSprop's squared gradient)
+    (("multiply", ("multiply", "s", "x"), "y"), "scale_mul", ("s", "x", "y")),
+    # s1*(x/s2): a scaled quotient (lr * m/bc1, Adam's bias-corrected step)
+    (("multiply", "s1", ("divide", "x", "s2")), "scale_div", ("s1", "x", "s2")),
+    # z - x/(sqrt(y) + s): the adaptive optimizers' update (Adam, RMSprop, Adagrad)
+    (("subtract", "z", ("divide", "x", ("add", ("sqrt", "y"), "s"))), "sub_div_sqrt",
+     ("z", "x", "y", "s")),
+    # x/(sqrt(y) + s): their step
+    (("divide", "x", ("add", ("sqrt", "y"), "s")), "div_sqrt", ("x", "y", "s")),
 )
 
 COMMUTATIVE = frozenset({"add", "multiply"})

@@ -65,7 +65,9 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     X(submul) X(logistic)                                                  \
     /* later additions (appended: earlier codes keep their values) */     \
     X(cbrt) X(exp2) X(erf) X(deg2rad) X(rad2deg) X(reciprocal)            \
-    X(logaddexp) X(logaddexp2)
+    X(logaddexp) X(logaddexp2)                                             \
+    /* fused patterns with a division or a square root (rewrite.py) */     \
+    X(scale_mul) X(scale_div) X(div_sqrt) X(sub_div_sqrt)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -656,6 +658,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
     case OP_tanh: PYET_LOOP1(T, T, pyet_tanh_##SUF(x)); return 1;           \
     case OP_sqrt: PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                   \
+    case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
     case OP_sigmoid:                                                        \
         PYET_LOOP1(T, T, (T)1 / ((T)1 + pyet_exp_##SUF(-x))); return 1;     \
     case OP_logistic: { /* s1/(s2 + exp(-x)), rounded as the unfused tree */ \
@@ -663,6 +666,28 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
         const T *X_ = (const T *)in[2]; T *O_ = (T *)out;                   \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T e = pyet_exp_##SUF(-X_[i]); O_[i] = s1 / (s2 + e); }   \
+        return 1; }                                                         \
+    /* fused patterns holding a division or a square root: compute-bound, */ \
+    /* so the other operations run while the divider works */              \
+    case OP_scale_div: { /* s1*(x/s2) */                                    \
+        const T s1 = *(const T *)in[0], s2 = *(const T *)in[2];             \
+        const T *X_ = (const T *)in[1]; T *O_ = (T *)out;                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T q = X_[i] / s2; O_[i] = s1 * q; }                       \
+        return 1; }                                                         \
+    case OP_div_sqrt: { /* x/(sqrt(y) + s) */                               \
+        const T *X_ = (const T *)in[0], *Y_ = (const T *)in[1];             \
+        const T s = *(const T *)in[2]; T *O_ = (T *)out;                    \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T d = M(sqrt)(Y_[i]) + s; O_[i] = X_[i] / d; }            \
+        return 1; }                                                         \
+    case OP_sub_div_sqrt: { /* z - x/(sqrt(y) + s) */                       \
+        const T *Z_ = (const T *)in[0], *X_ = (const T *)in[1];             \
+        const T *Y_ = (const T *)in[2], s = *(const T *)in[3];              \
+        T *O_ = (T *)out;                                                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T d = M(sqrt)(Y_[i]) + s; const T q = X_[i] / d;          \
+            O_[i] = Z_[i] - q; }                                            \
         return 1; }
 
 PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
@@ -735,6 +760,12 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
             PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
                 const T t = X_[i] * Y_[i]; O_[i] = Z_[i] - t; }             \
         }                                                                   \
+        return 1; }                                                         \
+    case OP_scale_mul: { /* (s*x)*y */                                      \
+        const T s = *(const T *)in[0]; T *O_ = (T *)out;                    \
+        const T *X_ = (const T *)in[1], *Y_ = (const T *)in[2];             \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T t = s * X_[i]; O_[i] = t * Y_[i]; }                     \
         return 1; }
 
 #define PYET_WHERE_LOOP(T)                                                  \
@@ -944,7 +975,8 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
     if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log))
         return pyet_kernel_trig_f32(op, n, out, in);
     if ((dt == DT_F32 || dt == DT_F64) &&
-        (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic))
+        (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
+         op == OP_divide || op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
@@ -1017,6 +1049,19 @@ PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     case 1: PYET_STRIDED_COPY(uint8_t); break;
     case 4: PYET_STRIDED_COPY(uint32_t); break;
     case 8: PYET_STRIDED_COPY(uint64_t); break;
+    }
+}
+
+/* Prefetch nbytes from p (a block the next step reads or writes) into the
+ * caches, a line at a time: a pass runs several kernels over each block, and
+ * only some of them read memory, so without it the memory stream stalls while
+ * the others compute. */
+void pyet_prefetch(const char *p, pyet_intp nbytes, int write)
+{
+    if (write) {
+        for (pyet_intp i = 0; i < nbytes; i += 64) __builtin_prefetch(p + i, 1, 3);
+    } else {
+        for (pyet_intp i = 0; i < nbytes; i += 64) __builtin_prefetch(p + i, 0, 3);
     }
 }
 
@@ -1275,6 +1320,7 @@ static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 /* The kernels, as kernels.c defines them (comments at their definitions). */
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
+void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
 void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,
                        int itemsize);
 void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
