@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from test_nn_layers import F64, check_grads, ev, rand
 
+import pyet
 import pyet.nn as nn
 
 
@@ -215,3 +216,64 @@ def test_linear_and_losses_match_torch():
     tl2.backward()
     np.testing.assert_allclose(ev(nll.forward(input=logp, target=t)["output"]), tl2.item())
     np.testing.assert_allclose(ev(nll.backward(output=1.0)["input"]), tx.grad.numpy())
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("update,feedback", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("steps", [1, 3])
+def test_gru_sequence_merged_products_match_torch(bias, update, feedback, steps):
+    # Recurrent over a GRUStep: one input product for all steps, one product per
+    # weight gradient over all steps; each policy's gradients, with and without bias
+    torch = pytest.importorskip("torch")
+    N, IN, H = 2, 3, 4
+    policy = nn.Policy(update=update, feedback_output=feedback, dtype=np.float64)
+    rec = nn.Recurrent(nn.GRUStep(IN, H, bias=bias), policy=policy).init(seed=3)
+    p = {k[len("step."):]: t.numpy() for k, t in rec.parameters().items()}
+    tg = torch.nn.GRU(IN, H, bias=bias, dtype=torch.float64)
+    with torch.no_grad():
+        tg.weight_ih_l0.copy_(torch.tensor(p["W_ih"].T))
+        tg.weight_hh_l0.copy_(torch.tensor(p["W_hh"].T))
+        if bias:
+            tg.bias_ih_l0.copy_(torch.tensor(p["b_ih"]))
+            tg.bias_hh_l0.copy_(torch.tensor(p["b_hh"]))
+    x, h0 = rand(steps, N, IN, seed=10), rand(N, H, seed=11)
+    gy, gh = rand(steps, N, H, seed=12), rand(N, H, seed=13)
+    tx, th = torch.tensor(x, requires_grad=True), torch.tensor(h0[None], requires_grad=True)
+    ty, thn = tg(tx, th)
+    (ty * torch.tensor(gy)).sum().add((thn[0] * torch.tensor(gh)).sum()).backward()
+    out = rec.forward(input=x, hidden=h0)
+    np.testing.assert_allclose(ev(out["output"]), ty.detach().numpy(), rtol=1e-12)
+    g = rec.backward(output=gy, hidden=gh)
+    grads = {k: ev(v) for k, v in rec.grad_collect().items()}
+    if feedback:
+        np.testing.assert_allclose(ev(g["input"]), tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(ev(g["hidden"]), th.grad[0].numpy(), rtol=1e-10, atol=1e-14)
+    else:
+        assert g == {}
+    if update:
+        names = ["W_ih", "W_hh", "b_ih", "b_hh"] if bias else ["W_ih", "W_hh"]
+        assert list(grads) == [f"step.{n}" for n in names]  # the parameters' order
+        for n in names:
+            tgrad = getattr(tg, {"W_ih": "weight_ih_l0", "W_hh": "weight_hh_l0",
+                                 "b_ih": "bias_ih_l0", "b_hh": "bias_hh_l0"}[n]).grad.numpy()
+            np.testing.assert_allclose(grads[f"step.{n}"], tgrad.T if n[0] == "W" else tgrad,
+                                       rtol=1e-10, atol=1e-14)
+    else:
+        assert grads == {}
+    rec.neutral_invariant()
+
+
+@pytest.mark.parametrize("steps", [1, 3, 5])
+def test_gru_sequence_products_per_evaluation(steps):
+    # per step only the recurrent products (h W_hh forward, its gradient back);
+    # the input gates, the input gradient and each weight gradient are one
+    # product over all steps, and no statement evaluates shared work again
+    rec = nn.Recurrent(nn.GRUStep(3, 4), policy=nn.Policy(update=True, feedback_output=True))
+    rec.init(seed=0)
+    x, h0 = rand(steps, 2, 3, seed=1).astype(np.float32), rand(2, 4, seed=2).astype(np.float32)
+    out = rec.forward(input=x, hidden=h0)
+    g = rec.backward(output=np.ones((steps, 2, 4), np.float32), hidden=np.ones((2, 4), np.float32))
+    exprs = [out["output"], g["input"], g["hidden"], *rec.grad_collect().values()]
+    pyet.stats(reset=True)
+    pyet.evaluate_all(exprs)
+    assert pyet.stats()["gemm_calls"] == 2 * steps + 4

@@ -209,8 +209,12 @@ class Recurrent(Layer):
             d_an = store(g * (1 - z) * (1 - n * n))
             d_az = g * (h - n) * (z * (1 - z))
             d_ar = d_an * gh_n * (r * (1 - r))
-            d_gi = concatenate([d_ar, d_az, d_an], 1)
-            d_gh = store(concatenate([d_ar, d_az, d_an * r], 1))
+            # each behind a checkpoint: the joins over all steps below would
+            # otherwise be trees of 3*T pieces, wider than the engine takes in
+            # one piece (MAX_LEAVES), cut up and evaluated again by every
+            # statement that reads them
+            d_gi = checkpoint(concatenate([d_ar, d_az, d_an], 1))
+            d_gh = checkpoint(concatenate([d_ar, d_az, d_an * r], 1))
             # through the hidden gates' product, per step: the next step back
             # reads the state
             (d_h_gates,) = vjp(gh_tree, [h], d_gh)
