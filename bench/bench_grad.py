@@ -5,11 +5,12 @@ backward pass and PyTorch CPU autograd (when installed), one thread each.
 
 Cases: ``sum(sigmoid(x @ W + b) * t)`` (gradients w.r.t. W and b) and a 3-layer MLP's
 softmax cross-entropy loss (widths 64-256-256-10, ReLU; gradients w.r.t. all six weights),
-each at batch 64 and 512, float32.  pyet two ways: building the trees and gradients on
-every call (as PyTorch builds its graph), and built once into a kept EvalPlan that each call
-replays (a training loop's way).  Every competitor's gradients are checked against
-NumPy's first.  The machine is shared and noisy: competitors are interleaved and each
-keeps its best of the repeats; the script repeats the whole measurement and prints the median ratio.
+each at batch 64 and 512, float32.  pyet two ways: the trees built on every call and passed
+to value_and_grad (as PyTorch builds its graph; it replays the evaluation it recorded for the
+tree's structure), and built once into a kept EvalPlan that each call replays.  Every
+competitor's gradients are checked against NumPy's first.  The machine is shared and
+noisy: competitors are interleaved and each keeps its best of the repeats; the script
+repeats the whole measurement and prints the median ratio.
 """
 
 import argparse
@@ -53,7 +54,8 @@ def sig_trees(d):
 
 
 def per_call(trees):
-    """pyet.value_and_grad on trees built on every call (as PyTorch builds its graph)."""
+    """pyet.value_and_grad on trees built on every call (as PyTorch builds its graph):
+    after the first call, a replay of the evaluation recorded for their structure."""
     build = trees
 
     def run():
@@ -187,8 +189,8 @@ def main():
         torch = None
     print(f"{cpu_model()}, numpy {np.__version__}, torch "
           f"{torch.__version__ if torch else 'not installed'}, float32, one thread each")
-    print("pyet per call: trees and gradients built on every call; kept: built once into a "
-          "kept EvalPlan, replayed")
+    print("pyet per call: trees built on every call, value_and_grad (replays by structure); "
+          "kept: built once into a kept EvalPlan, replayed")
     print(f"{'case':34} {'pyet [s]':>10} {'numpy [s]':>10} {'pyet/np':>8} {'torch [s]':>10} "
           f"{'pyet/torch':>10}")
     cases = [("sum(sigmoid(x@W+b)*t)", sig_trees, sig_numpy, sig_torch),

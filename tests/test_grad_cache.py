@@ -561,3 +561,15 @@ def test_a_rule_that_copies_a_leaf_is_not_replayed(monkeypatch):
     for _ in range(4):
         check_call(mlp(rng.integers(0, 3, 7)), arrays)
     assert list(G._CACHE.values()) == [None]
+
+
+def test_zero_d_leaves_are_read_on_replay(monkeypatch):
+    count = Counting(monkeypatch)
+    rng = np.random.default_rng(21)
+    for _ in range(4):
+        x = pyet.asarray(rng.standard_normal((3, 4)))
+        s = pyet.asarray(np.array(rng.standard_normal()))  # a new 0-d array each call
+        y = pyet.sum(pyet.exp(x * s) + s * s)
+        got = [g.copy() for g in cached(y, [x, s])]
+        same_bits(got, fresh(pyet.sum(pyet.exp(x * s) + s * s), [x, s]))
+    assert count.misses == 1
