@@ -658,7 +658,6 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
     case OP_tanh: PYET_LOOP1(T, T, pyet_tanh_##SUF(x)); return 1;           \
     case OP_sqrt: PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                   \
-    case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
     case OP_sigmoid:                                                        \
         PYET_LOOP1(T, T, (T)1 / ((T)1 + pyet_exp_##SUF(-x))); return 1;     \
     case OP_logistic: { /* s1/(s2 + exp(-x)), rounded as the unfused tree */ \
@@ -976,7 +975,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return pyet_kernel_trig_f32(op, n, out, in);
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
-         op == OP_divide || op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt))
+         op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
