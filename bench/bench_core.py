@@ -41,14 +41,15 @@ EXPRS = ["2*x + 3*y", "x*y + y*z - z", "1/(1+exp(-x))", "tanh(x)*y + sqrt(z)",
 CFLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off"]
 
 
-def build_c_loop(tmpdir):
+def build_c_loop(tmpdir, extra_flags=()):
     """Compile update_weight.c into tmpdir: (ctypes library, description) or (None, reason)."""
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         return None, "no C compiler found"
     src, so = Path(__file__).with_name("update_weight.c"), Path(tmpdir) / "update_weight.so"
     try:
-        subprocess.run([cc, *CFLAGS, str(src), "-o", str(so)], check=True, capture_output=True)
+        subprocess.run([cc, *CFLAGS, *extra_flags, str(src), "-o", str(so)], check=True,
+                       capture_output=True)
         version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
         lib = ctypes.CDLL(str(so))
     except (OSError, subprocess.CalledProcessError) as e:
@@ -56,7 +57,11 @@ def build_c_loop(tmpdir):
     for name, ct in (("UpdateWeight", ctypes.c_float), ("UpdateWeightD", ctypes.c_double)):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ct, ct, ctypes.c_ssize_t, ctypes.c_void_p]
         getattr(lib, name).restype = None
-    return lib, f"{version.splitlines()[0]}: {Path(cc).name} {' '.join(CFLAGS)}"
+    lib.UpdateWeightThreads.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_float,
+                                        ctypes.c_ssize_t, ctypes.c_void_p, ctypes.c_int]
+    lib.UpdateWeightThreads.restype = None
+    flags = " ".join([*CFLAGS, *extra_flags])
+    return lib, f"{version.splitlines()[0]}: {Path(cc).name} {flags}"
 
 
 def ratio(a, b, width=12):

@@ -86,9 +86,10 @@ def test_rules_never_fire_across_dtypes():
 
 @pytest.fixture(params=[1, 2, 3])
 def always_prefetch(request):
+    before = core.get_prefetch()
     core.set_prefetch(0, request.param)  # every pass of more than 0 bytes prefetches
     yield
-    core.set_prefetch(1 << 20, 2)
+    core.set_prefetch(*before)
 
 
 def _adam(w, g, m, v, t, lib):
@@ -137,16 +138,17 @@ def test_prefetched_adam_plan_gives_numpys_bits(always_prefetch, dtype, layout, 
 
 @pytest.mark.parametrize("n", [1, 15, 511, 512, 513, 4097, 300_001])
 def test_prefetched_passes_of_every_length(n):
-    # large ones prefetch by default (more than 1 MB of operands), the others too here
+    # only passes over more than 32 MiB prefetch by default: every one does here
     rng = np.random.default_rng(n)
     x, y, z = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     out = np.empty_like(x)
-    core.set_prefetch(0 if n < 300_000 else 1 << 20, 2)
+    before = core.get_prefetch()
+    core.set_prefetch(0, 2)
     try:
         pyet.evaluate(pyet.asarray(z) - pyet.asarray(x) / (pyet.sqrt(pyet.abs(
             pyet.asarray(y))) + 1e-8), out=out)
     finally:
-        core.set_prefetch(1 << 20, 2)
+        core.set_prefetch(*before)
     np.testing.assert_array_equal(out, z - x / (np.sqrt(np.abs(y)) + np.float32(1e-8)))
 
 
