@@ -757,6 +757,19 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
 #define PYET_IS_DIV(op) \
     ((op) == OP_floor_divide || (op) == OP_remainder || (op) == OP_fmod)
 
+/* Integer //, % and fmod by a scalar: multiply-high and shifts, compute-bound
+ * (NumPy's AVX-512 loops run them at 512 bits), so cloned as the wide loops
+ * (and reached from pyet_kernel: a narrow clone would call its own target's). */
+PYET_DISPATCH_WIDE static int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
+                                               void *const *in)
+{
+    if (dt == DT_I32)
+        PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32);
+    else
+        PYET_DIV_BY_SCALAR(int64_t, uint64_t, 64, PYET_MULHI64);
+    return 1;
+}
+
 /* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
 PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
                                             void *out, void *const *in)
@@ -767,16 +780,10 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
         switch (op) { PYET_BOOL_CASES default: return 0; }
     case DT_I32:
         if (op == OP_where) { PYET_WHERE_LOOP(int32_t); return 1; }
-        if ((sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
-            PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32); return 1;
-        }
         switch (op) { PYET_INT_CASES(int32_t, i32) PYET_FUSED_CASES(int32_t)
                       default: return 0; }
     case DT_I64:
         if (op == OP_where) { PYET_WHERE_LOOP(int64_t); return 1; }
-        if ((sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
-            PYET_DIV_BY_SCALAR(int64_t, uint64_t, 64, PYET_MULHI64); return 1;
-        }
         switch (op) { PYET_INT_CASES(int64_t, i64) PYET_FUSED_CASES(int64_t)
                       default: return 0; }
     case DT_F32:
@@ -1098,6 +1105,8 @@ PYET_INLINE int pyet_pow_direct(int dt, int sflags, pyet_intp n, void *const *in
 
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
+    if ((dt == DT_I32 || dt == DT_I64) && (sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op))
+        return pyet_kernel_idiv(op, dt, n, out, in);
     if ((dt == DT_F64 && op == OP_log)
         || ((dt == DT_F32 || dt == DT_F64) && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)))
         return pyet_kernel_pow(op, dt, sflags, n, out, in);
