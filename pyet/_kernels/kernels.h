@@ -945,9 +945,8 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
  * times hi + lo in double-double, then pyet_exp's reduction and polynomial
  * with the low parts carried: correctly rounded but for near-ties (|y log x|
  * <= 708).
- * float32 pow: the same, rounded once more, to float (a lighter double
- * evaluation did not vectorize: gcc splits its selects into branches).
- * Without AVX-512, gcc vectorizes none of these loops (64-bit compares). */
+ * float32 pow: pyet_powf_lane.  Without AVX-512, gcc vectorizes none of
+ * these loops (64-bit compares). */
 PYET_INLINE double pyet_log_dd(double x, double *lo)
 {
     const uint64_t u = pyet_d2bits(x);
@@ -1032,6 +1031,42 @@ PYET_INLINE double pyet_pow_lane(double x, double y, double bound, unsigned char
     return p * pyet_bits2d((pyet_d2bits(t) + 1023) << 52);  /* 2^n */
 }
 
+/* log x in double alone (fdlibm's polynomial, within 1 ulp), for float32 pow */
+PYET_INLINE double pyet_log_d(double x)
+{
+    const uint64_t u = pyet_d2bits(x);
+    const uint64_t top = (u - 0x3fe6a09e667f3bcdull) & 0xfff0000000000000ull;
+    const double kd = pyet_bits2d(0x4330000000000000ull | (((top >> 52) + 2048) & 4095))
+                      - (0x1p52 + 2048.0);
+    const double f = pyet_bits2d(u - top) - 1.0;
+    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
+                      + w * 1.531383769920937332e-01));
+    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
+                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double hfsq = 0.5 * f * f, R = t2 + t1;
+    return kd * 6.93147180559945286227e-01 + (f - (hfsq - sv * (hfsq + R)));
+}
+
+/* float32 x ** y (x, y widened): exp(y log x) in plain double, within about
+ * 2^-45 of x ** y for |y log x| <= 87, so rounded to float correctly but for
+ * near-ties.  Slow lanes are sanitized by masking bits: with selects, gcc
+ * folds log(1) and splits the lane into branches, which do not vectorize. */
+PYET_INLINE double pyet_powf_lane(double x, double y, unsigned char *slow)
+{
+    const uint64_t ux = pyet_d2bits(x), uy = pyet_d2bits(y);
+    const int sl0 = (ux - 0x0010000000000000ull >= 0x7fe0000000000000ull)
+                    | ((uy & 0x7fffffffffffffffull) >= 0x7ff0000000000000ull);
+    const uint64_t msk = (uint64_t)0 - (uint64_t)sl0;
+    const double t = pyet_bits2d(uy & ~msk)
+                     * pyet_log_d(pyet_bits2d((ux & ~msk) | (0x3ff0000000000000ull & msk)));
+    const int sl = sl0 | (fabs(t) > 87.0);
+    *slow = (unsigned char)sl;
+    double n, tt;
+    const double r = pyet_exp_reduce(sl ? 0.0 : t, &n, &tt);
+    return pyet_exp_poly(r) * pyet_bits2d((pyet_d2bits(tt) + 1023) << 52);
+}
+
 #define PYET_POW_CHUNK 256
 
 /* out = x ** y (or log x), a chunk at a time: the operands widened to
@@ -1072,7 +1107,7 @@ PYET_INLINE double pyet_pow_lane(double x, double y, double bound, unsigned char
     } while (0)
 
 #define PYET_POW_LANE64(x, y, slow) pyet_pow_lane(x, y, 708.0, slow)
-#define PYET_POW_LANE32(x, y, slow) pyet_pow_lane(x, y, 87.0, slow)
+#define PYET_POW_LANE32(x, y, slow) pyet_powf_lane(x, y, slow)
 #define PYET_LOG_LANE(x, y_unused, slow) pyet_log_lane(x, slow)
 #define PYET_LOG_LIBM(x, y_unused) log(x)
 
