@@ -1,6 +1,7 @@
 """pyet's performance grid against NumPy.  Run from the repository root:
 
-    python -P bench/bench_grid.py [--quick] [--plot out.png] [--worst 25]
+    python -P bench/bench_grid.py [--quick] [--plot out.png] [--worst 25] [--filter REGEX]
+                                  [--threads 2]
 
 Layouts (C, Fortran, transposed, steps 2/3/7, negative steps, broadcast rows and columns, size-1
 and many small dims, long-thin, short-wide, 0-d, tiny, odd sizes) x ops (arithmetic, integer
@@ -9,7 +10,10 @@ axis, products of each rank, softmax over each axis, take, pool, im2col, joins a
 pyet.F and every assignment form.  One thread; each case is pyet (`out[...] = expr`) against
 NumPy (with out= where it has one), interleaved, the minimum of several repeats, and each result
 is checked against NumPy's first.  Prints the worst ratios (pyet / NumPy: above 1, pyet is
-slower) and a summary.  A benchmark, not a test: a wrong result is reported, not raised.
+slower) and a summary.  ``--threads N`` also times pyet on N threads, interleaved with the
+one-thread runs, and prints the cases N threads make slower, with the median and 90th
+percentile of the N-thread/1-thread ratios.  A benchmark, not a test: a wrong result is
+reported, not raised.
 """
 
 import argparse
@@ -248,20 +252,45 @@ def special_cases(n, rng):
     return cases
 
 
-def run(cases, repeats, min_time):
+def run(cases, repeats, min_time, threads=1):
+    """Rows (pyet/NumPy, name, pyet s, NumPy s, pyet s on ``threads`` threads or None)."""
     rows, bad = [], []
+    fixed = {"pyet": lambda: pyet.set_num_threads(1), "numpy": lambda: pyet.set_num_threads(1),
+             "pyetN": lambda: pyet.set_num_threads(threads)}
     for case in cases:
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 if case.tol >= 0:
-                    case.check()
-                t = bench({"pyet": case.f_pyet, "numpy": case.f_numpy}, repeats, min_time)
+                    for nt in {1, threads}:
+                        pyet.set_num_threads(nt)
+                        case.check()
+                fns = {"pyet": case.f_pyet, "numpy": case.f_numpy}
+                if threads > 1:
+                    fns["pyetN"] = case.f_pyet
+                t = bench(fns, repeats, min_time, setup=fixed)
         except Exception as exc:  # a benchmark: report, go on
             bad.append((case.name, f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"))
             continue
-        rows.append((t["pyet"] / t["numpy"], case.name, t["pyet"], t["numpy"]))
+        finally:
+            pyet.set_num_threads(1)
+        rows.append((t["pyet"] / t["numpy"], case.name, t["pyet"], t["numpy"], t.get("pyetN")))
     return rows, bad
+
+
+def report_threads(rows, threads, worst):
+    """Cases slower on ``threads`` threads than on one beyond timing noise (10 %)."""
+    tr = sorted(((tN / t1, name, t1, tN) for _, name, t1, _, tN in rows), reverse=True)
+    ratios = [r for r, *_ in tr]
+    slower = [row for row in tr if row[0] > 1.1]
+    print(f"\npyet on {threads} threads / pyet on 1 thread (above 1.1: slower beyond noise)")
+    print(f"{'N/1':>8}  {'1 thr [us]':>10}  {f'{threads} thr [us]':>10}  case")
+    for r, name, t1, tN in tr[:worst]:
+        print(f"{r:8.2f}  {t1 * 1e6:10.2f}  {tN * 1e6:10.2f}  {name}")
+    p90 = statistics.quantiles(ratios, n=10)[-1] if len(ratios) > 1 else ratios[0]
+    print(f"\n{threads} threads vs 1: {len(ratios)} cases, {len(slower)} above 1.1, worst "
+          f"{tr[0][0]:.2f} ({tr[0][1].strip()}), median {statistics.median(ratios):.2f}, "
+          f"p90 {p90:.2f}")
 
 
 def main():
@@ -270,24 +299,33 @@ def main():
     ap.add_argument("--worst", type=int, default=25, help="how many worst cases to print")
     ap.add_argument("--plot", metavar="PNG", help="histogram of the ratios (needs matplotlib)")
     ap.add_argument("--filter", metavar="REGEX", help="only the cases whose name matches REGEX")
+    ap.add_argument("--threads", type=int, default=1, metavar="N",
+                    help="also time pyet on N threads (interleaved with 1 thread and NumPy) "
+                         "and report the cases slower on N threads than on one")
     args = ap.parse_args()
+    pyet.set_num_threads(args.threads)
+    if pyet.get_num_threads() < args.threads:
+        sys.exit(f"pyet can use at most {pyet.get_num_threads()} threads here")
     pyet.set_num_threads(1)
     n = 1 << 13 if args.quick else 1 << 18
     repeats, min_time = (2, 0.0005) if args.quick else (5, 0.01)
     rng = np.random.default_rng(0)
-    print(f"pyet grid, 1 thread, ~{n} elements per case; {cpu_model()}; numpy {np.__version__}")
+    print(f"pyet grid, 1 thread{f' and {args.threads}' if args.threads > 1 else ''}, ~{n} "
+          f"elements per case; {cpu_model()}; numpy {np.__version__}")
     cases = elementwise_cases(n, rng) + special_cases(n, rng)
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
-    rows, bad = run(cases, repeats, min_time)
+    rows, bad = run(cases, repeats, min_time, args.threads)
     rows.sort(reverse=True)
     print(f"\n{'pyet/np':>8}  {'pyet [us]':>10}  {'np [us]':>10}  case")
-    for r, name, tp, tn in rows[:args.worst]:
+    for r, name, tp, tn, _ in rows[:args.worst]:
         print(f"{r:8.2f}  {tp * 1e6:10.2f}  {tn * 1e6:10.2f}  {name}")
     ratios = [r for r, *_ in rows]
     above = sum(r > 1.0 for r in ratios)
     print(f"\n{len(ratios)} cases: worst {max(ratios):.2f} ({rows[0][1].strip()}), "
           f"{above} above 1.0, median {statistics.median(ratios):.2f}")
+    if args.threads > 1:
+        report_threads(rows, args.threads, args.worst)
     for name, msg in bad:
         print(f"NOT COMPARED  {name}: {msg}")
     if args.plot:

@@ -35,16 +35,24 @@ def autorange(fn, min_time):
         number *= 10
 
 
-def bench(fns, repeats, min_time):
-    """{name: fn or None} -> {name: best seconds per call}, competitors interleaved."""
+def bench(fns, repeats, min_time, setup=None):
+    """{name: fn or None} -> {name: best seconds per call}, competitors interleaved.
+    ``setup``: {name: callable} run (untimed) before each of that competitor's loops,
+    e.g. to set the thread count it runs on."""
     fns = {k: f for k, f in fns.items() if f is not None}
-    numbers = {k: autorange(f, min_time) for k, f in fns.items()}
+    setup = setup or {}
+    nop = lambda: None  # noqa: E731
+    numbers = {}
+    for k, f in fns.items():
+        setup.get(k, nop)()
+        numbers[k] = autorange(f, min_time)
     best, names = dict.fromkeys(fns, float("inf")), list(fns)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         for r in range(repeats):
             for k in names[r % len(names):] + names[:r % len(names)]:
+                setup.get(k, nop)()
                 best[k] = min(best[k], loop_time(fns[k], numbers[k]) / numbers[k])
     finally:
         if gc_was_enabled:

@@ -800,6 +800,19 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
 #define PYET_IS_DIV(op) \
     ((op) == OP_floor_divide || (op) == OP_remainder || (op) == OP_fmod)
 
+/* Integer //, % and fmod by a scalar: multiply-high and shifts, compute-bound
+ * (NumPy's AVX-512 loops run them at 512 bits), so cloned as the wide loops
+ * (and reached from pyet_kernel: a narrow clone would call its own target's). */
+PYET_DISPATCH_WIDE static int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
+                                               void *const *in)
+{
+    if (dt == DT_I32)
+        PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32);
+    else
+        PYET_DIV_BY_SCALAR(int64_t, uint64_t, 64, PYET_MULHI64);
+    return 1;
+}
+
 /* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
 PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
                                             void *out, void *const *in)
@@ -810,16 +823,10 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
         switch (op) { PYET_BOOL_CASES default: return 0; }
     case DT_I32:
         if (op == OP_where) { PYET_WHERE_LOOP(int32_t); return 1; }
-        if ((sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
-            PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32); return 1;
-        }
         switch (op) { PYET_INT_CASES(int32_t, i32) PYET_FUSED_CASES(int32_t)
                       default: return 0; }
     case DT_I64:
         if (op == OP_where) { PYET_WHERE_LOOP(int64_t); return 1; }
-        if ((sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
-            PYET_DIV_BY_SCALAR(int64_t, uint64_t, 64, PYET_MULHI64); return 1;
-        }
         switch (op) { PYET_INT_CASES(int64_t, i64) PYET_FUSED_CASES(int64_t)
                       default: return 0; }
     case DT_F32:
@@ -969,8 +976,218 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
     return 0;
 }
 
+/* ------------------------------------------ pow and float64 log, vectorized
+ *
+ * float64 log(x) as hi + lo, for x positive, normal and finite: x = 2^k m,
+ * m in [sqrt(2)/2, sqrt(2)), log m = 2 atanh(s) = 2s + 2s^3/3 + s^5 R(s^2),
+ * s = (m - 1)/(m + 1), |s| < 0.172.  s and the s^3 term are carried in
+ * double-double (fma), the rest of the series, under 2^-12 of the whole, in
+ * double: |hi + lo - log x| < 2^-64 |log x|.  Branch-free, so its loops
+ * vectorize (no table: no gathers).  float64 log rounds hi + lo once:
+ * correctly rounded but for rare near-ties.  pow(x, y) = exp(y log x): y
+ * times hi + lo in double-double, then pyet_exp's reduction and polynomial
+ * with the low parts carried: correctly rounded but for near-ties (|y log x|
+ * <= 708).
+ * float32 pow: pyet_powf_lane.  Without AVX-512, gcc vectorizes none of
+ * these loops (64-bit compares). */
+PYET_INLINE double pyet_log_dd(double x, double *lo)
+{
+    const uint64_t u = pyet_d2bits(x);
+    const uint64_t top = (u - 0x3fe6a09e667f3bcdull) & 0xfff0000000000000ull;
+    /* k = top's signed exponent, as a double without int64 -> double
+     * conversion or arithmetic shifts (AVX2 has neither): 2^52 + k + 2048 */
+    const double kd = pyet_bits2d(0x4330000000000000ull | (((top >> 52) + 2048) & 4095))
+                      - (0x1p52 + 2048.0);
+    const double m = pyet_bits2d(u - top);
+    const double f = m - 1.0;                 /* exact */
+    const double d = 2.0 + f, dl = (2.0 - d) + f;   /* 2 + f as d + dl */
+    const double s = f / d;
+    const double sl = (fma(-s, d, f) - s * dl) / d;  /* f/(d + dl) = s + sl */
+    /* s^2 = zh + zl, s^3 = ch + cl, (2/3) s^3 = bh + bl */
+    const double zh = s * s, zl = fma(s, s, -zh) + 2.0 * s * sl;
+    const double ch = zh * s, cl = fma(zh, s, -ch) + (zl * s + zh * sl);
+    const double t23h = 0x1.5555555555555p-1, t23l = 0x1.5555555555555p-55;
+    const double bh = t23h * ch, bl = fma(t23h, ch, -bh) + (t23h * cl + t23l * ch);
+    /* s^5 (2/5 + 2/7 z + ... + 2/23 z^9); the next term is < 2^-66 |log m| */
+    const double z = zh, z2 = z * z, z4 = z2 * z2;
+    const double r = (0.4 + z * (2.0 / 7)) + z2 * ((2.0 / 9) + z * (2.0 / 11))
+                     + z4 * (((2.0 / 13) + z * (2.0 / 15)) + z2 * ((2.0 / 17) + z * (2.0 / 19))
+                             + z4 * ((2.0 / 21) + z * (2.0 / 23)));
+    const double c5 = ch * zh * r;
+    /* k ln2 + 2s + bh, the large parts, by two exact sums */
+    const double ln2h = 0x1.62e42fefa3800p-1, ln2l = 0x1.ef35793c76730p-45;
+    const double s2 = 2.0 * s;
+    const double a1 = s2 + bh, e1 = (s2 - a1) + bh;          /* |2s| >= |bh| */
+    const double kh = kd * ln2h;                              /* exact: ln2h has 43 bits */
+    const double a2 = kh + a1, bb = a2 - kh, e2 = (kh - (a2 - bb)) + (a1 - bb);
+    const double tail = (e1 + e2) + (((2.0 * sl + bl) + c5) + kd * ln2l);
+    const double hi = a2 + tail;
+    *lo = (a2 - hi) + tail;
+    return hi;
+}
+
+/* log x; zero, negative, subnormal, inf and nan lanes are slow (libm) */
+PYET_INLINE double pyet_log_lane(double x, unsigned char *slow)
+{
+    const uint64_t u = pyet_d2bits(x);
+    const int sl = u - 0x0010000000000000ull >= 0x7fe0000000000000ull;
+    double lo;
+    *slow = (unsigned char)sl;
+    return pyet_log_dd(sl ? 1.0 : x, &lo) + lo;
+}
+
+/* x ** y; slow (libm's pow) unless x is positive, normal and finite, y is
+ * finite and |y log x| <= bound (708 for float64, 87 for float32: the result
+ * is normal) */
+PYET_INLINE double pyet_pow_lane(double x, double y, double bound, unsigned char *slow)
+{
+    const uint64_t ux = pyet_d2bits(x), uy = pyet_d2bits(y);
+    const int sl0 = (ux - 0x0010000000000000ull >= 0x7fe0000000000000ull)
+                    | ((uy & 0x7fffffffffffffffull) >= 0x7ff0000000000000ull);
+    const double ys = sl0 ? 0.0 : y;
+    double ll;
+    const double lh = pyet_log_dd(sl0 ? 1.0 : x, &ll);
+    const double th = ys * lh, tl = fma(ys, lh, -th) + ys * ll;
+    /* one comparison: two, -ftrapping-math keeps as branches */
+    const int sl = sl0 | (fabs(th) > bound);
+    *slow = (unsigned char)sl;
+    /* exp(th + tl) = 2^n exp(r + c): r = th - n ln2 (its rounding error goes
+     * to c); exp(r) = 1 + r + r^2/2 + r^3 q(r), q to r^11/14!, summed in
+     * double-double; exp(r + c) = exp(r) (1 + c).  Within about 0.01 ulp
+     * before the last rounding: correctly rounded but for near-ties. */
+    const double x0 = sl ? 0.0 : th;
+    const double t = x0 * 1.4426950408889634 + 0x1.8p52, n = t - 0x1.8p52;
+    const double r1 = x0 - n * 6.93147180369123816490e-01;   /* exact */
+    const double r2 = n * 1.90821492927058770002e-10;
+    const double r = r1 - r2, c = (((r1 - r) - r2) + (sl ? 0.0 : tl));
+    const double hh = r * r, hl = fma(r, r, -hh), h4 = hh * hh;
+    const double d0 = 1.0 / 6 + r * (1.0 / 24), d1 = 1.0 / 120 + r * (1.0 / 720);
+    const double d2 = 1.0 / 5040 + r * (1.0 / 40320), d3 = 1.0 / 362880 + r * (1.0 / 3628800);
+    const double d4 = 1.0 / 39916800 + r * (1.0 / 479001600);
+    const double d5 = 1.0 / 6227020800.0 + r * (1.0 / 87178291200.0);
+    const double q = (d0 + hh * d1) + h4 * ((d2 + hh * d3) + h4 * (d4 + hh * d5));
+    const double w = (r * hh) * q, h2 = 0.5 * hh;
+    const double s1 = r + h2, e1 = (r - s1) + h2;      /* |r| >= r^2/2 */
+    const double s2 = s1 + w, e2 = (s1 - s2) + w;      /* |s1| >= |w| */
+    const double b = 1.0 + s2, be = (1.0 - b) + s2;    /* 1 >= |s2| */
+    const double p = b + (((be + e2) + (e1 + 0.5 * hl)) + b * c);
+    return p * pyet_bits2d((pyet_d2bits(t) + 1023) << 52);  /* 2^n */
+}
+
+/* log x in double alone (fdlibm's polynomial, within 1 ulp), for float32 pow */
+PYET_INLINE double pyet_log_d(double x)
+{
+    const uint64_t u = pyet_d2bits(x);
+    const uint64_t top = (u - 0x3fe6a09e667f3bcdull) & 0xfff0000000000000ull;
+    const double kd = pyet_bits2d(0x4330000000000000ull | (((top >> 52) + 2048) & 4095))
+                      - (0x1p52 + 2048.0);
+    const double f = pyet_bits2d(u - top) - 1.0;
+    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
+                      + w * 1.531383769920937332e-01));
+    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
+                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double hfsq = 0.5 * f * f, R = t2 + t1;
+    return kd * 6.93147180559945286227e-01 + (f - (hfsq - sv * (hfsq + R)));
+}
+
+/* float32 x ** y (x, y widened): exp(y log x) in plain double, within about
+ * 2^-45 of x ** y for |y log x| <= 87, so rounded to float correctly but for
+ * near-ties.  Slow lanes are sanitized by masking bits: with selects, gcc
+ * folds log(1) and splits the lane into branches, which do not vectorize. */
+PYET_INLINE double pyet_powf_lane(double x, double y, unsigned char *slow)
+{
+    const uint64_t ux = pyet_d2bits(x), uy = pyet_d2bits(y);
+    const int sl0 = (ux - 0x0010000000000000ull >= 0x7fe0000000000000ull)
+                    | ((uy & 0x7fffffffffffffffull) >= 0x7ff0000000000000ull);
+    const uint64_t msk = (uint64_t)0 - (uint64_t)sl0;
+    const double t = pyet_bits2d(uy & ~msk)
+                     * pyet_log_d(pyet_bits2d((ux & ~msk) | (0x3ff0000000000000ull & msk)));
+    const int sl = sl0 | (fabs(t) > 87.0);
+    *slow = (unsigned char)sl;
+    double n, tt;
+    const double r = pyet_exp_reduce(sl ? 0.0 : t, &n, &tt);
+    return pyet_exp_poly(r) * pyet_bits2d((pyet_d2bits(tt) + 1023) << 52);
+}
+
+#define PYET_POW_CHUNK 256
+
+/* out = x ** y (or log x), a chunk at a time: the operands widened to
+ * double, the vector loop, then libm's function on the slow lanes (its
+ * values and flags: the vector loop sees only sanitized lanes, so raises no
+ * flag of its own), then the narrowing store.  Separate simple loops:
+ * gcc vectorizes none of them fused (narrowing after selects) or split per
+ * scalar case (it merges those into one loop with masked loads).  The
+ * chunk buffers let out be an input's block. */
+#define PYET_POW_KERNEL(T, LANE, LIBM)                                      \
+    do {                                                                    \
+        const T *A_ = (const T *)in[0], *B_ = (const T *)in[1];             \
+        T *O_ = (T *)out;                                                   \
+        double xd[PYET_POW_CHUNK], yd[PYET_POW_CHUNK], od[PYET_POW_CHUNK];  \
+        unsigned char slw[PYET_POW_CHUNK];                                  \
+        if (sflags & 1)                                                     \
+            for (int j = 0; j < PYET_POW_CHUNK; j++) xd[j] = (double)A_[0]; \
+        if (sflags & 2)                                                     \
+            for (int j = 0; j < PYET_POW_CHUNK; j++) yd[j] = (double)B_[0]; \
+        for (pyet_intp i0 = 0; i0 < n; i0 += PYET_POW_CHUNK) {              \
+            const int m = n - i0 < PYET_POW_CHUNK ? (int)(n - i0) : PYET_POW_CHUNK; \
+            const T *a_ = A_ + i0, *b_ = B_ + i0;                           \
+            if (!(sflags & 1))                                              \
+                PYET_IVDEP for (int j = 0; j < m; j++) xd[j] = (double)a_[j]; \
+            if (!(sflags & 2))                                              \
+                PYET_IVDEP for (int j = 0; j < m; j++) yd[j] = (double)b_[j]; \
+            int slow = 0;                                                   \
+            PYET_IVDEP for (int j = 0; j < m; j++) {                        \
+                od[j] = LANE(xd[j], yd[j], &slw[j]);                        \
+                slow |= slw[j];                                             \
+            }                                                               \
+            if (slow) {                                                     \
+                for (int j = 0; j < m; j++)                                 \
+                    if (slw[j]) od[j] = (double)LIBM((T)xd[j], (T)yd[j]);   \
+            }                                                               \
+            PYET_IVDEP for (int j = 0; j < m; j++) O_[i0 + j] = (T)od[j];   \
+        }                                                                   \
+    } while (0)
+
+#define PYET_POW_LANE64(x, y, slow) pyet_pow_lane(x, y, 708.0, slow)
+#define PYET_POW_LANE32(x, y, slow) pyet_powf_lane(x, y, slow)
+#define PYET_LOG_LANE(x, y_unused, slow) pyet_log_lane(x, slow)
+#define PYET_LOG_LIBM(x, y_unused) log(x)
+
+/* float pow and float64 log (op OP_power or OP_log, dt DT_F32 or DT_F64) */
+PYET_DISPATCH_WIDE static int pyet_kernel_pow(int op, int dt, int sflags, pyet_intp n,
+                                              void *out, void *const *in)
+{
+    if (n == 0) return 1;
+    if (op == OP_log) {
+        /* in[1] is not read (sflags bit 1 clear, the y chunk stays unused) */
+        void *in2[2] = {in[0], in[0]};
+        in = in2;
+        sflags &= 1;
+        PYET_POW_KERNEL(double, PYET_LOG_LANE, PYET_LOG_LIBM);
+    } else if (dt == DT_F64) {
+        PYET_POW_KERNEL(double, PYET_POW_LANE64, pow);
+    } else {
+        PYET_POW_KERNEL(float, PYET_POW_LANE32, powf);
+    }
+    return 1;
+}
+
+/* a scalar exponent NumPy's loop computes directly (pyet_kernel_narrow) */
+PYET_INLINE int pyet_pow_direct(int dt, int sflags, pyet_intp n, void *const *in)
+{
+    if (!(sflags & 2) || n == 0) return n == 0;
+    const double y = dt == DT_F64 ? *(const double *)in[1] : (double)*(const float *)in[1];
+    return y == 2.0 || y == 1.0 || y == -1.0 || y == 0.5 || y == 0.0;
+}
+
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
+    if ((dt == DT_I32 || dt == DT_I64) && (sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op))
+        return pyet_kernel_idiv(op, dt, n, out, in);
+    if ((dt == DT_F64 && op == OP_log)
+        || ((dt == DT_F32 || dt == DT_F64) && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)))
+        return pyet_kernel_pow(op, dt, sflags, n, out, in);
     if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log))
         return pyet_kernel_trig_f32(op, n, out, in);
     if ((dt == DT_F32 || dt == DT_F64) &&
