@@ -250,3 +250,28 @@ def test_take_many_indices_into_short_rows(dt, width):
     out = np.zeros((3000, 2 * width), dt)[:, ::2]
     pyet.evaluate(pyet.take(idx, pyet.asarray(wide)), out=out)
     assert_same(out, want)
+
+
+# ------------------------------------------------- 0-d leaves read as scalars
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("other", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+def test_zero_d_leaves_as_numpy(dt, other):
+    # a 0-d leaf of the program's dtype is read from its bytes, any other
+    # through NumPy's cast: the same bits either way
+    x = np.array(3, dt) if dt is not np.bool_ else np.array(True)
+    y = np.array(7.75, other) if other is not np.bool_ else np.array(True)
+    want = np.asarray(x * y + x)
+    got = pyet.evaluate(pyet.asarray(x) * pyet.asarray(y) + pyet.asarray(x)).numpy()
+    assert_same(got, want)
+    out = np.zeros((), want.dtype)
+    pyet.asarray(out)[...] = pyet.asarray(x) * pyet.asarray(y) + pyet.asarray(x)
+    assert_same(out, want)
+    out = np.zeros((2, 3), want.dtype)  # broadcast into an array
+    pyet.asarray(out)[...] = pyet.asarray(x) * pyet.asarray(y) + pyet.asarray(x)
+    assert_same(out, np.broadcast_to(want, (2, 3)))
+    # a 0-d destination that is also an operand
+    d, z = x.copy(), y.astype(dt)
+    pyet.asarray(d)[...] = pyet.asarray(d) * pyet.asarray(z) + pyet.asarray(d)
+    assert_same(d, np.asarray(x * z + x))

@@ -453,8 +453,14 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
+    cdef cnp.ndarray a
     if isinstance(v, cnp.ndarray):  # a 0-d leaf: NumPy's cast to the program's dtype
-        v = (<cnp.ndarray>v).astype(DTYPES[dt])[()]
+        a = <cnp.ndarray>v
+        if cnp.PyArray_ISNOTSWAPPED(a) and dt != DT_BOOL and array_dtype_code(a) == dt:
+            # already the program's dtype: its bytes, no cast (astype costs ~0.4 us)
+            memcpy(slot, cnp.PyArray_DATA(a), cnp.PyArray_ITEMSIZE(a))
+            return 0
+        v = a.astype(DTYPES[dt])[()]
     if dt == DT_F64:
         (<double *>slot)[0] = v
     elif dt == DT_F32:
