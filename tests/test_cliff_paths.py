@@ -275,3 +275,21 @@ def test_zero_d_leaves_as_numpy(dt, other):
     d, z = x.copy(), y.astype(dt)
     pyet.asarray(d)[...] = pyet.asarray(d) * pyet.asarray(z) + pyet.asarray(d)
     assert_same(d, np.asarray(x * z + x))
+
+
+@pytest.mark.parametrize("n", [1, 15, 63, 64, 65, 127, 128, 129, 511, 512, 513, 2000])
+def test_small_pass_scratch_on_stack_as_numpy(n):
+    # execute_group keeps small passes' metadata and scratch on the stack,
+    # larger ones on the heap: both sides of each size, strided (gathered)
+    # operands, many leaves, and a destination that is an operand
+    rng = np.random.default_rng(n)
+    xs = [rng.standard_normal(2 * n)[::2] for _ in range(7)]
+    want = (xs[0] * xs[1] + xs[2]) / (xs[3] - 2.5) + xs[4] * xs[5] - xs[6]
+    t = [pyet.asarray(x) for x in xs]
+    out = np.zeros(2 * n)[::2]
+    pyet.asarray(out)[...] = (t[0] * t[1] + t[2]) / (t[3] - 2.5) + t[4] * t[5] - t[6]
+    assert_same(out, want)
+    d = xs[0].copy()
+    td = pyet.asarray(d)
+    td[...] = td[::-1] * 0.5 * t[1] + td
+    assert_same(d, xs[0][::-1] * 0.5 * xs[1] + xs[0])

@@ -11,6 +11,8 @@
 
 DEF MAXD = 64          # NumPy 2's largest ndim
 DEF MAX_REG_BYTES = 8  # largest itemsize
+DEF SMALL_META = 8192    # execute_group's per-call metadata up to this: on the stack
+DEF SMALL_SCRATCH = 4096  # and its scratch (one thread)
 
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
 # measurement so that a few registers stay in L1
@@ -1092,7 +1094,11 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     # merging, base pointers, gather buffers, item sizes, scalar slots
     cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + nops * sizeof(char *)
                         + 8 * (len(scalars) + 1) + 2 * nops * sizeof(int))
-    cdef char *mem = <char *>malloc(meta)
+    # small passes take both on the stack (malloc's arena lock is a good part
+    # of a tiny assignment's cost)
+    cdef pyet_intp small_meta[1024]  # SMALL_META bytes
+    cdef pyet_intp small_buf[512]  # SMALL_SCRATCH bytes
+    cdef char *mem = <char *>small_meta if meta <= SMALL_META else <char *>malloc(meta)
     cdef char *buf = NULL
     cdef pyet_intp *bstrides = <pyet_intp *>mem
     cdef pyet_intp blocklen, regbytes
@@ -1189,23 +1195,33 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 and r.nblocks > PREFETCH_AHEAD:
             prefetch_streams(&r)
         r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
-        buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
-        if buf == NULL:
-            raise MemoryError()
-        r.scratch = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
+        if nthreads * r.scratch_bytes + 64 <= SMALL_SCRATCH:
+            r.scratch = <char *>((<uintptr_t>small_buf + 63) & ~(<uintptr_t>63))
+        else:
+            buf = <char *>malloc(nthreads * r.scratch_bytes + 64)
+            if buf == NULL:
+                raise MemoryError()
+            r.scratch = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
         r.prog = <void *>prog
-        errors = []
-        state = (errors, pyfuncs)
-        r.state = <void *>state
+        # only a user function fails midway (call_pyfunc): its exception
+        errors = state = None
+        r.state = NULL
+        if prog.has_pyfunc:
+            errors = []
+            state = (errors, pyfuncs)
+            r.state = <void *>state
         with nogil:
             rc = run_parallel(&r, prog, nthreads)
         if rc < 0:
-            raise errors[0]
+            if errors:
+                raise errors[0]
+            raise RuntimeError("pyet: an elementwise pass failed")
         if r.fpflags:  # np.errstate's answer to the pass's floating-point errors
             report_fp(r.fpflags)
         return 0
     finally:
-        free(mem)
+        if mem != <char *>small_meta:
+            free(mem)
         free(buf)
 
 
