@@ -13,6 +13,7 @@ DEF MAXD = 64          # NumPy 2's largest ndim
 DEF MAX_REG_BYTES = 8  # largest itemsize
 DEF SMALL_META = 8192    # execute_group's per-call metadata up to this: on the stack
 DEF SMALL_SCRATCH = 4096  # and its scratch (one thread)
+DEF GIL_HELD_PASS = 256  # one-thread passes of at most this many elements keep the GIL
 
 # block length in elements: registers are BLOCK * 8 bytes; chosen by
 # measurement so that a few registers stay in L1
@@ -1210,8 +1211,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             errors = []
             state = (errors, pyfuncs)
             r.state = <void *>state
-        with nogil:
+        if nthreads == 1 and r.total <= GIL_HELD_PASS and not prog.has_pyfunc:
+            # a tiny pass runs with the GIL held: releasing and retaking it
+            # costs about as much as the pass
             rc = run_parallel(&r, prog, nthreads)
+        else:
+            with nogil:
+                rc = run_parallel(&r, prog, nthreads)
         if rc < 0:
             if errors:
                 raise errors[0]
@@ -1246,15 +1252,19 @@ cdef int array_dtype_code(cnp.ndarray a) except -1:
 
 
 cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
-    cdef tuple es = e.shape, ds = (<object>dst).shape
-    cdef Py_ssize_t ne = len(es), nd = len(ds), i
-    if ne > nd:
+    # (dst's dims read in place: no shape tuple unless it fails)
+    cdef tuple es = e.shape
+    cdef Py_ssize_t ne = len(es), nd = cnp.PyArray_NDIM(dst), i, n
+    cdef bint fits = ne <= nd
+    if fits:
+        for i in range(ne):
+            n = es[i]
+            if n != 1 and n != cnp.PyArray_DIMS(dst)[nd - ne + i]:
+                fits = False
+                break
+    if not fits:
         raise ValueError(f"cannot evaluate an expression of shape {fmt_shape(es)} into a "
-                         f"destination of shape {fmt_shape(ds)}")
-    for i in range(ne):
-        if es[i] != 1 and es[i] != ds[nd - ne + i]:
-            raise ValueError(f"cannot evaluate an expression of shape {fmt_shape(es)} into a "
-                             f"destination of shape {fmt_shape(ds)}")
+                         f"destination of shape {fmt_shape((<object>dst).shape)}")
     cdef bint ok
     cdef int weak = weak_of(e)
     if weak == 1:
