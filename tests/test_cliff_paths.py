@@ -293,3 +293,16 @@ def test_small_pass_scratch_on_stack_as_numpy(n):
     td = pyet.asarray(d)
     td[...] = td[::-1] * 0.5 * t[1] + td
     assert_same(d, xs[0][::-1] * 0.5 * xs[1] + xs[0])
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (3, 4), (2, 3, 5), (6,)])
+def test_tiny_assignment_shape_mismatch_writes_nothing(shape):
+    # check_target reads dst's dims in place; a mismatch still raises first
+    d = np.arange(15.0).reshape(3, 5)
+    e = pyet.asarray(np.ones(shape)) * 2 + 1
+    with pytest.raises(ValueError, match=r"cannot evaluate an expression of shape"):
+        pyet.asarray(d)[...] = e
+    assert_same(d, np.arange(15.0).reshape(3, 5))
+    # what broadcasts is accepted
+    pyet.asarray(d)[...] = pyet.asarray(np.ones((1, 5))) * 2 + pyet.asarray(np.ones(()))
+    assert_same(d, np.full((3, 5), 3.0))
