@@ -23,6 +23,8 @@ class _EvaluationState(threading.local):
 
 
 _evaluation = _EvaluationState()
+# recordings under way (any thread): none, and _recorder() skips the lookup
+cdef int _RECORDINGS = 0
 
 
 cpdef check_assignment(object dst, object value):
@@ -363,7 +365,9 @@ cdef class Compute(Action):
 
 
 cdef inline object _recorder():
-    return getattr(_evaluation, "recorder", None)
+    if _RECORDINGS == 0:
+        return None
+    return _evaluation.recorder
 
 
 cdef _not_recordable():
@@ -838,6 +842,7 @@ cpdef run_statements(list dsts, list exprs, bint record=False):
     when it cannot be replayed: value-dependent errors, or a plan run inside
     another evaluation).
     """
+    global _RECORDINGS
     cdef Py_ssize_t k
     cdef Expr e
     saved = None
@@ -853,6 +858,8 @@ cpdef run_statements(list dsts, list exprs, bint record=False):
         _evaluation.done = {}
         _evaluation.structural = True
         _evaluation.recorder = rec
+        if rec is not None:
+            _RECORDINGS += 1
     try:
         _run_in_scope(dsts, exprs)
     except BaseException:
@@ -865,6 +872,8 @@ cpdef run_statements(list dsts, list exprs, bint record=False):
             _evaluation.done = None
             _evaluation.structural = False
             _evaluation.recorder = None
+            if rec is not None:
+                _RECORDINGS -= 1
     if rec is None or None in rec:
         return None
     return rec
