@@ -1110,7 +1110,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     r.scalars = <char *>(r.base + nops)
     r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
     r.gather = r.itemsize + nops
-    cdef list keep = []
+    cdef list keep = None  # copies prepare_leaf made (the leaves list holds the rest)
     cdef cnp.ndarray dk
     try:
         for k in range(ndst):
@@ -1124,7 +1124,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             for d in range(1, ndst):  # copied when it overlaps a destination other than in place
                 if _bounds_overlap(<cnp.ndarray>a, <cnp.ndarray>dsts[d]):
                     a = prepare_leaf(a, <cnp.ndarray>dsts[d], bstrides + k * MAXD)
-            keep.append(a)
+            if a is not leaves[k - ndst]:
+                if keep is None:
+                    keep = []
+                keep.append(a)
             r.base[k] = <char *>cnp.PyArray_DATA(a)
             r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
         for k in range(len(scalars)):
