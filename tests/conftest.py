@@ -47,3 +47,26 @@ def threaded():
         _plan.set_block_size(512)
         _parallel.set_dynamic(True)
         _parallel.set_min_per_thread(1 << 16)
+
+
+@pytest.fixture
+def one_thread():
+    """pyet on one thread for the test (kernels' one-thread paths), restored after."""
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    yield
+    pyet.set_num_threads(before)
+
+
+def fp_flags_raised(fn):
+    """The NumPy floating-point error kinds ('overflow', 'invalid value', ...) fn raised."""
+    import numpy as np
+
+    seen = set()
+    old = np.seterrcall(lambda what, flag: seen.add(what))
+    try:
+        with np.errstate(all="call"):
+            fn()
+    finally:
+        np.seterrcall(old)
+    return seen

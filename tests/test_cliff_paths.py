@@ -10,13 +10,7 @@ import pytest
 
 import pyet
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(1)
-    yield
-    pyet.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest's
 
 
 def bits(a):

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import fp_flags_raised
 
 import pyet
 
@@ -125,15 +126,7 @@ if np._core._multiarray_umath.__cpu_features__.get("AVX512_SKX"):
     KNOWN.update({(name, "float64"): ({"underflow"}, set()) for name in SVML_FLOAT64})
 
 
-def _raised(fn):
-    seen = set()
-    old = np.seterrcall(lambda what, flag: seen.add(what))
-    try:
-        with np.errstate(all="call"):
-            fn()
-    finally:
-        np.seterrcall(old)
-    return seen
+_raised = fp_flags_raised
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

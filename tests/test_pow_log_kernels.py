@@ -6,18 +6,14 @@ the chunks the vector loop hands to libm.  No timing here: bench/bench_grid.py m
 
 import numpy as np
 import pytest
+from conftest import fp_flags_raised
 
 import pyet
 
 ULP = 2
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = pyet.get_num_threads()
-    pyet.set_num_threads(1)
-    yield
-    pyet.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest's
 
 
 def assert_close(got, ref, tol=ULP):
@@ -163,15 +159,8 @@ def test_log_float64_with_special_lanes(n):
 def test_special_lanes_raise_numpys_errors(dtype, build, ref, values):
     x = np.resize(np.array(values, dtype), 600)
 
-    def raised(fn):
-        seen = set()
-        old = np.seterrcall(lambda what, flag: seen.add(what))
-        try:
-            with np.errstate(all="call"):
-                fn()
-        finally:
-            np.seterrcall(old)
-        return seen - {"underflow"}   # SVML and libm differ on subnormal results
+    def raised(fn):  # SVML and libm differ on subnormal results
+        return fp_flags_raised(fn) - {"underflow"}
 
     want = raised(lambda: ref(x))
     got = raised(lambda: np.asarray(pyet.evaluate(build(pyet.asarray(x)))))

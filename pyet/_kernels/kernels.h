@@ -890,6 +890,18 @@ PYET_INLINE double pyet_sincos_core(double x, int want_cos)
     return (q & 2) ? -v : v;
 }
 
+/* k log 2 + log(1 + f), f in [sqrt(2)/2 - 1, sqrt(2) - 1): fdlibm's polynomial */
+PYET_INLINE double pyet_log_poly(double k, double f)
+{
+    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
+                      + w * 1.531383769920937332e-01));
+    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
+                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double hfsq = 0.5 * f * f, R = t2 + t1;
+    return k * 6.93147180559945286227e-01 + (f - (hfsq - sv * (hfsq + R)));
+}
+
 PYET_INLINE double pyet_log_core(float xf)
 {
     /* xf positive, normal, finite: m in [sqrt(2)/2, sqrt(2)), f = m - 1 */
@@ -900,13 +912,7 @@ PYET_INLINE double pyet_log_core(float xf)
     float mf;
     memcpy(&mf, &mu, 4);
     const double f = (double)mf - 1.0;
-    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
-    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
-                      + w * 1.531383769920937332e-01));
-    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
-                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
-    const double hfsq = 0.5 * f * f, R = t2 + t1;
-    return (double)k * 6.93147180559945286227e-01 + (f - (hfsq - sv * (hfsq + R)));
+    return pyet_log_poly((double)k, f);
 }
 
 #define PYET_TRIG_LOOP(SLOW, FAST, LIBM)                                    \
@@ -1082,13 +1088,7 @@ PYET_INLINE double pyet_log_d(double x)
     const double kd = pyet_bits2d(0x4330000000000000ull | (((top >> 52) + 2048) & 4095))
                       - (0x1p52 + 2048.0);
     const double f = pyet_bits2d(u - top) - 1.0;
-    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
-    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
-                      + w * 1.531383769920937332e-01));
-    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
-                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
-    const double hfsq = 0.5 * f * f, R = t2 + t1;
-    return kd * 6.93147180559945286227e-01 + (f - (hfsq - sv * (hfsq + R)));
+    return pyet_log_poly(kd, f);
 }
 
 /* float32 x ** y (x, y widened): exp(y log x) in plain double, within about
