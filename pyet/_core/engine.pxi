@@ -498,30 +498,23 @@ cdef cnp.ndarray _blas_operand(Expr x, int dt, cnp.ndarray dst):
         a = <cnp.ndarray>(<Tensor>x)._array
         if a.ndim == 2 and _blas.blas_ok(a) and not _bounds_overlap(a, dst):
             return a
+    return (<Tensor>_scratch_leaf(x, dt))._array
+
+
+cdef Expr _scratch_operand(Expr x):
+    # x as a leaf (recording): itself, or its value in scratch (_scratch_leaf)
+    return x if not x._args else _scratch_leaf(x, x._dt)
+
+
+cdef Expr _scratch_leaf(Expr x, int dt):
+    # x's value (as dt) in C-ordered scratch written by a recorded pass, once
+    # per run for equal trees over the same memory; _special_args finds it
     done = _evaluation.done
     key = ("scratch value", value_key(x), dt)
     hit = done.get(key) if done is not None else None
     if hit is not None:
-        return (<Tensor>hit[1])._array
-    a = np.empty(x.shape, DTYPES[dt])
-    assign(a, x)
-    STATS[4] += a.nbytes
-    if done is not None:
-        done[key] = (x, wrap(a), _leaf_arrays(x))
-    return a
-
-
-cdef Expr _scratch_operand(Expr x):
-    # x as a leaf (recording): itself, or its value in C-ordered scratch written
-    # by a recorded pass, once per run for equal trees over the same memory
-    if not x._args:
-        return x
-    done = _evaluation.done
-    key = ("scratch value", value_key(x), x._dt)
-    hit = done.get(key) if done is not None else None
-    if hit is not None:
         return <Expr>hit[1]
-    a = np.empty(x.shape, DTYPES[x._dt])
+    a = np.empty(x.shape, DTYPES[dt])
     assign(a, x)
     STATS[4] += (<cnp.ndarray>a).nbytes
     leaf = wrap(a)

@@ -200,25 +200,34 @@ class Reduction(Special):
             getattr(np, kind)(child._array, axis=None if self.whole else axes, out=dst,
                               keepdims=self.keepdims)
             return
-        if kind not in ("argmax", "argmin") and child.size and core.reduce_threads(
-                child.size) == 1:
-            across_rows = kind in ("sum", "mean") and _folds_across_rows(child, axes)
-            acc_dtype, start = _accumulator(kind, child.dtype, across_rows)
-            compensated = kind in ("sum", "mean") and acc_dtype == _F64 and not across_rows
-            if acc_dtype == dst.dtype and not compensated:
-                # dst's strides on the kept axes, 0 on the reduced ones
-                kept_strides = iter(dst.strides[i] for i in range(dst.ndim)
-                                    if not (self.keepdims and i in axes))
-                strides = tuple(0 if i in axes else next(kept_strides)
-                                for i in range(child.ndim))
-                view = np.lib.stride_tricks.as_strided(dst, child.shape, strides)
-                dst.fill(start)
-                core.reduce_into(view, child, _FOLD[kind], 1, 0, 0)
-                if kind == "mean":
-                    np.divide(dst, int(np.prod([child.shape[a] for a in axes], dtype=np.int64)),
-                              out=dst)
-                return
+        direct = self._fold_into(dst, child) if core.reduce_threads(child.size) == 1 else None
+        if direct is not None:
+            view, start = direct
+            dst.fill(start)
+            core.reduce_into(view, child, _FOLD[kind], 1, 0, 0)
+            if kind == "mean":
+                np.divide(dst, int(np.prod([child.shape[a] for a in axes], dtype=np.int64)),
+                          out=dst)
+            return
         np.copyto(dst, self._value(child))
+
+    def _fold_into(self, dst, child):
+        """(a view of ``dst`` over ``child``'s shape, the accumulator's start)
+        when one thread's fold can run straight into ``dst``: a fold kind, dst
+        of the accumulator's dtype, no compensated float64 sum; else None."""
+        kind, axes = self.kind, self.axes
+        if kind in ("argmax", "argmin") or not child.size:
+            return None
+        across_rows = kind in ("sum", "mean") and _folds_across_rows(child, axes)
+        acc_dtype, start = _accumulator(kind, child.dtype, across_rows)
+        if acc_dtype != dst.dtype or (kind in ("sum", "mean") and acc_dtype == _F64
+                                      and not across_rows):
+            return None
+        # dst's strides on the kept axes, 0 on the reduced ones
+        kept_strides = iter(dst.strides[i] for i in range(dst.ndim)
+                            if not (self.keepdims and i in axes))
+        strides = tuple(0 if i in axes else next(kept_strides) for i in range(child.ndim))
+        return np.lib.stride_tricks.as_strided(dst, child.shape, strides), start
 
     def value(self, args):
         return self._value(materialize(args[0]))
@@ -244,18 +253,11 @@ class Reduction(Special):
             return lambda: self.into(out, (child,))
         fold = _Fold(self, child)
         folded = lambda: np.copyto(out, fold.result())  # noqa: E731
-        if not child.size or kind == "mean":
-            return folded
-        across_rows = kind == "sum" and _folds_across_rows(child, axes)
-        acc_dtype, start = _accumulator(kind, child.dtype, across_rows)
-        if acc_dtype != out.dtype or (kind == "sum" and acc_dtype == _F64 and not across_rows):
+        direct = self._fold_into(out, child) if kind != "mean" else None
+        if direct is None:
             return folded
         # into()'s one-thread fold straight into out, its view made once
-        kept_strides = iter(out.strides[i] for i in range(out.ndim)
-                            if not (self.keepdims and i in axes))
-        view = np.lib.stride_tricks.as_strided(
-            out, child.shape, tuple(0 if i in axes else next(kept_strides)
-                                    for i in range(child.ndim)))
+        view, start = direct
         size, code, reduce_into, threads = child.size, _FOLD[kind], core.reduce_into, \
             core.reduce_threads
 
