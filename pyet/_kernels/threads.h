@@ -4,8 +4,12 @@
  * it; one thread otherwise.
  *
  * pyet_run_chunks: a pass's chunks run on a small pool of worker threads and the
- * calling thread.  Chunks are claimed one at a time from an atomic counter; the
- * caller claims whatever is left and then waits only for the chunks other
+ * calling thread.  Each participant has a home range of the chunks (slot s the
+ * s-th of nthreads equal parts, as OpenMP's static schedule), so on a quiet
+ * machine a thread passes over the same memory each call and finds it in its
+ * own core's cache; a participant whose range is done claims chunks left in
+ * the others'.  Chunks are claimed one at a time from a range's atomic counter;
+ * the caller claims whatever is left and then waits only for the chunks other
  * threads have already claimed -- never for a worker the OS has not scheduled
  * yet (on a busy machine an OpenMP region's closing barrier waited for exactly
  * that).  A worker waking late finds no chunk left and goes back to sleep.
@@ -101,8 +105,7 @@ static struct {
     pthread_cond_t wake;
     int nworkers;                    /* started (slots 1..nworkers) */
     unsigned posted;                 /* the last generation announced (under sleep) */
-    /* generation << 32 | next chunk: a claim is a compare-and-swap of the
-       whole word, so it succeeds only within the generation it read */
+    /* generation << 32 | PYET_CLOSED while a pass is being set up, 0 once open */
     _Atomic unsigned long long ticket;
     /* the current generation's pass, written while its ticket is closed */
     _Atomic(pyet_chunk_fn) fn;
@@ -120,39 +123,58 @@ static struct {
     _Atomic int awake;               /* workers spinning or working, not asleep */
 } pyet_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
+/* slot s's home range of the current pass: generation << 32 | chunks not yet
+ * claimed (claimed from the front).  A claim is a compare-and-swap of the whole
+ * word, so it succeeds only within the generation it read; every pass ends with
+ * all its words at 0 left and the next writes its words after fn, ctx and
+ * nchunks, so a claim that succeeds proves the pass it read was the word's. */
+static struct {
+    _Alignas(64) _Atomic unsigned long long left;
+} pyet_ranges[PYET_POOL_MAX];
+
 static long long pyet_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Claim and run chunks of generation gen in slot until none is left; returns
- * how many it ran. */
+/* Claim and run chunks of generation gen in slot until none is left, its home
+ * range first, then the others' in turn; returns how many it ran. */
 static ptrdiff_t pyet_pool_work(unsigned gen, int slot) {
     ptrdiff_t ran = 0;
     unsigned long long t = atomic_load(&pyet_pool.ticket);
-    for (;;) {
-        unsigned next = (unsigned)t;
-        if ((unsigned)(t >> 32) != gen || next == PYET_CLOSED)
-            return ran;
-        /* read the pass, then claim: a claim that succeeds on gen proves these
-           were gen's (the next pass closes the ticket before writing them) */
-        pyet_chunk_fn fn = atomic_load(&pyet_pool.fn);
-        void *ctx = atomic_load(&pyet_pool.ctx);
-        ptrdiff_t n = atomic_load(&pyet_pool.nchunks);
-        if ((ptrdiff_t)next >= n || slot >= atomic_load(&pyet_pool.nslots))
-            return ran;
-        if (!atomic_compare_exchange_weak(&pyet_pool.ticket, &t, t + 1))
-            continue;
-        if (fn(ctx, (ptrdiff_t)next, slot) < 0)
-            atomic_store(&pyet_pool.failed, 1);
-        int f = pyet_fp_take();
-        if (f)
-            atomic_fetch_or(&pyet_pool.fpflags, f);
-        atomic_fetch_add(&pyet_pool.done, 1);
-        ran++;
-        t = atomic_load(&pyet_pool.ticket);
+    if ((unsigned)(t >> 32) != gen || (unsigned)t == PYET_CLOSED)
+        return 0;
+    /* read the pass, then claim: see pyet_ranges */
+    pyet_chunk_fn fn = atomic_load(&pyet_pool.fn);
+    void *ctx = atomic_load(&pyet_pool.ctx);
+    ptrdiff_t n = atomic_load(&pyet_pool.nchunks);
+    int nslots = atomic_load(&pyet_pool.nslots);
+    if (slot >= nslots)
+        return 0;
+    for (int k = 0; k < nslots; k++) {
+        int r = (slot + k) % nslots;
+        ptrdiff_t end = n * (r + 1) / nslots;
+        unsigned long long w = atomic_load(&pyet_ranges[r].left);
+        for (;;) {
+            unsigned left = (unsigned)w;
+            if ((unsigned)(w >> 32) != gen)
+                return ran;  /* a later pass's: this one is over */
+            if (left == 0)
+                break;
+            if (!atomic_compare_exchange_weak(&pyet_ranges[r].left, &w, w - 1))
+                continue;
+            if (fn(ctx, end - (ptrdiff_t)left, slot) < 0)
+                atomic_store(&pyet_pool.failed, 1);
+            int f = pyet_fp_take();
+            if (f)
+                atomic_fetch_or(&pyet_pool.fpflags, f);
+            atomic_fetch_add(&pyet_pool.done, 1);
+            ran++;
+            w = atomic_load(&pyet_ranges[r].left);
+        }
     }
+    return ran;
 }
 
 static void *pyet_pool_worker(void *arg) {
@@ -258,6 +280,8 @@ static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthread
     ptrdiff_t c, mine;
     long long now = 0;
     pyet_fp_take();  /* flags raised before the pass are not its own (NumPy clears too) */
+    if (nthreads > PYET_POOL_MAX)
+        nthreads = PYET_POOL_MAX;
     if (nthreads > 1 && n > 1 && pthread_mutex_trylock(&pyet_pool.busy) == 0) {
         now = pyet_now_ns();
         if (!pyet_dynamic_threads) {
@@ -292,6 +316,9 @@ static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthread
     atomic_store(&pyet_pool.done, 0);
     atomic_store(&pyet_pool.failed, 0);
     atomic_store(&pyet_pool.fpflags, 0);
+    for (int r = 0; r < nthreads; r++)
+        atomic_store(&pyet_ranges[r].left, ((unsigned long long)gen << 32) |
+                     (unsigned long long)(n * (r + 1) / nthreads - n * r / nthreads));
     atomic_store(&pyet_pool.ticket, (unsigned long long)gen << 32);
     pthread_mutex_lock(&pyet_pool.sleep);
     pyet_pool.posted = gen;
