@@ -668,6 +668,7 @@ cdef struct Run:
     int early               # RED_ALL/RED_ANY into one accumulator: stop once decided
     int stop                # set by the thread that decided (others stop too)
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
+    pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     int npf                 # operands whose next block is prefetched (distinct memory)
     int pfk[MAX_PREFETCH]
 
@@ -988,17 +989,36 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
 cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                    char *regs) noexcept nogil:
     """Work items of a tiled run: item w is block w % nblocks of the rows of
-    tile w // nblocks (r.tile consecutive rows).  An operand read across its
-    memory order (A.T) then touches the same cache lines row after row of a
-    tile, each line used whole before it leaves L1."""
+    tile w // nblocks (r.tile consecutive rows).  A leaf read across its
+    memory order (A.T; r.gather[k] <= -2) is copied for the whole tile at
+    once, each source line read once for all the rows it holds; its rows are
+    then read from that copy."""
     cdef int nd = r.nd, nops = r.nops, d, k
     cdef char *ptr[256]
+    cdef char *tb
     cdef pyet_intp w, rw, r0, r1, rest, i, x0, n, inner = r.shape[nd - 1]
+    cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
+    cdef bint adjacent
     for w in range(w0, w1):
         x0 = (w % r.nblocks) * r.block
         n = inner - x0 if inner - x0 < r.block else r.block
         r0 = (w // r.nblocks) * r.tile
         r1 = r0 + r.tile if r0 + r.tile < r.nrows else r.nrows
+        # the tile's rows one step apart along the second-last axis
+        adjacent = r0 % r.shape[nd - 2] + (r1 - r0) <= r.shape[nd - 2]
+        if adjacent and prog.copies_leaf and r.gather[0] == -1 and r.gather[1] <= -2:
+            # dst = A.T: the tile copied straight into the destination's rows
+            rest = r0
+            ptr[0] = r.base[0] + x0 * r.strides[nd - 1]
+            ptr[1] = r.base[1] + x0 * r.strides[MAXD + nd - 1]
+            for d in range(nd - 2, -1, -1):
+                i = rest % r.shape[d]
+                rest //= r.shape[d]
+                ptr[0] += i * r.strides[d]
+                ptr[1] += i * r.strides[MAXD + d]
+            pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
+                           r.strides[MAXD + nd - 1], r1 - r0, n, r.itemsize[1])
+            continue
         for rw in range(r0, r1):
             for k in range(nops):
                 ptr[k] = r.base[k] + x0 * r.strides[k * MAXD + nd - 1]
@@ -1008,6 +1028,17 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 rest //= r.shape[d]
                 for k in range(nops):
                     ptr[k] += i * r.strides[k * MAXD + d]
+            for k in range(r.ndst, nops):
+                if r.gather[k] > -2:
+                    continue
+                tb = regs + r.tilebuf + (-2 - r.gather[k]) * r.tile * regbytes
+                if not adjacent:
+                    pyet_copy_strided(tb + (rw - r0) * regbytes, r.itemsize[k], ptr[k],
+                                      r.strides[k * MAXD + nd - 1], n, r.itemsize[k])
+                elif rw == r0:
+                    pyet_copy_tile(tb, regbytes, ptr[k], r.strides[k * MAXD + nd - 2],
+                                   r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k])
+                ptr[k] = tb + (rw - r0) * regbytes
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
     return 0
@@ -1043,6 +1074,12 @@ cdef bint flat_operand(Run *r, int k) noexcept nogil:
             return False
         step *= r.shape[d]
     return True
+
+
+cdef inline bint across_rows(Run *r, int k) noexcept nogil:
+    # operand k's next row is nearer than its next element (A.T in a C pass)
+    cdef pyet_intp s_row = r.strides[k * MAXD + r.nd - 2]
+    return s_row != 0 and iabs(s_row) < iabs(r.strides[k * MAXD + r.nd - 1])
 
 
 cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
@@ -1086,7 +1123,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     each written in statement order within a block)."""
     cdef cnp.ndarray dst = <cnp.ndarray>dsts[0]
     cdef int ndst = len(dsts)
-    cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, ngather, nthreads
+    cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, nthreads
+    cdef int ngather, ntiled
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
@@ -1167,17 +1205,19 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.nrows = r.total // r.shape[r.nd - 1]
         if not red and not r.packed and r.nrows > 1:
             for k in range(nops):
-                if (iabs(r.strides[k * MAXD + r.nd - 2]) < iabs(r.strides[k * MAXD + r.nd - 1])
-                        and r.strides[k * MAXD + r.nd - 2] != 0):
+                if across_rows(&r, k):
                     r.tile = max(r.tile, 64 // r.itemsize[k])
             if r.tile:
                 blocklen = BLOCK
         r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
         regbytes = r.block * MAX_REG_BYTES
-        ngather = 0
+        ngather = ntiled = 0
         for k in range(nops):
             r.gather[k] = -1
-            if r.packed:
+            if r.tile and k >= ndst and across_rows(&r, k):
+                r.gather[k] = -2 - ntiled  # copied a tile at a time (run_tiled)
+                ntiled += 1
+            elif r.packed:
                 if not flat_operand(&r, k):
                     r.gather[k] = ngather
                     ngather += 1
@@ -1198,7 +1238,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         if not red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
                 and r.nblocks > PREFETCH_AHEAD:
             prefetch_streams(&r)
-        r.scratch_bytes = ((prog.nregs + ngather) * regbytes + 63) & ~(<pyet_intp>63)
+        r.tilebuf = (prog.nregs + ngather) * regbytes
+        r.scratch_bytes = (r.tilebuf + ntiled * r.tile * regbytes + 63) & ~(<pyet_intp>63)
         if nthreads * r.scratch_bytes + 64 <= SMALL_SCRATCH:
             r.scratch = <char *>((<uintptr_t>small_buf + 63) & ~(<uintptr_t>63))
         else:

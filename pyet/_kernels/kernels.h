@@ -1268,6 +1268,49 @@ PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     }
 }
 
+/* rows rows of n elements into contiguous rows drow bytes apart: row t from
+ * src + t * srow, element x at x * ss.  For an operand read across its memory
+ * order (A.T in a C-ordered pass: |srow| below a cache line) each source line
+ * is read once for all the rows it holds, where a row-by-row gather reads it
+ * once per row. */
+PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
+                                  pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize)
+{
+#define PYET_TILE_COPY(T)                                                   \
+    for (pyet_intp x = 0; x < n; x++) {                                     \
+        const char *s_ = src + x * ss;                                      \
+        for (pyet_intp t = 0; t < rows; t++)                                \
+            ((T *)(dst + t * drow))[x] = *(const T *)(s_ + t * srow);       \
+    }
+/* a cache line of R adjacent elements per x: a fixed count the compiler unrolls;
+ * the lines PYET_TILE_AHEAD further on are prefetched (each is on another page,
+ * where the hardware prefetchers do not follow) */
+#define PYET_TILE_AHEAD 16
+#define PYET_TILE_LINE(T, R)                                                \
+    for (pyet_intp x = 0; x < n; x++) {                                     \
+        const T *s_ = (const T *)(src + x * ss);                            \
+        if (x + PYET_TILE_AHEAD < n)                                        \
+            __builtin_prefetch(src + (x + PYET_TILE_AHEAD) * ss, 0, 3);     \
+        for (int t = 0; t < R; t++)                                         \
+            ((T *)(dst + t * drow))[x] = s_[t];                             \
+    }
+    if (srow == itemsize && rows * itemsize == 64) {
+        switch (itemsize) {
+        case 1: PYET_TILE_LINE(uint8_t, 64); return;
+        case 4: PYET_TILE_LINE(uint32_t, 16); return;
+        case 8: PYET_TILE_LINE(uint64_t, 8); return;
+        }
+    }
+    switch (itemsize) {
+    case 1: PYET_TILE_COPY(uint8_t); break;
+    case 4: PYET_TILE_COPY(uint32_t); break;
+    case 8: PYET_TILE_COPY(uint64_t); break;
+    }
+#undef PYET_TILE_COPY
+#undef PYET_TILE_LINE
+#undef PYET_TILE_AHEAD
+}
+
 /* Prefetch nbytes from p (a block the next step reads or writes) into the
  * caches, a line at a time: a pass runs several kernels over each block, and
  * only some of them read memory, so without it the memory stream stalls while
@@ -1539,6 +1582,8 @@ void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
 void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,
                        int itemsize);
+void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow, pyet_intp ss,
+                    pyet_intp rows, pyet_intp n, int itemsize);
 void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
                        const void *src);
 int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, const char *src,

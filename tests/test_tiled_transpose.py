@@ -1,0 +1,136 @@
+"""Passes that read an operand across its memory order (A + A.T, B.T copied into C
+order) walk tiles of rows and copy such a leaf a tile at a time; `dst[...] = A.T`
+copies the tile straight into the destination.  Against NumPy bit for bit on the
+layouts the tile copy has to get right: tiles cut by the end of the second-last
+axis (3-d), reversed and stepped axes, every dtype, tails shorter than a tile,
+blocks shorter than a row, an aliasing destination, sentinel bytes around it, one
+and two threads.  No timing here: bench/bench_grid.py measures.
+"""
+
+import numpy as np
+import pytest
+
+import pyet
+from pyet._core import core as _plan
+
+DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
+
+
+def values(shape, dt, seed=0):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(shape) * 100
+    return (v > 0) if dt is np.bool_ else v.astype(dt)
+
+
+def transposed_views(dt):
+    """(name, array) pairs whose last two axes are read across their memory order."""
+    a = values((137, 45), dt)  # rows of 128 or more: shorter ones are packed, not tiled
+    yield "A.T", a.T
+    yield "Fortran", np.asfortranarray(a)
+    yield "reversed rows", a[::-1].T
+    yield "reversed columns", a[:, ::-1].T
+    yield "stepped", values((400, 70), dt, 1)[::3, ::2].T
+    yield "3-d, rows cut by the axis end", values((3, 130, 5), dt, 2).transpose(0, 2, 1)
+    yield "3-d, tile of one row", values((4, 133, 1), dt, 3).transpose(0, 2, 1)[:, :, ::-1]
+    yield "4-d", values((2, 3, 129, 9), dt, 4).transpose(1, 0, 3, 2)
+    yield "short rows (packed)", values((37, 45), dt, 5).T
+
+
+@pytest.fixture(params=[(1, 512), (2, 32)], ids=["1 thread", "2 threads, short blocks"])
+def tiles(request, threaded):
+    """Small blocks and forced threads make many tiles and partial blocks."""
+    nthreads, block = request.param
+    pyet.set_num_threads(nthreads)
+    _plan.set_block_size(block)
+    yield
+    _plan.set_block_size(32)  # the threaded fixture restores the rest
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_copy_of_a_transposed_leaf(tiles, dt):
+    for name, a in transposed_views(dt):
+        want = np.ascontiguousarray(a)
+        got = np.full(a.shape, 0, dt)
+        pyet.asarray(got)[...] = pyet.asarray(a)
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_trees_with_a_transposed_leaf(tiles, dt):
+    for name, a in transposed_views(dt):
+        b = np.ascontiguousarray(values(a.shape, dt, 9))
+        pa, pb = pyet.asarray(a), pyet.asarray(b)
+        if dt is np.bool_:
+            got = pyet.evaluate(pa ^ pb).numpy()
+            np.testing.assert_array_equal(got, a ^ b, err_msg=name)
+        else:
+            got = pyet.evaluate(pa * pb + pa).numpy()
+            np.testing.assert_array_equal(got, a * b + a, err_msg=name)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32])
+def test_square_plus_its_transpose(tiles, dt):
+    for n in (1, 7, 9, 128, 136, 200):
+        a = values((n, n), dt, n)
+        got = pyet.evaluate(pyet.asarray(a) + pyet.asarray(a).T).numpy()
+        np.testing.assert_array_equal(got, a + a.T)
+
+
+def test_cast_of_a_transposed_leaf(tiles):
+    # not a plain copy (the dtypes differ): tile-copied, then cast per row
+    a = values((145, 37), np.float32).T
+    got = np.empty(a.shape, np.float64)
+    pyet.asarray(got)[...] = pyet.asarray(a)
+    np.testing.assert_array_equal(got, a.astype(np.float64))
+
+
+def test_transposed_into_a_strided_destination(tiles):
+    a = values((145, 37), np.float64)
+    base = np.zeros((37, 290))
+    dst = base[:, ::2]
+    pyet.asarray(dst)[...] = pyet.asarray(a).T
+    np.testing.assert_array_equal(dst, a.T)
+    np.testing.assert_array_equal(base[:, 1::2], 0)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.int32, np.bool_])
+def test_destination_inside_sentinels(tiles, dt):
+    a = values((153, 29), dt)
+    sentinel = np.array(1, dt) if dt is np.bool_ else np.array(-77, dt)
+    buf = np.full(29 * 153 + 16, sentinel, dt)
+    dst = buf[8:-8].reshape(29, 153)
+    pyet.asarray(dst)[...] = pyet.asarray(a).T
+    np.testing.assert_array_equal(dst, a.T)
+    np.testing.assert_array_equal(buf[:8], sentinel)
+    np.testing.assert_array_equal(buf[-8:], sentinel)
+
+
+def test_in_place_transpose_is_numpys(tiles):
+    # A[...] = A.T reads what it overwrites: NumPy's answer is the transpose
+    a = values((140, 140), np.float64)
+    want = a.T.copy()
+    pa = pyet.asarray(a)
+    pa[...] = pa.T
+    np.testing.assert_array_equal(a, want)
+    b = values((140, 140), np.float64, 5)
+    want = b + b.T
+    pb = pyet.asarray(b)
+    pb[...] = pb + pb.T
+    np.testing.assert_array_equal(b, want)
+
+
+def test_fields_of_a_packed_structured_array(tiles):
+    # byte strides that are not a multiple of the itemsize
+    rec = np.zeros((131, 13), dtype=[("c", "u1"), ("x", "<f8")])
+    rec["x"] = values((131, 13), np.float64)
+    x = rec["x"]
+    assert x.strides[1] % 8 != 0
+    got = pyet.evaluate(pyet.asarray(x).T * 2.0).numpy()
+    np.testing.assert_array_equal(got, x.T * 2.0)
+
+
+def test_empty_and_single_row(tiles):
+    for shape in [(0, 5), (5, 0), (1, 9), (9, 1), (130, 1), (1, 130), (130, 0)]:
+        a = values(shape, np.float64)
+        got = pyet.evaluate(pyet.asarray(a).T + 1.0).numpy()
+        np.testing.assert_array_equal(got, a.T + 1.0)
