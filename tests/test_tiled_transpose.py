@@ -134,3 +134,67 @@ def test_empty_and_single_row(tiles):
         a = values(shape, np.float64)
         got = pyet.evaluate(pyet.asarray(a).T + 1.0).numpy()
         np.testing.assert_array_equal(got, a.T + 1.0)
+
+
+# --- a destination written across its memory order: the tile stored after its last row
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_c_operands_into_a_transposed_destination(tiles, dt):
+    a = values((37, 145), dt)
+    b = values((37, 145), dt, 1)
+    for name, dst in [("D.T", np.zeros((145, 37), dt).T),
+                      ("Fortran", np.asfortranarray(np.zeros((37, 145), dt))),
+                      ("reversed", np.zeros((145, 37), dt)[::-1].T),
+                      ("3-d, rows cut by the axis end",
+                       np.zeros((2, 145, 37), dt).transpose(0, 2, 1)[1])]:
+        if dt is np.bool_:
+            pyet.asarray(dst)[...] = pyet.asarray(a) | pyet.asarray(b)
+            want = a | b
+        else:
+            pyet.asarray(dst)[...] = pyet.asarray(a) * pyet.asarray(b) + pyet.asarray(a)
+            want = a * b + a
+        np.testing.assert_array_equal(dst, want, err_msg=name)
+
+
+def test_3d_transposed_destination_across_tiles(tiles):
+    a = values((3, 5, 130), np.float64)
+    dst = np.zeros((3, 130, 5)).transpose(0, 2, 1)
+    pyet.asarray(dst)[...] = pyet.asarray(a) * 2.0
+    np.testing.assert_array_equal(dst, a * 2.0)
+
+
+def test_transposed_destination_inside_sentinels(tiles):
+    buf = np.full(145 * 37 + 16, -77.0)
+    dst = buf[8:-8].reshape(145, 37).T
+    a = values((37, 145), np.float64)
+    pyet.asarray(dst)[...] = pyet.asarray(a) - 1.0
+    np.testing.assert_array_equal(dst, a - 1.0)
+    np.testing.assert_array_equal(buf[:8], -77.0)
+    np.testing.assert_array_equal(buf[-8:], -77.0)
+
+
+def test_transposed_destination_read_by_its_statement(tiles):
+    # D.T read in place by its own statement, and D read across it (copied first)
+    d = values((145, 37), np.float64)
+    want = d.T * 3.0 + 1.0
+    pd = pyet.asarray(d)
+    pd.T[...] = pd.T * 3.0 + 1.0
+    np.testing.assert_array_equal(d.T, want)
+    e = values((140, 140), np.float64, 3)
+    want = e + e.T
+    pe = pyet.asarray(e)
+    pe.T[...] = pe + pe.T
+    np.testing.assert_array_equal(e.T, want)
+
+
+def test_plan_into_transposed_destinations(tiles):
+    # a multi-output pass: the second statement reads what the first wrote
+    a = values((37, 145), np.float64)
+    d1 = np.zeros((145, 37)).T
+    d2 = np.zeros((145, 37)).T
+    with pyet.EvalPlan() as plan:
+        plan.assign(d1, pyet.asarray(a) * 2.0)
+        plan.assign(d2, pyet.asarray(d1) + pyet.asarray(a))
+    np.testing.assert_array_equal(d1, a * 2.0)
+    np.testing.assert_array_equal(d2, a * 3.0)
