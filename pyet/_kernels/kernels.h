@@ -656,6 +656,10 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
 /* The compute-bound float loops (see PYET_DISPATCH_WIDE). */
 #define PYET_WIDE_CASES(T, SUF, M)                                          \
     case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
+    /* NaN-propagating: three compares and selects, one mask op each in */  \
+    /* AVX-512 where AVX2 blends take two */                                \
+    case OP_maximum: PYET_LOOP2(T, T, pyet_max_##SUF(x, y)); return 1;      \
+    case OP_minimum: PYET_LOOP2(T, T, pyet_min_##SUF(x, y)); return 1;      \
     case OP_tanh: PYET_LOOP1(T, T, pyet_tanh_##SUF(x)); return 1;           \
     case OP_sqrt: PYET_LOOP1(T, T, M(sqrt)(x)); return 1;                   \
     case OP_sigmoid:                                                        \
@@ -1192,7 +1196,8 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return pyet_kernel_trig_f32(op, n, out, in);
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
-         op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt))
+         op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt ||
+         op == OP_maximum || op == OP_minimum))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
