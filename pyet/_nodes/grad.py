@@ -10,6 +10,7 @@ that reads the forward tree's nodes themselves (sigmoid's gradient
 evaluation computes each shared special node once.
 """
 
+import math
 import threading
 from collections import OrderedDict
 
@@ -61,8 +62,8 @@ def _fit(g, shape, dtype):
 def _view_shape(shape, kind, arg):
     """The shape of the view (kind, arg) of an array of ``shape``."""
     if kind == "reshape":
-        known = int(np.prod([n for n in arg if n != -1], dtype=np.int64))
-        size = int(np.prod(shape, dtype=np.int64))
+        known = math.prod([n for n in arg if n != -1])
+        size = math.prod(shape)
         return tuple(size // known if n == -1 else n for n in arg)
     return core.VIEWS[kind](np.broadcast_to(np.zeros((), np.bool_), shape), arg).shape
 
@@ -461,9 +462,9 @@ def tensordot(a, b, axes=2):
     free_b = [i for i in range(z.ndim) if i not in ax_b]
     x = core.transpose(x, free_a + ax_a)
     z = core.transpose(z, ax_b + free_b)
-    k = int(np.prod([x.shape[i] for i in range(len(free_a), x.ndim)], dtype=np.int64))
-    m = int(np.prod(x.shape[:len(free_a)], dtype=np.int64))
-    n = z.size // k if k else int(np.prod(z.shape[len(ax_b):], dtype=np.int64))
+    k = math.prod([x.shape[i] for i in range(len(free_a), x.ndim)])
+    m = math.prod(x.shape[:len(free_a)])
+    n = z.size // k if k else math.prod(z.shape[len(ax_b):])
     out = core.dot(reshape(x, (m, k)), reshape(z, (k, n)))
     return reshape(out, x.shape[:len(free_a)] + z.shape[len(ax_b):])
 

@@ -14,6 +14,7 @@ never read outside an operand and later writes to the caller's index array do
 not change the node.
 """
 
+import math
 import operator
 
 import numpy as np
@@ -112,7 +113,7 @@ class Take(Kernel):
 
     def work_shape(self, arrays):
         idx, w = arrays
-        return (idx.size, int(np.prod(w.shape[1:], dtype=np.int64)))
+        return (idx.size, math.prod(w.shape[1:]))
 
     def compute(self, out, arrays):
         idx, w = arrays
@@ -265,7 +266,7 @@ class TakeGrad(Kernel):
 
     def work_shape(self, arrays):
         idx, g = arrays
-        return (self.num_rows, int(np.prod(g.shape[idx.ndim:], dtype=np.int64)))
+        return (self.num_rows, math.prod(g.shape[idx.ndim:]))
 
     def compute(self, out, arrays):
         idx, g = arrays

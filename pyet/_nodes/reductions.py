@@ -9,6 +9,7 @@ stands in the tree as a leaf.
 
 import builtins
 import functools
+import math
 import warnings
 
 import numpy as np
@@ -107,7 +108,7 @@ def _slots(nthreads, nslots, kept, dtype):
     strides in bytes.  Flat, not an ndarray of shape (nthreads, nslots, *kept): that
     one has two axes more than the operand, too many for 63 or 64 axes.
     """
-    size = int(np.prod(kept, dtype=np.int64))
+    size = math.prod(kept)
     itemsize = np.dtype(dtype).itemsize
     buf = np.empty(nthreads * nslots * size, dtype)
     views = [[buf[(t * nslots + k) * size:(t * nslots + k + 1) * size].reshape(kept)
@@ -128,7 +129,7 @@ class _Fold:
         self.kept = tuple(1 if i in red.axes else d for i, d in enumerate(child.shape))
         self.compensated = (red.kind in ("sum", "mean") and self.acc_dtype == _F64
                             and not across_rows)
-        self.count = int(np.prod([child.shape[a] for a in red.axes], dtype=np.int64))
+        self.count = math.prod([child.shape[a] for a in red.axes])
         self.out_shape = _out_shape(red.kind, child.shape, red.axes, red.keepdims, red.whole)
         self.out_dtype = _result_dtype(red.kind, child.dtype)
         self.nthreads = 0
@@ -206,7 +207,7 @@ class Reduction(Special):
             dst.fill(start)
             core.reduce_into(view, child, _FOLD[kind], 1, 0, 0)
             if kind == "mean":
-                np.divide(dst, int(np.prod([child.shape[a] for a in axes], dtype=np.int64)),
+                np.divide(dst, math.prod([child.shape[a] for a in axes]),
                           out=dst)
             return
         np.copyto(dst, self._value(child))
@@ -284,7 +285,7 @@ class Reduction(Special):
         if kind == "sum":
             return (broadcast_to(gk, x.shape),)
         if kind == "mean":
-            count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+            count = math.prod([x.shape[a] for a in axes])
             return (broadcast_to(gk / count, x.shape),)
         if kind == "prod":
             # the product of the others: out/x fails at zeros, so count them
@@ -374,10 +375,10 @@ def _arg_value(kind, child, axes, keepdims, whole):
     if not whole:
         return np.expand_dims(index, k) if keepdims else index
     shape = child.shape
-    flat = index * int(np.prod(shape[k + 1:], dtype=np.int64))
+    flat = index * math.prod(shape[k + 1:])
     for d in range(nd):  # the C-order flat index of each candidate
         if d != k:
-            ramp = np.arange(shape[d], dtype=np.int64) * int(np.prod(shape[d + 1:], dtype=np.int64))
+            ramp = np.arange(shape[d], dtype=np.int64) * math.prod(shape[d + 1:])
             flat = flat + ramp.reshape([shape[d] if i == d else 1 for i in range(nd) if i != k])
     with np.errstate(invalid="ignore"):
         extreme = best.max() if kind == "argmax" else best.min()  # NaN propagates

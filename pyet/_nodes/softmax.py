@@ -2,6 +2,7 @@
 in one compiled pass (``_kernels/nn.pyx``, ``_kernels/softmax.h``)."""
 
 import functools
+import math
 
 import numpy as np
 
@@ -351,8 +352,8 @@ def _moved(shape, axis):
 def _cols(a, axis):
     """``a`` as a 3-D view (before the axis, the axis, after it), or None."""
     shape = a.shape
-    outer = int(np.prod(shape[:axis], dtype=np.int64))
-    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    outer = math.prod(shape[:axis])
+    inner = math.prod(shape[axis + 1:])
     return core.reshaped_view(a, (outer, shape[axis], inner))
 
 
@@ -377,7 +378,7 @@ def _softmax(e, axis, log):
         raise ValueError(f"{'log_softmax' if log else 'softmax'} needs an expression of at "
                          "least one dimension")
     axis = core.axis_index(axis, x.ndim)
-    if x.shape[axis] == 0 and x.size == 0 and np.prod(x.shape[:axis] + x.shape[axis + 1:]):
+    if x.shape[axis] == 0 and x.size == 0 and math.prod(x.shape[:axis] + x.shape[axis + 1:]):
         raise ValueError("zero-size array to reduction operation maximum which has no identity")
     dtype = x.dtype
     if dtype.kind == "b":

@@ -8,6 +8,7 @@ through their strides; at the root of an assignment the result is written
 straight into the destination when it can be viewed with the kernel's shape.
 """
 
+import math
 import operator
 
 import numpy as np
@@ -44,7 +45,7 @@ def _numeric(x, fname, what="the input"):
 
 def _fold(shape, k):
     """(prod(leading axes),) + the last k axes of ``shape``."""
-    return (int(np.prod(shape[:-k], dtype=np.int64)),) + tuple(shape[-k:])
+    return (math.prod(shape[:-k]),) + tuple(shape[-k:])
 
 
 # ---------------------------------------------------------------- patches
