@@ -63,6 +63,15 @@ def _small_leaf(kind, child):
             and kind not in ("argmax", "argmin"))
 
 
+def _numpy_reduction(kind, array, axis, keepdims, out=None):
+    # the ufunc's reduce where np.sum/prod/max/min would call it (without their
+    # Python wrapper, ~2 us), NumPy's function for the others
+    reduce = _UFUNC_REDUCE.get(kind)
+    if reduce is not None:
+        return reduce(array, axis=axis, out=out, keepdims=keepdims)
+    return getattr(np, kind)(array, axis=axis, out=out, keepdims=keepdims)
+
+
 def _folds_across_rows(child, axes):
     """True when the reduction's pass will walk ``child`` with a kept axis
     innermost, so that each block folds elementwise into a row of
@@ -198,8 +207,8 @@ class Reduction(Special):
         kind, axes = self.kind, self.axes
         child = materialize(args[0])
         if _small_leaf(kind, child):  # NumPy's own reduction: the same work, less set-up
-            getattr(np, kind)(child._array, axis=None if self.whole else axes, out=dst,
-                              keepdims=self.keepdims)
+            _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
+                             dst)
             return
         direct = self._fold_into(dst, child) if core.reduce_threads(child.size) == 1 else None
         if direct is not None:
@@ -235,8 +244,8 @@ class Reduction(Special):
 
     def _value(self, child):
         if _small_leaf(self.kind, child):
-            return np.asarray(getattr(np, self.kind)(
-                child._array, axis=None if self.whole else self.axes, keepdims=self.keepdims))
+            return np.asarray(_numpy_reduction(
+                self.kind, child._array, None if self.whole else self.axes, self.keepdims))
         if self.kind in ("argmax", "argmin"):
             return _arg_value(self.kind, child, self.axes, self.keepdims, self.whole)
         return _Fold(self, child).result()
