@@ -283,6 +283,19 @@ def nn_cases(n, rng, img, col):
 
     cases.append(Case("take_grad rows f32", lambda: TG.__setitem__(
         ..., pyet.take_grad(gidx, G, 1000)), np_take_grad, lambda: tg, tol=1e-5))
+    # an embedding's gradient: few of many rows (zeroing out dominates)
+    g2 = rng.random((n // 128, 64)).astype(np.float32)
+    gidx2 = rng.integers(0, n // 8, n // 128)
+    tg2 = np.empty((n // 8, 64), np.float32)
+    G2, TG2 = pyet.asarray(g2), pyet.asarray(tg2)
+
+    def np_take_grad2():
+        out = np.zeros((n // 8, 64), np.float32)
+        np.add.at(out, gidx2, g2)
+        return out
+
+    cases.append(Case("take_grad sparse rows f32", lambda: TG2.__setitem__(
+        ..., pyet.take_grad(gidx2, G2, n // 8)), np_take_grad2, lambda: tg2, tol=1e-5))
     m = rng.random((n // 2, 4)).astype(np.float32)
     cidx = rng.integers(0, 4, n // 2)
     ch = np.empty(n // 2, np.float32)
