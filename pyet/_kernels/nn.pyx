@@ -78,11 +78,12 @@ cdef struct take_args:
 
 cdef inline void take_rows(const take_args *a, item_t *out, pyet_intp i0,
                            pyet_intp i1) noexcept nogil:
-    cdef pyet_intp i
+    # the args in locals: read through a, they were reloaded after every memcpy
+    cdef pyet_intp i, os0 = a.os0, os1 = a.os1, ws0 = a.ws0, ws1 = a.ws1, m = a.m
+    cdef const pyet_intp *idx = a.idx
     cdef item_t *w = <item_t *>a.w
     for i in range(i0, i1):
-        copy_row(at(out, i * a.os0), a.os1, <const item_t *>at(w, a.idx[i] * a.ws0), a.ws1,
-                 a.m)
+        copy_row(at(out, i * os0), os1, <const item_t *>at(w, idx[i] * ws0), ws1, m)
 
 
 cdef void take_lines(void *args, pyet_intp i0, pyet_intp i1) noexcept nogil:
@@ -97,10 +98,11 @@ cdef void take_lines(void *args, pyet_intp i0, pyet_intp i1) noexcept nogil:
 
 cdef inline void choose_rows(const take_args *a, item_t *out, pyet_intp i0,
                              pyet_intp i1) noexcept nogil:
-    cdef pyet_intp i
+    cdef pyet_intp i, os0 = a.os0, ws0 = a.ws0, ws1 = a.ws1
+    cdef const pyet_intp *idx = a.idx
     cdef item_t *w = <item_t *>a.w
     for i in range(i0, i1):
-        at(out, i * a.os0)[0] = at(w, i * a.ws0 + a.idx[i] * a.ws1)[0]
+        at(out, i * os0)[0] = at(w, i * ws0 + idx[i] * ws1)[0]
 
 
 cdef void choose_lines(void *args, pyet_intp i0, pyet_intp i1) noexcept nogil:
