@@ -1,25 +1,28 @@
 """pyet's performance grid against NumPy.  Run from the repository root:
 
     python -P bench/bench_grid.py [--quick] [--plot out.png] [--worst 25] [--filter REGEX]
-                                  [--threads 2]
+                                  [--threads 2 [--calls 200]]
 
 Layouts (C, Fortran, transposed, steps 2/3/7, negative steps, broadcast rows and columns, size-1
 and many small dims, long-thin, short-wide, 0-d, tiny, odd sizes) x ops (arithmetic, integer
 division, powers, comparisons/where, casts, math functions, bitwise), then reductions over each
-axis, products of each rank, softmax over each axis, take, pool, im2col, joins and views,
-pyet.F and every assignment form.  One thread; each case is pyet (`out[...] = expr`) against
-NumPy (with out= where it has one), interleaved, the minimum of several repeats, and each result
-is checked against NumPy's first.  Prints the worst ratios (pyet / NumPy: above 1, pyet is
-slower) and a summary.  ``--threads N`` also times pyet on N threads, interleaved with the
-one-thread runs, and prints the cases N threads make slower, with the median and 90th
-percentile of the N-thread/1-thread ratios.  A benchmark, not a test: a wrong result is
-reported, not raised.
+axis, products of each rank, softmax over each axis, take, pool, im2col, the other NN blocks
+(take_grad, choose_row_element, col2im, unpool, softmax_xent_grad), joins and views, pyet.F and
+every assignment form.  One thread; each case is pyet (`out[...] = expr`) against NumPy (with
+out= where it has one), interleaved, the minimum of several repeats, and each result is checked
+against NumPy's first.  Prints the worst ratios (pyet / NumPy: above 1, pyet is slower) and a
+summary.  ``--threads N`` also times pyet on N threads, interleaved with the one-thread runs, and
+prints the cases N threads make slower, with the median and 90th percentile of the
+N-thread/1-thread ratios; ``--calls K`` also times K single calls on each thread count,
+alternating, and prints each case's median and 90th percentile.  A benchmark, not a test: a
+wrong result is reported, not raised.
 """
 
 import argparse
 import re
 import statistics
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -211,6 +214,7 @@ def special_cases(n, rng):
     cases.append(Case("im2col 3x3 f32", lambda: Col.__setitem__(
         ..., pyet.unpack_patch2col(Img, 3, 3)),
         lambda: win.transpose(1, 4, 5, 0, 2, 3).reshape(4 * 9, c * 30 * 30), lambda: col))
+    cases += nn_cases(n, rng, img, col)
     side = int(n ** 0.5)
     a, b = rng.random((side, side)), rng.random((side, side))
     Ta, Tb = pyet.asarray(a), pyet.asarray(b)
@@ -252,7 +256,109 @@ def special_cases(n, rng):
     return cases
 
 
-def run(cases, repeats, min_time, threads=1):
+def nn_cases(n, rng, img, col):
+    """The NN blocks the cases above leave out: softmax along a middle axis, the
+    index blocks' scatter and choose, col2im, the pooling gradient, softmax_xent_grad."""
+    cases = []
+    c = img.shape[0]
+    s3 = rng.uniform(-5, 5, (max(n // 16384, 1), 128, 128)).astype(np.float32)
+    S3, out3 = pyet.asarray(s3), np.empty_like(s3)
+    D3 = pyet.asarray(out3)
+
+    def np_softmax3():
+        e = np.exp(s3 - s3.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    cases.append(Case(f"softmax axis=1 f32 {s3.shape}", lambda: D3.__setitem__(
+        ..., pyet.softmax(S3, axis=1)), np_softmax3, lambda: out3, tol=1e-5))
+    g = rng.random((n // 64, 64)).astype(np.float32)
+    gidx = rng.integers(0, 1000, n // 64)
+    tg = np.empty((1000, 64), np.float32)
+    G, TG = pyet.asarray(g), pyet.asarray(tg)
+
+    def np_take_grad():
+        out = np.zeros((1000, 64), np.float32)
+        np.add.at(out, gidx, g)
+        return out
+
+    cases.append(Case("take_grad rows f32", lambda: TG.__setitem__(
+        ..., pyet.take_grad(gidx, G, 1000)), np_take_grad, lambda: tg, tol=1e-5))
+    # an embedding's gradient: few of many rows (zeroing out dominates)
+    g2 = rng.random((n // 128, 64)).astype(np.float32)
+    gidx2 = rng.integers(0, n // 8, n // 128)
+    tg2 = np.empty((n // 8, 64), np.float32)
+    G2, TG2 = pyet.asarray(g2), pyet.asarray(tg2)
+
+    def np_take_grad2():
+        out = np.zeros((n // 8, 64), np.float32)
+        np.add.at(out, gidx2, g2)
+        return out
+
+    cases.append(Case("take_grad sparse rows f32", lambda: TG2.__setitem__(
+        ..., pyet.take_grad(gidx2, G2, n // 8)), np_take_grad2, lambda: tg2, tol=1e-5))
+    m = rng.random((n // 2, 4)).astype(np.float32)
+    cidx = rng.integers(0, 4, n // 2)
+    ch = np.empty(n // 2, np.float32)
+    M, CH = pyet.asarray(m), pyet.asarray(ch)
+    cases.append(Case("choose_row_element f32", lambda: CH.__setitem__(
+        ..., pyet.choose_row_element(M, cidx)), lambda: m[np.arange(n // 2), cidx],
+        lambda: ch))
+    back = np.empty_like(img)
+    Back, Col = pyet.asarray(back), pyet.asarray(col)
+
+    def np_col2im():
+        out = np.zeros_like(img)
+        parts = col.reshape(4, 3, 3, c, 30, 30)
+        for py in range(3):
+            for px in range(3):
+                out[:, :, py:py + 30, px:px + 30] += parts[:, py, px].transpose(1, 0, 2, 3)
+        return out
+
+    cases.append(Case("col2im 3x3 f32", lambda: Back.__setitem__(
+        ..., pyet.pack_col2patch(Col, img.shape, 3, 3)), np_col2im, lambda: back, tol=1e-5))
+    pooled = img.reshape(c, 4, 16, 2, 16, 2).max(axis=(3, 5))
+    pgrad = rng.random(pooled.shape).astype(np.float32)
+    Img, P, PG = pyet.asarray(img), pyet.asarray(pooled), pyet.asarray(pgrad)
+    up = np.empty_like(img)
+    Up = pyet.asarray(up)
+
+    def np_unpool():
+        big = lambda a: a.repeat(2, 2).repeat(2, 3)  # noqa: E731
+        return np.where(img == big(pooled), big(pgrad), np.float32(0))
+
+    cases.append(Case("unpool max 2x2 f32", lambda: Up.__setitem__(
+        ..., pyet.unpool(Img, P, PG, 2, 2, 2, 2)), np_unpool, lambda: up))
+    side = int(n ** 0.5)
+    x = rng.uniform(-5, 5, (side, side)).astype(np.float32)
+    logp = (x - x.max(1, keepdims=True))
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    lab = rng.integers(0, side, side)
+    xg = np.empty_like(x)
+    LP, XG = pyet.asarray(logp), pyet.asarray(xg)
+
+    def np_xent():
+        t = np.zeros_like(x)
+        t[np.arange(side), lab] = 1
+        return np.float32(0.5) * (np.exp(logp) - t)
+
+    cases.append(Case("softmax_xent_grad f32", lambda: XG.__setitem__(
+        ..., pyet.softmax_xent_grad(LP, lab, 0.5, axis=1)), np_xent, lambda: xg, tol=1e-5))
+    return cases
+
+
+def single_calls(fn, threads, calls):
+    """Per-call times of fn on 1 and on ``threads`` threads, alternating call by call."""
+    times = {1: [], threads: []}
+    for i in range(calls):
+        for nt in ((1, threads) if i % 2 else (threads, 1)):
+            pyet.set_num_threads(nt)
+            t0 = time.perf_counter()
+            fn()
+            times[nt].append(time.perf_counter() - t0)
+    return times
+
+
+def run(cases, repeats, min_time, threads=1, calls=0):
     """Rows (pyet/NumPy, name, pyet s, NumPy s, pyet s on ``threads`` threads or None)."""
     rows, bad = [], []
     fixed = {"pyet": lambda: pyet.set_num_threads(1), "numpy": lambda: pyet.set_num_threads(1),
@@ -269,18 +375,35 @@ def run(cases, repeats, min_time, threads=1):
                 if threads > 1:
                     fns["pyetN"] = case.f_pyet
                 t = bench(fns, repeats, min_time, setup=fixed)
+                if calls and threads > 1:
+                    for _ in range(10):  # warm up
+                        case.f_pyet()
+                    t["calls"] = single_calls(case.f_pyet, threads, calls)
         except Exception as exc:  # a benchmark: report, go on
             bad.append((case.name, f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"))
             continue
         finally:
             pyet.set_num_threads(1)
-        rows.append((t["pyet"] / t["numpy"], case.name, t["pyet"], t["numpy"], t.get("pyetN")))
+        rows.append((t["pyet"] / t["numpy"], case.name, t["pyet"], t["numpy"], t.get("pyetN"),
+                     t.get("calls")))
     return rows, bad
+
+
+def report_calls(rows, threads):
+    """Single calls: the median and 90th percentile on 1 and on ``threads`` threads."""
+    print(f"\nsingle calls, {threads} threads / 1 thread: median and 90th percentile")
+    print(f"{'1T med':>9}{'NT med':>9}{'med N/1':>9}{'1T p90':>9}{'NT p90':>9}{'p90 N/1':>9}"
+          "  case (times in us)")
+    for _, name, *_, times in sorted(rows, key=lambda row: row[1]):
+        m1, mN = (statistics.median(times[k]) for k in (1, threads))
+        p1, pN = (statistics.quantiles(times[k], n=10)[-1] for k in (1, threads))
+        print(f"{m1 * 1e6:9.1f}{mN * 1e6:9.1f}{mN / m1:9.2f}{p1 * 1e6:9.1f}{pN * 1e6:9.1f}"
+              f"{pN / p1:9.2f}  {name}")
 
 
 def report_threads(rows, threads, worst):
     """Cases slower on ``threads`` threads than on one beyond timing noise (10 %)."""
-    tr = sorted(((tN / t1, name, t1, tN) for _, name, t1, _, tN in rows), reverse=True)
+    tr = sorted(((tN / t1, name, t1, tN) for _, name, t1, _, tN, _ in rows), reverse=True)
     ratios = [r for r, *_ in tr]
     slower = [row for row in tr if row[0] > 1.1]
     print(f"\npyet on {threads} threads / pyet on 1 thread (above 1.1: slower beyond noise)")
@@ -302,6 +425,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, metavar="N",
                     help="also time pyet on N threads (interleaved with 1 thread and NumPy) "
                          "and report the cases slower on N threads than on one")
+    ap.add_argument("--calls", type=int, default=0, metavar="K",
+                    help="with --threads: also time K single calls per thread count, "
+                         "alternating, and print their median and 90th percentile")
     args = ap.parse_args()
     pyet.set_num_threads(args.threads)
     if pyet.get_num_threads() < args.threads:
@@ -315,10 +441,10 @@ def main():
     cases = elementwise_cases(n, rng) + special_cases(n, rng)
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
-    rows, bad = run(cases, repeats, min_time, args.threads)
+    rows, bad = run(cases, repeats, min_time, args.threads, args.calls)
     rows.sort(reverse=True)
     print(f"\n{'pyet/np':>8}  {'pyet [us]':>10}  {'np [us]':>10}  case")
-    for r, name, tp, tn, _ in rows[:args.worst]:
+    for r, name, tp, tn, *_ in rows[:args.worst]:
         print(f"{r:8.2f}  {tp * 1e6:10.2f}  {tn * 1e6:10.2f}  {name}")
     ratios = [r for r, *_ in rows]
     above = sum(r > 1.0 for r in ratios)
@@ -326,6 +452,8 @@ def main():
           f"{above} above 1.0, median {statistics.median(ratios):.2f}")
     if args.threads > 1:
         report_threads(rows, args.threads, args.worst)
+        if args.calls:
+            report_calls(rows, args.threads)
     for name, msg in bad:
         print(f"NOT COMPARED  {name}: {msg}")
     if args.plot:

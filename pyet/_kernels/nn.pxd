@@ -21,6 +21,42 @@ ctypedef fused item_t:
     uint64_t
 
 
+# num_t's specializations, for a chunk function that dispatches on the dtype
+cdef enum num_kind:
+    KIND_F32
+    KIND_F64
+    KIND_I32
+    KIND_I64
+
+
+cdef inline num_kind kind_of(num_t *tag) noexcept nogil:
+    if num_t is float:
+        return KIND_F32
+    elif num_t is double:
+        return KIND_F64
+    elif num_t is int32_t:
+        return KIND_I32
+    else:
+        return KIND_I64
+
+
+# ------------------------------------------------------------ threads
+
+# A kernel's work as lines (rows, image rows, columns) that write disjoint
+# elements, each computed the same way whatever the split: fn(args, l0, l1)
+# computes lines [l0, l1).  run_lines splits them into nchunks ranges that the
+# thread pool of parallel.pyx (threads.h) runs.
+ctypedef void (*lines_fn)(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil
+
+# the chunks for ``lines`` lines on nthreads threads: 8 per thread (a thread the
+# OS delays leaves its chunks to the others), at most one per line
+cdef inline pyet_intp chunks_for(pyet_intp lines, int nthreads) noexcept nogil:
+    return 1 if nthreads <= 1 else min(lines, 8 * <pyet_intp>nthreads)
+
+cdef void run_lines(lines_fn fn, void *args, pyet_intp lines, int nthreads,
+                    pyet_intp nchunks) noexcept nogil
+
+
 # operands are addressed through byte offsets (strides in bytes, any sign)
 cdef inline item_t *at(item_t *p, pyet_intp offset) noexcept nogil:
     return <item_t *>((<char *>p) + offset)

@@ -3,8 +3,9 @@ choose_row_element, take_grad (scatter-add rows).
 
 Every kernel reads its operands through byte strides (any layout, negative
 strides included), writes through byte strides and runs without the GIL;
-threads own disjoint parts of the output, and each element is accumulated in
-the same order whatever the thread count.  Arguments are checked by the
+threads own disjoint parts of the output (ranges of lines, ``run_lines``, on
+the thread pool of ``parallel.pyx``), and each element is accumulated in the
+same order whatever the thread count.  Arguments are checked by the
 callers: the kernels trust their shapes and indices.  Each entry point
 copies a misaligned operand (a field of a packed structured array) and
 computes aside for a misaligned destination, so the kernels address whole,
@@ -13,10 +14,10 @@ fused type once (``specialization``).
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from pyet._kernels.types cimport pyet_intp
-from pyet._kernels.parallel cimport threads_for
+from pyet._kernels.parallel cimport run_chunks, threads_for
 
 import numpy as np
 
@@ -34,47 +35,106 @@ cdef inline const pyet_intp *index_data(cnp.ndarray idx):
     return <const pyet_intp *>cnp.PyArray_DATA(idx)
 
 
+# ------------------------------------------------------------------ threads
+
+cdef struct lines_pass:
+    lines_fn fn
+    void *args
+    pyet_intp lines, nchunks
+
+
+cdef int lines_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # chunk c: lines [lines * c / nchunks, lines * (c + 1) / nchunks)
+    cdef lines_pass *p = <lines_pass *>ctx
+    p.fn(p.args, p.lines * c // p.nchunks, p.lines * (c + 1) // p.nchunks)
+    return 0
+
+
+cdef void run_lines(lines_fn fn, void *args, pyet_intp lines, int nthreads,
+                    pyet_intp nchunks) noexcept nogil:
+    # The pool claims chunks one at a time and never waits for a thread the OS
+    # has not scheduled (OpenMP's closing barrier did); the kernels raise no
+    # floating-point errors they report, so the pass's flags are dropped.
+    cdef lines_pass p
+    cdef int fpflags
+    if nthreads <= 1 or nchunks <= 1:
+        fn(args, 0, lines)
+        return
+    p.fn, p.args, p.lines, p.nchunks = fn, args, lines, nchunks
+    run_chunks(lines_chunk, &p, nchunks, nthreads, &fpflags)
+
+
 # ------------------------------------------------------------------ gathers
 
 
-cdef void take_kernel(item_t *out, pyet_intp os0, pyet_intp os1, const item_t *w,
-                      pyet_intp ws0, pyet_intp ws1, const pyet_intp *idx, pyet_intp n,
-                      pyet_intp m, int nthreads) noexcept nogil:
-    # out[i, :] = w[idx[i], :]
-    cdef pyet_intp i
-    if nthreads > 1:
-        for i in prange(n, num_threads=nthreads, schedule="static"):
-            copy_row(at(out, i * os0), os1, <const item_t *>at(<item_t *>w, idx[i] * ws0),
-                     ws1, m)
-    else:
-        for i in range(n):
-            copy_row(at(out, i * os0), os1, <const item_t *>at(<item_t *>w, idx[i] * ws0),
-                     ws1, m)
+cdef struct take_args:
+    # out[i, :] = w[idx[i], :] (take), out[i] = w[i, idx[i]] (choose); byte strides
+    char *out
+    const char *w
+    const pyet_intp *idx
+    pyet_intp os0, os1, ws0, ws1, m
+    int itemsize
 
 
-cdef void choose_kernel(item_t *out, pyet_intp os, const item_t *a, pyet_intp as0,
-                        pyet_intp as1, const pyet_intp *idx, pyet_intp n,
-                        int nthreads) noexcept nogil:
-    # out[i] = a[i, idx[i]]
-    cdef pyet_intp i
-    if nthreads > 1:
-        for i in prange(n, num_threads=nthreads, schedule="static"):
-            at(out, i * os)[0] = at(<item_t *>a, i * as0 + idx[i] * as1)[0]
+cdef inline void take_rows(const take_args *a, item_t *out, pyet_intp i0,
+                           pyet_intp i1) noexcept nogil:
+    # the args in locals: read through a, they were reloaded after every memcpy
+    cdef pyet_intp i, os0 = a.os0, os1 = a.os1, ws0 = a.ws0, ws1 = a.ws1, m = a.m
+    cdef const pyet_intp *idx = a.idx
+    cdef item_t *w = <item_t *>a.w
+    for i in range(i0, i1):
+        copy_row(at(out, i * os0), os1, <const item_t *>at(w, idx[i] * ws0), ws1, m)
+
+
+cdef void take_lines(void *args, pyet_intp i0, pyet_intp i1) noexcept nogil:
+    cdef const take_args *a = <const take_args *>args
+    if a.itemsize == 1:
+        take_rows(a, <uint8_t *>a.out, i0, i1)
+    elif a.itemsize == 4:
+        take_rows(a, <uint32_t *>a.out, i0, i1)
     else:
-        for i in range(n):
-            at(out, i * os)[0] = at(<item_t *>a, i * as0 + idx[i] * as1)[0]
+        take_rows(a, <uint64_t *>a.out, i0, i1)
+
+
+cdef inline void choose_rows(const take_args *a, item_t *out, pyet_intp i0,
+                             pyet_intp i1) noexcept nogil:
+    cdef pyet_intp i, os0 = a.os0, ws0 = a.ws0, ws1 = a.ws1
+    cdef const pyet_intp *idx = a.idx
+    cdef item_t *w = <item_t *>a.w
+    for i in range(i0, i1):
+        at(out, i * os0)[0] = at(w, i * ws0 + idx[i] * ws1)[0]
+
+
+cdef void choose_lines(void *args, pyet_intp i0, pyet_intp i1) noexcept nogil:
+    cdef const take_args *a = <const take_args *>args
+    if a.itemsize == 1:
+        choose_rows(a, <uint8_t *>a.out, i0, i1)
+    elif a.itemsize == 4:
+        choose_rows(a, <uint32_t *>a.out, i0, i1)
+    else:
+        choose_rows(a, <uint64_t *>a.out, i0, i1)
+
+
+cdef take_args gather_args(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx, pyet_intp m):
+    # the operands of take and choose: out (n, m) or (n,), w 2-D
+    cdef take_args a
+    a.out = <char *>cnp.PyArray_DATA(out)
+    a.w = <const char *>cnp.PyArray_DATA(w)
+    a.idx = index_data(idx)
+    a.os0 = out.strides[0]
+    a.os1 = out.strides[1] if out.ndim > 1 else 0
+    a.ws0, a.ws1 = w.strides[0], w.strides[1]
+    a.m = m
+    a.itemsize = out.itemsize
+    return a
 
 
 def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     cdef pyet_intp n = out.shape[0], m = out.shape[1]
-    cdef pyet_intp os0 = out.strides[0], os1 = out.strides[1]
-    cdef pyet_intp ws0 = w.strides[0], ws1 = w.strides[1]
-    cdef const pyet_intp *ip = index_data(idx)
-    cdef item_t *po = <item_t *>cnp.PyArray_DATA(out)
-    cdef const item_t *pw = <const item_t *>cnp.PyArray_DATA(w)
+    cdef take_args a = gather_args(out, w, idx, m)
     cdef int nt = threads_for(n * m, n)
     with nogil:
-        take_kernel(po, os0, os1, pw, ws0, ws1, ip, n, m, nt)
+        run_lines(take_lines, &a, n, nt, chunks_for(n, nt))
 
 
 def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
@@ -99,14 +159,11 @@ def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
 
 
 def _choose(item_t tag, cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
-    cdef pyet_intp n = out.shape[0], os = out.strides[0]
-    cdef pyet_intp as0 = a.strides[0], as1 = a.strides[1]
-    cdef const pyet_intp *ip = index_data(idx)
-    cdef item_t *po = <item_t *>cnp.PyArray_DATA(out)
-    cdef const item_t *pa = <const item_t *>cnp.PyArray_DATA(a)
+    cdef pyet_intp n = out.shape[0]
+    cdef take_args args = gather_args(out, a, idx, 1)
     cdef int nt = threads_for(n, n)
     with nogil:
-        choose_kernel(po, os, pa, as0, as1, ip, n, nt)
+        run_lines(choose_lines, &args, n, nt, chunks_for(n, nt))
 
 
 def choose_into(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
@@ -132,60 +189,94 @@ def choose_into(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
 
 # ------------------------------------------------------------------ scatter-add
 
+cdef inline void add_row(num_t *row, pyet_intp os1, const num_t *src, pyet_intp gs1,
+                         pyet_intp m) noexcept nogil:
+    # row[:m] += src[:m]
+    cdef pyet_intp j
+    if os1 == sizeof(num_t) and gs1 == sizeof(num_t):
+        for j in range(m):
+            row[j] += src[j]
+    else:
+        for j in range(m):
+            ref(row, j * os1)[0] += get(src, j * gs1)
+
+
 cdef void take_grad_part(num_t *out, pyet_intp os0, pyet_intp os1, const num_t *g,
                          pyet_intp gs0, pyet_intp gs1, const pyet_intp *idx, pyet_intp n,
-                         pyet_intp r0, pyet_intp r1, pyet_intp c0, pyet_intp c1) noexcept nogil:
-    # the part of out in rows [r0, r1) and columns [c0, c1): zeroed, then every
-    # g[i, c0:c1] with idx[i] in [r0, r1) added into it, in the order of i
-    cdef pyet_intp i, j, r
-    cdef num_t *row
-    cdef const num_t *src
+                         pyet_intp rows, pyet_intp m, pyet_intp r0, pyet_intp r1) noexcept nogil:
+    # rows [r0, r1) of out (rows, m): zeroed, then every g[i, :] with idx[i] in
+    # [r0, r1) added into its row, in the order of i
+    cdef pyet_intp i, j, k, b, r
+    cdef pyet_intp sel[256]
+    cdef size_t span = r1 - r0
     for r in range(r0, r1):
-        row = ref(out, r * os0)
-        for j in range(c0, c1):
-            ref(row, j * os1)[0] = 0
-    for i in range(n):
-        r = idx[i]
-        if r < r0 or r >= r1:
-            continue
-        row = ref(out, r * os0)
-        src = <const num_t *>ref(<num_t *>g, i * gs0)
-        if os1 == sizeof(num_t) and gs1 == sizeof(num_t):
-            for j in range(c0, c1):
-                row[j] += src[j]
-        else:
-            for j in range(c0, c1):
-                ref(row, j * os1)[0] += get(src, j * gs1)
+        for j in range(m):
+            ref(ref(out, r * os0), j * os1)[0] = 0
+    if r0 == 0 and r1 == rows:
+        for i in range(n):
+            add_row(ref(out, idx[i] * os0), os1, <const num_t *>ref(<num_t *>g, i * gs0), gs1,
+                    m)
+        return
+    # some rows: the indices in them gathered a block at a time without a branch
+    # (a test per index would be mispredicted at random), then added
+    for b in range(0, n, 256):
+        k = 0
+        for i in range(b, min(b + 256, n)):
+            sel[k] = i
+            k += <size_t>(idx[i] - r0) < span
+        for j in range(k):
+            i = sel[j]
+            add_row(ref(out, idx[i] * os0), os1, <const num_t *>ref(<num_t *>g, i * gs0), gs1,
+                    m)
 
 
-cdef void take_grad_kernel(num_t *out, pyet_intp os0, pyet_intp os1, const num_t *g,
-                           pyet_intp gs0, pyet_intp gs1, const pyet_intp *idx, pyet_intp n,
-                           pyet_intp rows, pyet_intp m, int nthreads) noexcept nogil:
-    # Threads own disjoint parts of out: column ranges when rows are wide
-    # enough (every thread reads every index once), else row ranges.
-    cdef pyet_intp t
-    if nthreads <= 1:
-        take_grad_part(out, os0, os1, g, gs0, gs1, idx, n, 0, rows, 0, m)
-    elif m >= 64 * nthreads:
-        for t in prange(nthreads, num_threads=nthreads, schedule="static"):
-            take_grad_part(out, os0, os1, g, gs0, gs1, idx, n, 0, rows,
-                           m * t // nthreads, m * (t + 1) // nthreads)
+cdef struct take_grad_args:
+    # out (rows, m) = 0; out[idx[i], :] += g[i, :] for i < n; byte strides.
+    # Lines are out's rows.
+    char *out
+    const char *g
+    const pyet_intp *idx
+    pyet_intp os0, os1, gs0, gs1, n, rows, m
+    num_kind kind
+
+
+cdef inline void take_grad_lines_t(const take_grad_args *a, num_t *out, pyet_intp r0,
+                                   pyet_intp r1) noexcept nogil:
+    take_grad_part(out, a.os0, a.os1, <const num_t *>a.g, a.gs0, a.gs1, a.idx, a.n, a.rows,
+                   a.m, r0, r1)
+
+
+cdef void take_grad_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil:
+    cdef const take_grad_args *a = <const take_grad_args *>args
+    if a.kind == KIND_F32:
+        take_grad_lines_t(a, <float *>a.out, l0, l1)
+    elif a.kind == KIND_F64:
+        take_grad_lines_t(a, <double *>a.out, l0, l1)
+    elif a.kind == KIND_I32:
+        take_grad_lines_t(a, <int32_t *>a.out, l0, l1)
     else:
-        for t in prange(nthreads, num_threads=nthreads, schedule="static"):
-            take_grad_part(out, os0, os1, g, gs0, gs1, idx, n,
-                           rows * t // nthreads, rows * (t + 1) // nthreads, 0, m)
+        take_grad_lines_t(a, <int64_t *>a.out, l0, l1)
 
 
 def _take_grad(num_t tag, cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
     cdef pyet_intp rows = out.shape[0], m = out.shape[1], n = g.shape[0]
-    cdef pyet_intp os0 = out.strides[0], os1 = out.strides[1]
-    cdef pyet_intp gs0 = g.strides[0], gs1 = g.strides[1]
-    cdef const pyet_intp *ip = index_data(idx)
-    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
-    cdef const num_t *pg = <const num_t *>cnp.PyArray_DATA(g)
+    cdef take_grad_args a
+    a.out = <char *>cnp.PyArray_DATA(out)
+    a.g = <const char *>cnp.PyArray_DATA(g)
+    a.idx = index_data(idx)
+    a.os0, a.os1, a.gs0, a.gs1 = out.strides[0], out.strides[1], g.strides[0], g.strides[1]
+    a.n, a.rows, a.m = n, rows, m
+    a.kind = kind_of(&tag)
     cdef int nt = threads_for(n * m + rows * m, max(rows, m))
+    # Threads own disjoint row ranges of out, one chunk each (every chunk scans all
+    # of idx).  Any split of the scatter costs more work than one pass (row ranges
+    # read g's rows sparsely, column ranges read each row once per range: run in
+    # turn on a busy machine, either took 1.5-1.7x one pass on 30000 rows of 64
+    # float32 into 1000), so threads only when zeroing out's rows dominates
+    if rows < 4 * n:
+        nt = 1
     with nogil:
-        take_grad_kernel(po, os0, os1, pg, gs0, gs1, ip, n, rows, m, nt)
+        run_lines(take_grad_lines, &a, rows, nt, min(nt, rows))
 
 
 def take_grad_into(cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
@@ -236,23 +327,61 @@ ctypedef fused real:
     double
 
 
+cdef struct softmax_args:
+    # rows: softmax of x's rows into out's; cols: of (outer, n, inner) arrays
+    # along n, a tile of w columns at a time (ntiles per outer index).  Strides
+    # in elements.
+    const void *x
+    void *out
+    pyet_intp xs0, xs1, os0, os1, n, ninner, ntiles, w
+    bint take_log, f32
+
+
+cdef void softmax_lines(void *args, pyet_intp r0, pyet_intp r1) noexcept nogil:
+    cdef const softmax_args *a = <const softmax_args *>args
+    if a.f32:
+        pyet_softmax_rows_f32(r1 - r0, a.n, <const float *>a.x + r0 * a.xs0, a.xs0,
+                              <float *>a.out + r0 * a.os0, a.os0, a.take_log)
+    else:
+        pyet_softmax_rows_f64(r1 - r0, a.n, <const double *>a.x + r0 * a.xs0, a.xs0,
+                              <double *>a.out + r0 * a.os0, a.os0, a.take_log)
+
+
+cdef void softmax_tiles(void *args, pyet_intp k0, pyet_intp k1) noexcept nogil:
+    # tiles k0..k1-1: tile k is columns [c0, c0 + w) of outer index k // ntiles
+    cdef const softmax_args *a = <const softmax_args *>args
+    cdef pyet_intp k, i, c0, width
+    for k in range(k0, k1):
+        i = k // a.ntiles
+        c0 = (k % a.ntiles) * a.w
+        width = min(a.w, a.ninner - c0)
+        if a.f32:
+            pyet_softmax_cols_f32(a.n, width, <const float *>a.x + i * a.xs0 + c0, a.xs1,
+                                  <float *>a.out + i * a.os0 + c0, a.os1, a.take_log)
+        else:
+            pyet_softmax_cols_f64(a.n, width, <const double *>a.x + i * a.xs0 + c0, a.xs1,
+                                  <double *>a.out + i * a.os0 + c0, a.os1, a.take_log)
+
+
+cdef softmax_args softmax_operands(cnp.ndarray out, cnp.ndarray x, bint take_log):
+    # x, out float32 or float64, (nrows, n) with contiguous rows or (outer, n, inner)
+    # with a contiguous inner axis; aligned: the other strides are whole elements
+    cdef softmax_args a
+    a.x, a.out = cnp.PyArray_DATA(x), cnp.PyArray_DATA(out)
+    a.xs0, a.os0 = x.strides[0] // x.itemsize, out.strides[0] // out.itemsize
+    a.xs1 = x.strides[1] // x.itemsize if x.ndim > 2 else 1
+    a.os1 = out.strides[1] // out.itemsize if out.ndim > 2 else 1
+    a.n = x.shape[1]
+    a.take_log, a.f32 = take_log, x.itemsize == 4
+    return a
+
+
 def _softmax(real tag, cnp.ndarray out, cnp.ndarray x, bint take_log):
-    # rows contiguous and aligned: row strides are whole elements
-    cdef pyet_intp nrows = x.shape[0], n = x.shape[1], r0, r1, c
-    cdef pyet_intp xs = x.strides[0] // x.itemsize, os = out.strides[0] // out.itemsize
-    cdef const real *px = <const real *>cnp.PyArray_DATA(x)
-    cdef real *po = <real *>cnp.PyArray_DATA(out)
-    cdef int nt = threads_for(nrows * n, nrows)
-    # chunks handed out dynamically: a thread the OS delays does not hold the others up
-    cdef pyet_intp nchunks = min(nrows, 8 * nt) if nt > 1 else 1
+    cdef pyet_intp nrows = x.shape[0]
+    cdef softmax_args a = softmax_operands(out, x, take_log)
+    cdef int nt = threads_for(nrows * a.n, nrows)
     with nogil:
-        for c in prange(nchunks, num_threads=nt, schedule="dynamic", chunksize=1):
-            r0 = nrows * c // nchunks
-            r1 = nrows * (c + 1) // nchunks
-            if real is float:
-                pyet_softmax_rows_f32(r1 - r0, n, px + r0 * xs, xs, po + r0 * os, os, take_log)
-            else:
-                pyet_softmax_rows_f64(r1 - r0, n, px + r0 * xs, xs, po + r0 * os, os, take_log)
+        run_lines(softmax_lines, &a, nrows, nt, chunks_for(nrows, nt))
 
 
 cdef inline bint rows_ok(cnp.ndarray a):
@@ -299,32 +428,21 @@ def softmax_rows(cnp.ndarray x, cnp.ndarray out, bint take_log):
 
 def _softmax_cols(real tag, cnp.ndarray out, cnp.ndarray x, bint take_log):
     # (outer, n, inner) arrays, inner contiguous and aligned: tiles of columns
-    cdef pyet_intp nouter = x.shape[0], n = x.shape[1], ninner = x.shape[2]
-    cdef pyet_intp xs0 = x.strides[0] // x.itemsize, xs1 = x.strides[1] // x.itemsize
-    cdef pyet_intp os0 = out.strides[0] // out.itemsize, os1 = out.strides[1] // out.itemsize
+    cdef softmax_args a = softmax_operands(out, x, take_log)
+    cdef pyet_intp nouter = x.shape[0]
+    a.ninner = x.shape[2]
     # tiles as wide as the kernel takes, split evenly: measured on 1000x1000,
     # 64x128x128 and 8192x128 float32, wide tiles beat tiles sized to stay in
     # L2 (up to 2x): each row of a tile is read as whole cache lines, and the
     # hardware prefetcher follows runs of them
-    cdef pyet_intp ntiles = (ninner + PYET_COLS - 1) // PYET_COLS
-    cdef pyet_intp w = (ninner + ntiles - 1) // ntiles
-    w = min(PYET_COLS, (w + 15) // 16 * 16)
-    ntiles = (ninner + w - 1) // w
-    cdef pyet_intp ntasks = nouter * ntiles, k, a, c0, width
-    cdef const real *px = <const real *>cnp.PyArray_DATA(x)
-    cdef real *po = <real *>cnp.PyArray_DATA(out)
-    cdef int nt = threads_for(nouter * n * ninner, ntasks)
+    a.ntiles = (a.ninner + PYET_COLS - 1) // PYET_COLS
+    a.w = (a.ninner + a.ntiles - 1) // a.ntiles
+    a.w = min(PYET_COLS, (a.w + 15) // 16 * 16)
+    a.ntiles = (a.ninner + a.w - 1) // a.w
+    cdef pyet_intp ntasks = nouter * a.ntiles
+    cdef int nt = threads_for(nouter * a.n * a.ninner, ntasks)
     with nogil:
-        for k in prange(ntasks, num_threads=nt, schedule="dynamic", chunksize=1):
-            a = k // ntiles
-            c0 = (k % ntiles) * w
-            width = min(w, ninner - c0)
-            if real is float:
-                pyet_softmax_cols_f32(n, width, px + a * xs0 + c0, xs1, po + a * os0 + c0, os1,
-                                      take_log)
-            else:
-                pyet_softmax_cols_f64(n, width, px + a * xs0 + c0, xs1, po + a * os0 + c0, os1,
-                                      take_log)
+        run_lines(softmax_tiles, &a, ntasks, nt, chunks_for(ntasks, nt))
 
 
 cdef inline bint cols_ok(cnp.ndarray a):
@@ -373,37 +491,50 @@ def softmax_cols(cnp.ndarray x, cnp.ndarray out, bint take_log):
         out[...] = tmp
 
 
+cdef struct xent_args:
+    # out = c * (exp(l) * sum(t, row) - t) by rows; t rows, or class indices idx
+    const void *l
+    const void *t
+    const pyet_intp *idx
+    const void *c
+    void *out
+    pyet_intp ls, ts, cs, os, n
+    bint f32
+
+
+cdef void xent_lines(void *args, pyet_intp r0, pyet_intp r1) noexcept nogil:
+    cdef const xent_args *a = <const xent_args *>args
+    cdef const pyet_intp *idx = a.idx + r0 if a.idx != NULL else NULL
+    if a.f32:
+        pyet_xent_grad_rows_f32(r1 - r0, a.n, <const float *>a.l + r0 * a.ls, a.ls,
+                                <const float *>a.t + r0 * a.ts if a.t != NULL else NULL,
+                                a.ts, idx, <const float *>a.c + r0 * a.cs, a.cs,
+                                <float *>a.out + r0 * a.os, a.os)
+    else:
+        pyet_xent_grad_rows_f64(r1 - r0, a.n, <const double *>a.l + r0 * a.ls, a.ls,
+                                <const double *>a.t + r0 * a.ts if a.t != NULL else NULL,
+                                a.ts, idx, <const double *>a.c + r0 * a.cs, a.cs,
+                                <double *>a.out + r0 * a.os, a.os)
+
+
 def _xent_grad(real tag, cnp.ndarray out, cnp.ndarray logp, object t, object idx,
                cnp.ndarray c):
-    cdef pyet_intp nrows = logp.shape[0], n = logp.shape[1], r0, r1, k
-    cdef pyet_intp ls = logp.strides[0] // logp.itemsize, os = out.strides[0] // out.itemsize
-    cdef pyet_intp ts = 0, cs = c.strides[0] // c.itemsize if c.shape[0] > 1 else 0
-    cdef const real *pl = <const real *>cnp.PyArray_DATA(logp)
-    cdef const real *pc = <const real *>cnp.PyArray_DATA(c)
-    cdef real *po = <real *>cnp.PyArray_DATA(out)
-    cdef const real *pt = NULL
-    cdef const pyet_intp *pi = NULL
+    cdef pyet_intp nrows = logp.shape[0]
+    cdef xent_args a
+    a.n = logp.shape[1]
+    a.l, a.ls = cnp.PyArray_DATA(logp), logp.strides[0] // logp.itemsize
+    a.out, a.os = cnp.PyArray_DATA(out), out.strides[0] // out.itemsize
+    a.c, a.cs = cnp.PyArray_DATA(c), c.strides[0] // c.itemsize if c.shape[0] > 1 else 0
+    a.t, a.ts, a.idx = NULL, 0, NULL
     if t is not None:
-        pt = <const real *>cnp.PyArray_DATA(<cnp.ndarray>t)
-        ts = (<cnp.ndarray>t).strides[0] // (<cnp.ndarray>t).itemsize
+        a.t, a.ts = cnp.PyArray_DATA(<cnp.ndarray>t), (<cnp.ndarray>t).strides[0] // \
+            (<cnp.ndarray>t).itemsize
     else:
-        pi = <const pyet_intp *>cnp.PyArray_DATA(<cnp.ndarray>idx)
-    cdef int nt = threads_for(nrows * n, nrows)
-    cdef pyet_intp nchunks = min(nrows, 8 * nt) if nt > 1 else 1
+        a.idx = <const pyet_intp *>cnp.PyArray_DATA(<cnp.ndarray>idx)
+    a.f32 = real is float
+    cdef int nt = threads_for(nrows * a.n, nrows)
     with nogil:
-        for k in prange(nchunks, num_threads=nt, schedule="dynamic", chunksize=1):
-            r0 = nrows * k // nchunks
-            r1 = nrows * (k + 1) // nchunks
-            if real is float:
-                pyet_xent_grad_rows_f32(r1 - r0, n, pl + r0 * ls, ls,
-                                        pt + r0 * ts if pt != NULL else NULL, ts,
-                                        pi + r0 if pi != NULL else NULL, pc + r0 * cs, cs,
-                                        po + r0 * os, os)
-            else:
-                pyet_xent_grad_rows_f64(r1 - r0, n, pl + r0 * ls, ls,
-                                        pt + r0 * ts if pt != NULL else NULL, ts,
-                                        pi + r0 if pi != NULL else NULL, pc + r0 * cs, cs,
-                                        po + r0 * os, os)
+        run_lines(xent_lines, &a, nrows, nt, chunks_for(nrows, nt))
 
 
 def xent_grad_rows(cnp.ndarray logp, object t, cnp.ndarray c, cnp.ndarray out):

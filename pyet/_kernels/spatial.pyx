@@ -1,9 +1,10 @@
 """Compiled kernels of the spatial blocks (``pyet/_nodes/spatial.py``): im2col, col2im,
 pooling and its gradient.
 
-Each kernel splits its work into independent lines (a matrix row segment, an
-image row, a pooled row) that write disjoint elements, so threads never race,
-and sums every element in the same order whatever the thread count.  Operands
+Each kernel splits its work into independent lines (a matrix row, an image
+row, a pooled row) that write disjoint elements, so threads never race, and
+sums every element in the same order whatever the thread count; ranges of
+lines run on the thread pool of ``parallel.pyx`` (``run_lines``).  Operands
 are read and written through byte strides.  Arguments are checked by the
 callers: the kernels trust their shapes.  Each entry point copies a
 misaligned operand and computes aside for a misaligned destination, so the
@@ -12,12 +13,13 @@ specialization of the kernel's fused type once (``specialization``).
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.math cimport NAN
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from pyet._kernels.types cimport pyet_intp
-from pyet._kernels.nn cimport (aside, at, copy_row, get, item_t, num_t, readable, ref, shp,
-                               specialization)
+from pyet._kernels.nn cimport (KIND_F32, KIND_F64, KIND_I32, aside, at, chunks_for, copy_row,
+                               get, item_t, kind_of, num_kind, num_t, readable, ref, run_lines,
+                               shp, specialization)
 from pyet._kernels.parallel cimport threads_for
 
 cnp.import_array()
@@ -52,15 +54,31 @@ cdef inline void im2col_row(item_t *out, pyet_intp os0, pyet_intp os1, const ite
             dst = at(dst, g.oW * os1)
 
 
-cdef void im2col_kernel(item_t *out, pyet_intp os0, pyet_intp os1, const item_t *img,
-                        const pyet_intp *s, const geom *g, int nthreads) noexcept nogil:
-    cdef pyet_intp r, rows = g.C * g.ky * g.kx
-    if nthreads > 1:
-        for r in prange(rows, num_threads=nthreads, schedule="dynamic"):
-            im2col_row(out, os0, os1, img, s, g, r)
+cdef struct im2col_args:
+    # out (C*ky*kx, N*oH*oW) from img (N, C, H, W); byte strides s of img
+    char *out
+    const char *img
+    pyet_intp os0, os1
+    pyet_intp s[4]
+    geom g
+    int itemsize
+
+
+cdef inline void im2col_rows(const im2col_args *a, item_t *out, pyet_intp r0,
+                             pyet_intp r1) noexcept nogil:
+    cdef pyet_intp r
+    for r in range(r0, r1):
+        im2col_row(out, a.os0, a.os1, <const item_t *>a.img, a.s, &a.g, r)
+
+
+cdef void im2col_lines(void *args, pyet_intp r0, pyet_intp r1) noexcept nogil:
+    cdef const im2col_args *a = <const im2col_args *>args
+    if a.itemsize == 1:
+        im2col_rows(a, <uint8_t *>a.out, r0, r1)
+    elif a.itemsize == 4:
+        im2col_rows(a, <uint32_t *>a.out, r0, r1)
     else:
-        for r in range(rows):
-            im2col_row(out, os0, os1, img, s, g, r)
+        im2col_rows(a, <uint64_t *>a.out, r0, r1)
 
 
 cdef inline void col2im_line(num_t *out, const pyet_intp *o, const num_t *col, pyet_intp cs0,
@@ -89,15 +107,33 @@ cdef inline void col2im_line(num_t *out, const pyet_intp *o, const num_t *col, p
                 ref(row, (ox * g.sx + px * g.dx) * o[3])[0] += get(src, ox * cs1)
 
 
-cdef void col2im_kernel(num_t *out, const pyet_intp *o, const num_t *col, pyet_intp cs0,
-                        pyet_intp cs1, const geom *g, int nthreads) noexcept nogil:
-    cdef pyet_intp line, lines = g.N * g.C * g.H
-    if nthreads > 1:
-        for line in prange(lines, num_threads=nthreads, schedule="static"):
-            col2im_line(out, o, col, cs0, cs1, g, line)
+cdef struct col2im_args:
+    # out (N, C, H, W), byte strides o, from col (C*ky*kx, N*oH*oW)
+    char *out
+    const char *col
+    pyet_intp o[4]
+    pyet_intp cs0, cs1
+    geom g
+    num_kind kind
+
+
+cdef inline void col2im_lines_t(const col2im_args *a, num_t *out, pyet_intp l0,
+                                pyet_intp l1) noexcept nogil:
+    cdef pyet_intp line
+    for line in range(l0, l1):
+        col2im_line(out, a.o, <const num_t *>a.col, a.cs0, a.cs1, &a.g, line)
+
+
+cdef void col2im_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil:
+    cdef const col2im_args *a = <const col2im_args *>args
+    if a.kind == KIND_F32:
+        col2im_lines_t(a, <float *>a.out, l0, l1)
+    elif a.kind == KIND_F64:
+        col2im_lines_t(a, <double *>a.out, l0, l1)
+    elif a.kind == KIND_I32:
+        col2im_lines_t(a, <int32_t *>a.out, l0, l1)
     else:
-        for line in range(lines):
-            col2im_line(out, o, col, cs0, cs1, g, line)
+        col2im_lines_t(a, <int64_t *>a.out, l0, l1)
 
 
 cdef geom make_geom(cnp.ndarray img, pyet_intp ky, pyet_intp kx, pyet_intp sy, pyet_intp sx,
@@ -113,16 +149,17 @@ cdef geom make_geom(cnp.ndarray img, pyet_intp ky, pyet_intp kx, pyet_intp sy, p
 def _im2col(item_t tag, cnp.ndarray out, cnp.ndarray img, tuple geometry):
     cdef pyet_intp ky, kx, sy, sx, dy, dx
     ky, kx, sy, sx, dy, dx = geometry
-    cdef geom g = make_geom(img, ky, kx, sy, sx, dy, dx)
-    cdef pyet_intp s[4]
-    cdef pyet_intp os0 = out.strides[0], os1 = out.strides[1]
+    cdef im2col_args a
+    a.g = make_geom(img, ky, kx, sy, sx, dy, dx)
+    a.out, a.img = <char *>cnp.PyArray_DATA(out), <const char *>cnp.PyArray_DATA(img)
+    a.os0, a.os1 = out.strides[0], out.strides[1]
     for d in range(4):
-        s[d] = img.strides[d]
-    cdef item_t *po = <item_t *>cnp.PyArray_DATA(out)
-    cdef const item_t *pi = <const item_t *>cnp.PyArray_DATA(img)
-    cdef int nt = threads_for(out.size, out.shape[0])
+        a.s[d] = img.strides[d]
+    a.itemsize = sizeof(item_t)
+    cdef pyet_intp rows = out.shape[0]
+    cdef int nt = threads_for(out.size, rows)
     with nogil:
-        im2col_kernel(po, os0, os1, pi, s, &g, nt)
+        run_lines(im2col_lines, &a, rows, nt, chunks_for(rows, nt))
 
 
 def im2col_into(cnp.ndarray out, cnp.ndarray img, pyet_intp ky, pyet_intp kx, pyet_intp sy,
@@ -150,16 +187,17 @@ def im2col_into(cnp.ndarray out, cnp.ndarray img, pyet_intp ky, pyet_intp kx, py
 def _col2im(num_t tag, cnp.ndarray out, cnp.ndarray col, tuple geometry):
     cdef pyet_intp ky, kx, sy, sx, dy, dx
     ky, kx, sy, sx, dy, dx = geometry
-    cdef geom g = make_geom(out, ky, kx, sy, sx, dy, dx)
-    cdef pyet_intp o[4]
-    cdef pyet_intp cs0 = col.strides[0], cs1 = col.strides[1]
+    cdef col2im_args a
+    a.g = make_geom(out, ky, kx, sy, sx, dy, dx)
+    a.out, a.col = <char *>cnp.PyArray_DATA(out), <const char *>cnp.PyArray_DATA(col)
+    a.cs0, a.cs1 = col.strides[0], col.strides[1]
     for d in range(4):
-        o[d] = out.strides[d]
-    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
-    cdef const num_t *pc = <const num_t *>cnp.PyArray_DATA(col)
-    cdef int nt = threads_for(col.size + out.size, g.N * g.C * g.H)
+        a.o[d] = out.strides[d]
+    a.kind = kind_of(&tag)
+    cdef pyet_intp lines = a.g.N * a.g.C * a.g.H
+    cdef int nt = threads_for(col.size + out.size, lines)
     with nogil:
-        col2im_kernel(po, o, pc, cs0, cs1, &g, nt)
+        run_lines(col2im_lines, &a, lines, nt, chunks_for(lines, nt))
 
 
 def col2im_into(cnp.ndarray out, cnp.ndarray col, pyet_intp ky, pyet_intp kx, pyet_intp sy,
@@ -235,15 +273,38 @@ cdef inline void pool_line(num_t *out, const pyet_intp *o, const num_t *src,
         ref(dst, ox * o[2])[0] = acc
 
 
-cdef void pool_kernel(num_t *out, const pyet_intp *o, const num_t *src, const pyet_intp *s,
-                      const pool_geom *g, int nthreads) noexcept nogil:
-    cdef pyet_intp line, lines = g.P * g.pH
-    if nthreads > 1:
-        for line in prange(lines, num_threads=nthreads, schedule="static"):
-            pool_line(out, o, src, s, g, line)
+cdef struct pool_args:
+    # pool: out (P, pH, pW) from src (P, H, W); unpool: out (P, H, W) from src,
+    # pooled and grad (P, pH, pW).  Byte strides o, s, ps, gs.
+    char *out
+    const char *src
+    const char *pooled
+    const char *grad
+    pyet_intp o[3]
+    pyet_intp s[3]
+    pyet_intp ps[3]
+    pyet_intp gs[3]
+    pool_geom g
+    num_kind kind
+
+
+cdef inline void pool_lines_t(const pool_args *a, num_t *out, pyet_intp l0,
+                              pyet_intp l1) noexcept nogil:
+    cdef pyet_intp line
+    for line in range(l0, l1):
+        pool_line(out, a.o, <const num_t *>a.src, a.s, &a.g, line)
+
+
+cdef void pool_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil:
+    cdef const pool_args *a = <const pool_args *>args
+    if a.kind == KIND_F32:
+        pool_lines_t(a, <float *>a.out, l0, l1)
+    elif a.kind == KIND_F64:
+        pool_lines_t(a, <double *>a.out, l0, l1)
+    elif a.kind == KIND_I32:
+        pool_lines_t(a, <int32_t *>a.out, l0, l1)
     else:
-        for line in range(lines):
-            pool_line(out, o, src, s, g, line)
+        pool_lines_t(a, <int64_t *>a.out, l0, l1)
 
 
 cdef inline void unpool_line(num_t *out, const pyet_intp *o, const num_t *src,
@@ -285,16 +346,24 @@ cdef inline void unpool_line(num_t *out, const pyet_intp *o, const num_t *src,
             ref(dst, x * o[2])[0] /= <num_t>(g.ky * g.kx)
 
 
-cdef void unpool_kernel(num_t *out, const pyet_intp *o, const num_t *src, const pyet_intp *s,
-                        const num_t *pooled, const pyet_intp *ps, const num_t *grad,
-                        const pyet_intp *gs, const pool_geom *g, int nthreads) noexcept nogil:
-    cdef pyet_intp line, lines = g.P * g.H
-    if nthreads > 1:
-        for line in prange(lines, num_threads=nthreads, schedule="static"):
-            unpool_line(out, o, src, s, pooled, ps, grad, gs, g, line)
+cdef inline void unpool_lines_t(const pool_args *a, num_t *out, pyet_intp l0,
+                                pyet_intp l1) noexcept nogil:
+    cdef pyet_intp line
+    for line in range(l0, l1):
+        unpool_line(out, a.o, <const num_t *>a.src, a.s, <const num_t *>a.pooled, a.ps,
+                    <const num_t *>a.grad, a.gs, &a.g, line)
+
+
+cdef void unpool_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil:
+    cdef const pool_args *a = <const pool_args *>args
+    if a.kind == KIND_F32:
+        unpool_lines_t(a, <float *>a.out, l0, l1)
+    elif a.kind == KIND_F64:
+        unpool_lines_t(a, <double *>a.out, l0, l1)
+    elif a.kind == KIND_I32:
+        unpool_lines_t(a, <int32_t *>a.out, l0, l1)
     else:
-        for line in range(lines):
-            unpool_line(out, o, src, s, pooled, ps, grad, gs, g, line)
+        unpool_lines_t(a, <int64_t *>a.out, l0, l1)
 
 
 POOL_OPS = {"max": POOL_MAX, "sum": POOL_SUM, "avg": POOL_AVG}
@@ -317,16 +386,16 @@ cdef inline void strides3(cnp.ndarray a, pyet_intp *s):
 def _pool(num_t tag, cnp.ndarray out, cnp.ndarray src, tuple params):
     cdef pyet_intp ky, kx, sy, sx
     ky, kx, sy, sx, op = params
-    cdef pool_geom g = make_pool_geom(src, out, ky, kx, sy, sx, op)
-    cdef pyet_intp o[3]
-    cdef pyet_intp s[3]
-    strides3(out, o)
-    strides3(src, s)
-    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
-    cdef const num_t *ps = <const num_t *>cnp.PyArray_DATA(src)
-    cdef int nt = threads_for(out.size * min(g.ky, g.H) * min(g.kx, g.W), g.P * g.pH)
+    cdef pool_args a
+    a.g = make_pool_geom(src, out, ky, kx, sy, sx, op)
+    a.out, a.src = <char *>cnp.PyArray_DATA(out), <const char *>cnp.PyArray_DATA(src)
+    strides3(out, a.o)
+    strides3(src, a.s)
+    a.kind = kind_of(&tag)
+    cdef pyet_intp lines = a.g.P * a.g.pH
+    cdef int nt = threads_for(out.size * min(a.g.ky, a.g.H) * min(a.g.kx, a.g.W), lines)
     with nogil:
-        pool_kernel(po, o, ps, s, &g, nt)
+        run_lines(pool_lines, &a, lines, nt, chunks_for(lines, nt))
 
 
 cdef int check_pooled(cnp.ndarray src, cnp.ndarray pooled, pyet_intp ky, pyet_intp kx,
@@ -368,23 +437,21 @@ def _unpool(num_t tag, cnp.ndarray out, cnp.ndarray src, cnp.ndarray pooled,
             cnp.ndarray grad, tuple params):
     cdef pyet_intp ky, kx, sy, sx
     ky, kx, sy, sx, op = params
-    cdef pool_geom g = make_pool_geom(src, pooled, ky, kx, sy, sx, op)
-    cdef pyet_intp o[3]
-    cdef pyet_intp s[3]
-    cdef pyet_intp ps[3]
-    cdef pyet_intp gs[3]
-    strides3(out, o)
-    strides3(src, s)
-    strides3(pooled, ps)
-    strides3(grad, gs)
-    cdef num_t *po = <num_t *>cnp.PyArray_DATA(out)
-    cdef const num_t *pi = <const num_t *>cnp.PyArray_DATA(src)
-    cdef const num_t *pp = <const num_t *>cnp.PyArray_DATA(pooled)
-    cdef const num_t *pg = <const num_t *>cnp.PyArray_DATA(grad)
-    cdef int nt = threads_for(out.size * (1 + (g.ky // g.sy + 1) * (g.kx // g.sx + 1)),
-                              g.P * g.H)
+    cdef pool_args a
+    a.g = make_pool_geom(src, pooled, ky, kx, sy, sx, op)
+    a.out, a.src = <char *>cnp.PyArray_DATA(out), <const char *>cnp.PyArray_DATA(src)
+    a.pooled = <const char *>cnp.PyArray_DATA(pooled)
+    a.grad = <const char *>cnp.PyArray_DATA(grad)
+    strides3(out, a.o)
+    strides3(src, a.s)
+    strides3(pooled, a.ps)
+    strides3(grad, a.gs)
+    a.kind = kind_of(&tag)
+    cdef pyet_intp lines = a.g.P * a.g.H
+    cdef int nt = threads_for(out.size * (1 + (a.g.ky // a.g.sy + 1) * (a.g.kx // a.g.sx + 1)),
+                              lines)
     with nogil:
-        unpool_kernel(po, o, pi, s, pp, ps, pg, gs, &g, nt)
+        run_lines(unpool_lines, &a, lines, nt, chunks_for(lines, nt))
 
 
 def unpool_into(cnp.ndarray out, cnp.ndarray src, cnp.ndarray pooled, cnp.ndarray grad,
