@@ -1,7 +1,7 @@
 /* Threads for pyet's passes, and the floating-point status flags they raise.
  *
- * OpenMP (for its thread count, and the NN kernels' loops) when the compiler has
- * it; one thread otherwise.
+ * OpenMP (for its thread count; every pass and NN kernel runs on the pool below)
+ * when the compiler has it; one thread otherwise.
  *
  * pyet_run_chunks: a pass's chunks run on a small pool of worker threads and the
  * calling thread.  Each participant has a home range of the chunks (slot s the
