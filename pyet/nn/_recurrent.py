@@ -1,14 +1,18 @@
 """Recurrent layers: GRUStep (PyTorch's GRUCell equations and gate order) and
 Recurrent, which runs a step layer over a sequence and back through time."""
 
+import itertools
 import math
 
+import numpy as np
+
 from pyet._core import core
+from pyet._core.core import Special, SpecialNode, Tensor
 from pyet._nodes.grad import vjp
 from pyet._nodes.views import concatenate, index, reshape, stack
 from pyet.nn._layer import Layer, zeros_tree
 from pyet.nn._policy import Policy
-from pyet.nn._store import checkpoint, store
+from pyet.nn._store import Checkpoint, checkpoint, store
 
 _fmt = core.fmt_shape
 
@@ -152,6 +156,9 @@ class Recurrent(Layer):
             raise ValueError(f"Recurrent: input must be (T, N, ...) with T >= 1, got "
                              f"{_fmt(x.shape)}")
         if isinstance(self.step, GRUStep) and x.ndim == 3:
+            call = self._template_call(x, h)
+            if call is not None:
+                return call.forward_outputs(), ("template", call)
             return self._gru_forward(x, h)
         states = []
         for t in range(x.shape[0]):
@@ -180,6 +187,15 @@ class Recurrent(Layer):
         return {"output": stack(states, 0), "hidden": h}, ("gru", xs, gi_tree, saved)
 
     def _backward(self, saved, grads):
+        if saved[0] == "template":
+            call = saved[1]
+            if call.takes(grads):
+                out, found = call.backward_outputs(grads)
+                for name, g in found.items():
+                    self.step._accumulate(name, g)
+                return out
+            # gradients the template was not built for: the plain trees
+            saved = self._gru_forward(call.x, call.h)[1]
         if saved[0] == "gru":
             return self._gru_backward(saved, grads)
         shape, dtype, steps = saved
@@ -196,6 +212,14 @@ class Recurrent(Layer):
         return {"input": stack(gx[::-1], 0), "hidden": carry}
 
     def _gru_backward(self, saved, grads):
+        out, found = self._gru_backward_trees(saved, grads)
+        for name, g in found.items():
+            self.step._accumulate(name, g)
+        return out
+
+    def _gru_backward_trees(self, saved, grads):
+        """The backward's trees: ``{input port: gradient}`` and the step's
+        parameter gradients (in the parameters' order), not accumulated."""
         _, xs, gi_tree, steps = saved
         step, p = self.step, self.step._params
         g_out, carry = grads["output"], grads["hidden"]
@@ -242,9 +266,184 @@ class Recurrent(Layer):
             if step.bias:
                 gh_all = gh_all + p["b_hh"]
             found.update(zip(names, vjp(gh_all, [p[n] for n in names], d_gh_all), strict=True))
-            for name in p:  # in the parameters' order, as the step's own backward
-                step._accumulate(name, found[name])
-        return out
+            # in the parameters' order, as the step's own backward
+            return out, {name: found[name] for name in p}
+        return out, {}
+
+    # ------------------------------------------------ trees built once
+
+    def _template_call(self, x, h):
+        """The trees of this forward (and its backward) as nodes over a
+        template built once per signature, or None when the signature does
+        not take one (see _Template)."""
+        if not (_plain_leaf(x, True) and _plain_leaf(h, False)):
+            return None
+        step = self.step
+        params = tuple(step._params.values())
+        key = (x.shape, x.dtype, h.shape, h.dtype, step.bias, step.updatable, self._feedback,
+               self._needs_backward(), tuple(map(id, params)))
+        templates = self.__dict__.setdefault("_templates", {})
+        tpl = templates.pop(key, None)
+        if tpl is None or any(a is not b for a, b in zip(tpl.params, params, strict=True)):
+            tpl = _Template(self, x, h)
+            while len(templates) >= 4:  # a few signatures, least recently used dropped
+                templates.pop(next(iter(templates)))
+        templates[key] = tpl
+        return _Call(tpl, x, h)
 
     def __repr__(self):
         return f"Recurrent({self.step!r})"
+
+
+def _plain_leaf(e, contiguous):
+    # a leaf whose views the template's are (reshape views only C order)
+    if not isinstance(e, Tensor) or e.dtype.kind != "f":
+        return False
+    return not contiguous or e.numpy().flags.c_contiguous
+
+
+_SERIAL = itertools.count()
+
+
+class _Template:
+    """A GRU Recurrent's forward and backward trees for one signature (input
+    and state shapes and dtypes, the step's parameters and policy), built
+    once over placeholder leaves.  Each call's trees are nodes (_Replayed)
+    over its own leaves: a plan of a known structure replays its recorded
+    schedule without the trees being built again; anything that evaluates
+    them otherwise gets the template with the call's leaves put in (the
+    trees a fresh build gives)."""
+
+    def __init__(self, rec, x, h):
+        self.serial = next(_SERIAL)
+        self.params = tuple(rec.step._params.values())
+        X = core.tensor(np.zeros(x.shape, x.dtype))
+        H = core.tensor(np.zeros(h.shape, h.dtype))
+        outs, saved = rec._gru_forward(X, H)
+        self.roots = dict(outs)
+        self.placeholders = [X, H]
+        self.backward_names, self.grad_names = [], []
+        if rec._needs_backward():
+            o, hn = outs["output"], outs["hidden"]
+            G = core.tensor(np.zeros(o.shape, o.dtype))
+            GH = core.tensor(np.zeros(hn.shape, hn.dtype))
+            self.placeholders += [G, GH]
+            out, found = rec._gru_backward_trees(saved, {"output": G, "hidden": GH})
+            for k, e in out.items():
+                self.roots["d " + k] = e
+                self.backward_names.append(k)
+            for k, e in found.items():
+                self.roots["grad " + k] = e
+                self.grad_names.append(k)
+
+
+class _Call:
+    """One forward (and backward) of a template: the call's leaves, and the
+    template's trees with them put in, built the first time anything asks."""
+
+    def __init__(self, tpl, x, h):
+        self.tpl, self.x, self.h = tpl, x, h
+        self.leaves = [x, h]
+        self.memo = {}
+
+    def _node(self, name, nleaves):
+        e = self.tpl.roots[name]
+        args = tuple(self.leaves[:nleaves]) + self.tpl.params
+        return core.node(_Replayed(self, name), args, e.shape, e.dtype)
+
+    def forward_outputs(self):
+        return {k: self._node(k, 2) for k in ("output", "hidden")}
+
+    def takes(self, grads):
+        """Whether the gradients fit the template's placeholders."""
+        G, GH = self.tpl.placeholders[2:] or (None, None)
+        if G is None:
+            return False
+        g, gh = grads["output"], grads["hidden"]
+        return (_plain_leaf(g, False) and _plain_leaf(gh, False) and g.shape == G.shape
+                and g.dtype == G.dtype and gh.shape == GH.shape and gh.dtype == GH.dtype)
+
+    def backward_outputs(self, grads):
+        self.leaves[2:] = [grads["output"], grads["hidden"]]
+        self.memo = {}  # (new placeholders bound)
+        out = {k: self._node("d " + k, 4) for k in self.tpl.backward_names}
+        return out, {k: self._node("grad " + k, 4) for k in self.tpl.grad_names}
+
+    def tree(self, name):
+        """The template's tree ``name`` over this call's leaves."""
+        # (before the backward, the gradients' placeholders have no leaf)
+        leaves = dict(zip(map(id, self.tpl.placeholders), self.leaves, strict=False))
+        return _put_in(self.tpl.roots[name], leaves, self.memo)
+
+
+def _put_in(root, leaves, memo):
+    """``root`` with each placeholder leaf (by id, in ``leaves``) and each view
+    of one replaced by the call's leaf and the same views of it; every other
+    node rebuilt where a child changed (a checkpoint with its expression and a
+    new token), each once (``memo``, shared by one call's trees)."""
+    stack = [(root, False)]
+    while stack:
+        e, ready = stack.pop()
+        if id(e) in memo:
+            continue
+        kernel = e._kernel if isinstance(e, SpecialNode) else None
+        kids = list(e._args) + ([kernel.expr] if isinstance(kernel, Checkpoint) else [])
+        if not ready:
+            stack.append((e, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        if isinstance(e, Tensor):
+            base = e._base if e._base is not None else e
+            new = leaves.get(id(base))
+            if new is None:
+                new = e
+            else:
+                for kind, arg in e._mapping:
+                    new = core.view_of_leaf(new, kind, arg, core.VIEWS[kind](new.numpy(), arg))
+        elif isinstance(kernel, Checkpoint):
+            inner = memo[id(kernel.expr)]
+            new = e if inner is kernel.expr else checkpoint(inner)
+        elif not e._args:
+            new = e
+        else:
+            args = tuple(memo[id(c)] for c in e._args)
+            if all(a is b for a, b in zip(args, e._args, strict=True)):
+                new = e
+            elif kernel is not None:
+                new = core.node(kernel, args, e.shape, e.dtype)
+            else:
+                new = core.with_args(e, args)
+        memo[id(e)] = new
+    return memo[id(root)]
+
+
+class _Replayed(Special):
+    """One of a template's trees for one call (see _Template): its children
+    are the call's leaves and the parameters, its structure the template's
+    serial number and the tree's name."""
+
+    __slots__ = ("call", "root")
+    name = "recurrent"
+    records_into = True  # into() only assigns: a kept plan records its work
+
+    def __init__(self, call, root):
+        self.call, self.root = call, root
+
+    def params(self):
+        return (self.call.tpl.serial, self.root)
+
+    def describe(self):
+        return [repr(self.root)]
+
+    def value(self, args):
+        e = self.call.tpl.roots[self.root]
+        out = np.empty(e.shape, e.dtype)
+        core.assign(out, self.call.tree(self.root))
+        return out
+
+    def into(self, dst, args):
+        core.assign(dst, self.call.tree(self.root))
+
+    def vjp(self, node, g):
+        """None: differentiate through the layer's backward."""
+        return (None,) * len(node._args)
