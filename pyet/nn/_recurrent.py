@@ -8,11 +8,11 @@ import numpy as np
 
 from pyet._core import core
 from pyet._core.core import Special, SpecialNode, Tensor
-from pyet._nodes.grad import vjp
+from pyet._nodes.reductions import sum as _sum
 from pyet._nodes.views import concatenate, index, reshape, stack
 from pyet.nn._layer import Layer, zeros_tree
 from pyet.nn._policy import Policy
-from pyet.nn._store import Checkpoint, checkpoint, store
+from pyet.nn._store import Checkpoint, Store, checkpoint, store
 
 _fmt = core.fmt_shape
 
@@ -65,11 +65,13 @@ class GRUStep(Layer):
         gi = core.dot(store(input), self._params["W_ih"])
         return gi + self._params["b_ih"] if self.bias else gi
 
-    def _cell(self, gi, hidden):
+    def _cell(self, gi, hidden, in_bias=None):
         """The step from the input gates' values ``gi`` (N, 3*hidden): its
         output, the hidden gates' tree ``h W_hh + b_hh``, and what the
         backward reads (the stored gates r, z, n, the hidden part of n's
-        pre-activation, the stored state)."""
+        pre-activation, the stored state).  ``in_bias``: ``(b_ih[:2H] +
+        b_hh[:2H], b_ih)`` when ``gi`` does not hold the input bias (it is then
+        added in the gates' passes)."""
         p, hs = self._params, self.hidden_size
         h = store(hidden)
         gh_tree = core.dot(h, p["W_hh"])
@@ -80,7 +82,13 @@ class GRUStep(Layer):
         gates = [(slice(None), slice(k * hs, (k + 1) * hs)) for k in range(3)]
         gi_r, gi_z, gi_n = (index(gi, g) for g in gates)
         gh_r, gh_z, gh_n = (index(gh, g) for g in gates)
-        if self.bias:
+        if in_bias is not None:
+            b_rz, b_ih = in_bias
+            gh_r, gh_z = (v + index(b_rz, g[1:]) for v, g in zip((gh_r, gh_z), gates,
+                                                                 strict=False))
+            gh_n = gh_n + index(p["b_hh"], gates[2][1:])
+            gi_n = gi_n + index(b_ih, gates[2][1:])
+        elif self.bias:
             b = p["b_hh"]
             gh_r, gh_z, gh_n = (v + index(b, g[1:]) for v, g in zip((gh_r, gh_z, gh_n), gates,
                                                                      strict=True))
@@ -175,12 +183,19 @@ class Recurrent(Layer):
         step, (steps, rows) = self.step, x.shape[:2]
         step._check(x.shape[1:], h.shape)
         xs = store(reshape(x, (steps * rows, x.shape[2])))
-        gi_tree = step._input_gates(xs)
+        # the input bias is added in each step's gate passes (with the hidden
+        # one for r and z): no pass over all steps' gates of its own
+        gi_tree = core.dot(xs, step._params["W_ih"])
         gi_all = store(gi_tree)
+        in_bias = None
+        if step.bias:
+            b_ih, b_hh = step._params["b_ih"], step._params["b_hh"]
+            rz = (slice(0, 2 * step.hidden_size),)
+            in_bias = (store(index(b_ih, rz) + index(b_hh, rz)), b_ih)
         states, saved = [], []
         for t in range(steps):
             gi = index(gi_all, (slice(t * rows, (t + 1) * rows),))
-            out, gh_tree, kept = step._cell(gi, h)
+            out, gh_tree, kept = step._cell(gi, h, in_bias)
             saved.append((gh_tree, kept))
             h = checkpoint(out)  # (see _forward)
             states.append(h)
@@ -220,52 +235,59 @@ class Recurrent(Layer):
     def _gru_backward_trees(self, saved, grads):
         """The backward's trees: ``{input port: gradient}`` and the step's
         parameter gradients (in the parameters' order), not accumulated."""
-        _, xs, gi_tree, steps = saved
+        _, xs, _, steps = saved
         step, p = self.step, self.step._params
         g_out, carry = grads["output"], grads["hidden"]
-        dgi, dgh, hs = [], [], []
+        dgi, dgh, hs = [], [], []  # per step: d_an, d_gh, the state
+        two = (slice(None), slice(0, 2 * step.hidden_size))
+        # W_hh transposed, copied once per evaluation: a product with a
+        # C-ordered operand, not a transposed one, per step (OpenBLAS's sgemm
+        # with B transposed took twice as long at (32, 384) x (384, 128))
+        w_hh_t = _copy(core.transpose(p["W_hh"]))
         g = store(index(g_out, len(steps) - 1) + carry)
         for t in reversed(range(len(steps))):
-            gh_tree, (r, z, n, gh_n, h) = steps[t]
+            _, (r, z, n, gh_n, h) = steps[t]
             # the gates' gradients by hand (PyTorch's GRU backward), reading
             # the stored gates: the chain rule through sigmoid and tanh would
             # evaluate them again from their inputs
-            d_an = store(g * (1 - z) * (1 - n * n))
+            d_an = checkpoint(g * (1 - z) * (1 - n * n))  # (one leaf in the join below)
             d_az = g * (h - n) * (z * (1 - z))
             d_ar = d_an * gh_n * (r * (1 - r))
-            # each behind a checkpoint: the joins over all steps below would
+            # behind a checkpoint: the joins over all steps below would
             # otherwise be trees of 3*T pieces, wider than the engine takes in
             # one piece (MAX_LEAVES), cut up and evaluated again by every
             # statement that reads them
-            d_gi = checkpoint(concatenate([d_ar, d_az, d_an], 1))
             d_gh = checkpoint(concatenate([d_ar, d_az, d_an * r], 1))
             # through the hidden gates' product, per step: the next step back
             # reads the state
-            (d_h_gates,) = vjp(gh_tree, [h], d_gh)
+            d_h_gates = core.dot(d_gh, w_hh_t)
             carry = g * z + d_h_gates
             # the previous step's gradient in the same pass
             g = checkpoint(carry + index(g_out, t - 1) if t else carry)
-            dgi.append(d_gi)
+            dgi.append(d_an)
             dgh.append(d_gh)
             hs.append(h)
         out = {}
-        d_gi_all = store(concatenate(dgi[::-1], 0))
-        wrt = ([xs] if self._feedback else []) + (
-            [p["W_ih"]] + ([p["b_ih"]] if step.bias else []) if step.updatable else [])
-        parts = vjp(gi_tree, wrt, d_gi_all)
+        # the input gates' gradient differs from the hidden gates' in n's
+        # part only (d_an, not d_an * r): the products over all steps read r's
+        # and z's part from the join of d_gh and n's from the join of d_an,
+        # each product split in two (no join of the input gates' gradient)
+        d_gh_all = concatenate(dgh[::-1], 0)
+        d_rz, d_n = index(d_gh_all, two), concatenate(dgi[::-1], 0)
         if self._feedback:
-            out = {"input": reshape(parts.pop(0), g_out.shape[:2] + (xs.shape[1],)),
-                   "hidden": g}
+            w_ih_t = _copy(core.transpose(p["W_ih"]))  # (as w_hh_t)
+            d_xs = (core.dot(d_rz, index(w_ih_t, two[1:]))
+                    + core.dot(d_n, index(w_ih_t, (slice(two[1].stop, None),))))
+            out = {"input": reshape(d_xs, g_out.shape[:2] + (xs.shape[1],)), "hidden": g}
         if step.updatable:
-            names = ["W_ih", "b_ih"] if step.bias else ["W_ih"]
-            found = dict(zip(names, parts, strict=True))
+            xs_t = core.transpose(xs)
+            found = {"W_ih": concatenate([core.dot(xs_t, d_rz), core.dot(xs_t, d_n)], 1)}
             # the hidden weights' gradient: one product over every step's state
-            hs_all, d_gh_all = concatenate(hs[::-1], 0), store(concatenate(dgh[::-1], 0))
-            gh_all = core.dot(hs_all, p["W_hh"])
-            names = ["W_hh", "b_hh"] if step.bias else ["W_hh"]
+            found["W_hh"] = core.dot(core.transpose(concatenate(hs[::-1], 0)), d_gh_all)
             if step.bias:
-                gh_all = gh_all + p["b_hh"]
-            found.update(zip(names, vjp(gh_all, [p[n] for n in names], d_gh_all), strict=True))
+                # r's and z's parts of both biases' gradients are equal
+                found["b_hh"] = _sum(d_gh_all, 0)
+                found["b_ih"] = concatenate([index(found["b_hh"], two[1:]), _sum(d_n, 0)], 0)
             # in the parameters' order, as the step's own backward
             return out, {name: found[name] for name in p}
         return out, {}
@@ -293,6 +315,12 @@ class Recurrent(Layer):
 
     def __repr__(self):
         return f"Recurrent({self.step!r})"
+
+
+def _copy(e):
+    """``e``'s value in C-ordered scratch, once per evaluation (store() keeps
+    a leaf, a transposed view included, as it is)."""
+    return core.node(Store(), (e,), e.shape, e.dtype)
 
 
 def _plain_leaf(e, contiguous):
