@@ -41,7 +41,7 @@ from pyet._core.core import (
     swapaxes,
     transpose,
 )
-from pyet._evalplan import EvalPlan, Handle, evaluate_all, explain, stats
+from pyet._evalplan import EvalPlan, Handle, clear_plan_cache, evaluate_all, explain, stats
 from pyet._functions import *  # noqa: F403
 from pyet._functions import __all__ as _function_names
 from pyet._kernels.parallel import get_num_threads, set_num_threads
@@ -79,7 +79,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Blob", "EvalPlan", "Expr", "Fill", "Handle", "OneHot", "Tensor", "Zero", "arange",
-    "asarray", "batch_dot", "dot",
+    "asarray", "batch_dot", "clear_plan_cache", "dot",
     "empty", "empty_like", "evaluate", "evaluate_all", "explain", "fast_math", "full",
     "full_like",
     "get_num_threads", "linspace", "ones", "ones_like", "outer", "set_num_threads", "stats",

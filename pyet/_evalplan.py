@@ -2,10 +2,14 @@
 ``EvalPlan::Eval``): statements are registered, checked at once, and run
 together; what they share is computed once."""
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from pyet._core import core
 from pyet._core.core import Tensor
+from pyet._kernels.parallel import get_num_threads
 from pyet._tensor_api import empty
 
 _UPDATES = {"=": None, "+=": "__add__", "-=": "__sub__", "*=": "__mul__", "/=": "__truediv__"}
@@ -107,6 +111,8 @@ class EvalPlan:
         self._schedule = None
         if not keep:
             self._statements = []
+            if _run_by_structure(statements):
+                return
         dsts, exprs, results = [], [], []
         for dst, e, handle in statements:
             if handle is not None:
@@ -145,6 +151,110 @@ class EvalPlan:
 
     def __repr__(self):
         return explain(self)
+
+
+# ------------------------------------------- plans recorded by structure
+#
+# A training loop builds the same trees every step over new arrays (as
+# PyTorch builds its graph) and evaluates them with a new plan.  A plan's
+# structure key (core.structure_key: ops, scalars, kernel parameters, each
+# leaf's and destination's shape, strides, dtype and overlaps) names
+# everything its planning depends on besides the arrays' memory: the second
+# run of a structure is recorded as a KeptSchedule, later runs replay it over
+# their own arrays (the same actions in the same order: the same results as a
+# fresh evaluation) without sharing, grouping or lowering again.  Results are
+# handed out without copies: a run writes new memory while an earlier run's
+# results are still referenced.  value_and_grad keeps its own schedules (it
+# records on the first call: a tree it differentiates is a training step).
+
+PLAN_CACHE_SIZE = 8     # structures kept, least recently used dropped
+PLAN_POOL_SIZE = 2      # schedules per structure (results of the last run held)
+_PLANS = OrderedDict()  # key -> None (seen once), False (not replayable) or [KeptSchedule]
+_PLANS_LOCK = threading.Lock()
+_MISSING = object()
+
+
+def clear_plan_cache():
+    """Forget the schedules plans recorded by structure (and the arrays they hold)."""
+    with _PLANS_LOCK:
+        _PLANS.clear()
+
+
+def _run_by_structure(statements):
+    """Run a plan's statements ``(dst or None, expr, handle or None)`` through
+    a schedule recorded for their structure; False when the plan is to be run
+    the ordinary way (a structure met for the first time, not replayable, or
+    a plan run inside another evaluation)."""
+    if not statements or getattr(core._evaluation, "done", None) is not None:
+        return False
+    roots, which = [], []
+    for dst, e, handle in statements:
+        if e._flags & core.UNCACHEABLE:
+            return False
+        if handle is None:  # the destination's memory, as a leaf of the key
+            roots.append(core.tensor(dst))
+        roots.append(e)
+        which.append(handle is None)
+    if not _PLANS_LOCK.acquire(blocking=False):
+        return False
+    try:
+        try:
+            key, slots = core.structure_key(
+                roots, [], ("plan", tuple(which), get_num_threads(), core.get_block_size()))
+            entry = _PLANS.get(key, _MISSING)
+        except TypeError:  # an unhashable kernel parameter: not by structure
+            return False
+        if entry is _MISSING:  # met once: record from the second run on
+            _PLANS[key] = None
+            while len(_PLANS) > PLAN_CACHE_SIZE:
+                _PLANS.popitem(last=False)
+            return False
+        if entry is False:
+            return False
+        _PLANS.move_to_end(key)
+        arrays = None
+        if entry is not None:
+            for kept in entry:
+                if kept.free():
+                    arrays = kept.run(slots)
+                    break
+            else:
+                if len(entry) >= PLAN_POOL_SIZE:  # every one's results held
+                    entry.append(entry.pop(0))
+                    arrays = entry[-1].run(slots)
+        if arrays is not None:
+            it = iter(arrays)
+            for _, _, handle in statements:
+                if handle is not None:
+                    handle._value = core.tensor(next(it))
+            return True
+        # record a schedule of its own (its own scratch and destinations)
+        dsts, results = [], []
+        for dst, e, handle in statements:
+            if handle is not None:
+                dst = empty(e.shape, e.dtype).numpy()
+                results.append(dst)
+            dsts.append(dst)
+        actions = core.run_statements(dsts, [e for _, e, _ in statements], True)
+        kept = None
+        if actions is not None:
+            try:
+                kept = core.KeptSchedule(actions, slots + results, len(slots))
+            except ValueError:  # not replayable over other memory
+                kept = None
+        if kept is None:
+            _PLANS[key] = False
+        elif entry is None:
+            _PLANS[key] = [kept]
+        else:
+            entry.append(kept)
+        it = iter(results)
+        for _, _, handle in statements:
+            if handle is not None:
+                handle._value = core.tensor(next(it))
+        return True
+    finally:
+        _PLANS_LOCK.release()
 
 
 def evaluate_all(exprs, outs=None):
@@ -238,4 +348,4 @@ def stats(reset=False):
     return core.stats(reset)
 
 
-__all__ = ["EvalPlan", "Handle", "evaluate_all", "explain", "stats"]
+__all__ = ["EvalPlan", "Handle", "clear_plan_cache", "evaluate_all", "explain", "stats"]

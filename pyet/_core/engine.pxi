@@ -295,7 +295,8 @@ cdef class Pass(Action):
         self.prog, self.dsts, self.leaves, self.scalars = prog, dsts, leaves, scalars
 
     def __repr__(self):
-        return f"Pass({len(self.dsts)} dst, {len(self.leaves)} leaves)"
+        return (f"Pass({len(self.dsts)} dst{fmt_shape((<object>self.dsts[0]).shape)}, "
+                f"{len(self.leaves)} leaves, {self.prog.ninstr} instructions)")
 
     cdef int run(self) except -1:
         STATS[0] += 1

@@ -106,6 +106,13 @@ def structure_key(list roots, list wrt, object settings):
             else:
                 if e._op == OP_pyfunc:
                     parts.append((<PyFunc>e)._fn)
+                elif e._op == OP_special:
+                    # an expression a kernel holds outside its children (a
+                    # checkpoint's): its structure and leaves count as well
+                    hidden = getattr((<SpecialNode>e)._kernel, "hidden", None)
+                    if hidden:
+                        parts.append(("hidden", len(hidden)))
+                        stack.extend(reversed(hidden))
                 stack.extend(reversed(e._args))
     return tuple(parts), slots
 
@@ -267,8 +274,11 @@ cdef class KeptSchedule:
         # the structure; one equal to a leaf's values may be a copy of them
         cdef cnp.ndarray s
         cdef Py_ssize_t k
-        if cnp.PyArray_SIZE(x) <= 1 or _locate(x, self.written) is not None:
-            return  # (scratch a recorded action writes again on every replay)
+        if cnp.PyArray_SIZE(x) <= 1:
+            return
+        for w in self.written:  # (scratch, or holding scratch, a replay writes again)
+            if _bounds_overlap(x, <cnp.ndarray>w):
+                return
         for k in range(self.nleaves):
             s = <cnp.ndarray>self.slots[k]
             if cnp.PyArray_SIZE(s) == cnp.PyArray_SIZE(x) and \

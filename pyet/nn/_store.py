@@ -68,6 +68,11 @@ class Checkpoint(Special):
     def into(self, dst, args):
         core.assign(dst, self.expr)
 
+    @property
+    def hidden(self):
+        """The expression held outside the children (structure_key walks it:
+        two checkpoints of different expressions are different structures)."""
+        return (self.expr,)
 
     def vjp(self, node, g):
         """None: gradients do not pass a checkpoint (layers chain them)."""
