@@ -136,7 +136,7 @@ def test_empty_and_single_row(tiles):
         np.testing.assert_array_equal(got, a.T + 1.0)
 
 
-# --- a destination written across its memory order: the tile stored after its last row
+# --- a destination written across its memory order (each row scattered as it is done)
 
 
 @pytest.mark.parametrize("dt", DTYPES)

@@ -989,14 +989,12 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
 cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                    char *regs) noexcept nogil:
     """Work items of a tiled run: item w is block w % nblocks of the rows of
-    tile w // nblocks (r.tile consecutive rows).  An operand read or written
-    across its memory order (A.T; r.gather[k] <= -2) goes through a copy of
-    the whole tile, each of its lines touched once for all the rows it holds:
-    a leaf copied in before the tile's first row, a destination copied out
-    after its last."""
+    tile w // nblocks (r.tile consecutive rows).  A leaf read across its
+    memory order (A.T; r.gather[k] <= -2) is copied for the whole tile at
+    once, each source line read once for all the rows it holds; its rows are
+    then read from that copy."""
     cdef int nd = r.nd, nops = r.nops, d, k
     cdef char *ptr[256]
-    cdef char *first[256]  # a tiled operand at the tile's first row, in place
     cdef char *tb
     cdef pyet_intp w, rw, r0, r1, rest, i, x0, n, inner = r.shape[nd - 1]
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
@@ -1008,6 +1006,19 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         r1 = r0 + r.tile if r0 + r.tile < r.nrows else r.nrows
         # the tile's rows one step apart along the second-last axis
         adjacent = r0 % r.shape[nd - 2] + (r1 - r0) <= r.shape[nd - 2]
+        if adjacent and prog.copies_leaf and r.gather[0] == -1 and r.gather[1] <= -2:
+            # dst = A.T: the tile copied straight into the destination's rows
+            rest = r0
+            ptr[0] = r.base[0] + x0 * r.strides[nd - 1]
+            ptr[1] = r.base[1] + x0 * r.strides[MAXD + nd - 1]
+            for d in range(nd - 2, -1, -1):
+                i = rest % r.shape[d]
+                rest //= r.shape[d]
+                ptr[0] += i * r.strides[d]
+                ptr[1] += i * r.strides[MAXD + d]
+            pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
+                           r.strides[MAXD + nd - 1], r1 - r0, n, r.itemsize[1])
+            continue
         for rw in range(r0, r1):
             for k in range(nops):
                 ptr[k] = r.base[k] + x0 * r.strides[k * MAXD + nd - 1]
@@ -1017,36 +1028,19 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 rest //= r.shape[d]
                 for k in range(nops):
                     ptr[k] += i * r.strides[k * MAXD + d]
-            if adjacent and prog.copies_leaf and r.gather[0] == -1 and r.gather[1] <= -2:
-                # dst = A.T: the tile copied straight into the destination's rows
-                pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
-                               r.strides[MAXD + nd - 1], r1 - r0, n, r.itemsize[1], 0)
-                break
-            for k in range(nops):
+            for k in range(r.ndst, nops):
                 if r.gather[k] > -2:
                     continue
                 tb = regs + r.tilebuf + (-2 - r.gather[k]) * r.tile * regbytes
-                if rw == r0 or (k < r.ndst and not adjacent):
-                    first[k] = ptr[k]  # (not adjacent: a destination row stored on its own)
-                if k >= r.ndst and not adjacent:
+                if not adjacent:
                     pyet_copy_strided(tb + (rw - r0) * regbytes, r.itemsize[k], ptr[k],
                                       r.strides[k * MAXD + nd - 1], n, r.itemsize[k])
-                elif k >= r.ndst and rw == r0:
+                elif rw == r0:
                     pyet_copy_tile(tb, regbytes, ptr[k], r.strides[k * MAXD + nd - 2],
-                                   r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k], 0)
+                                   r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k])
                 ptr[k] = tb + (rw - r0) * regbytes
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
-            for k in range(r.ndst):
-                if r.gather[k] > -2:
-                    continue
-                if not adjacent:
-                    pyet_copy_strided(first[k], r.strides[k * MAXD + nd - 1], ptr[k],
-                                      r.itemsize[k], n, r.itemsize[k])
-                elif rw == r1 - 1:
-                    pyet_copy_tile(ptr[k] - (rw - r0) * regbytes, regbytes, first[k],
-                                   r.strides[k * MAXD + nd - 2], r.strides[k * MAXD + nd - 1],
-                                   r1 - r0, n, r.itemsize[k], 1)
     return 0
 
 
@@ -1220,7 +1214,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         ngather = ntiled = 0
         for k in range(nops):
             r.gather[k] = -1
-            if r.tile and across_rows(&r, k):
+            if r.tile and k >= ndst and across_rows(&r, k):
                 r.gather[k] = -2 - ntiled  # copied a tile at a time (run_tiled)
                 ntiled += 1
             elif r.packed:

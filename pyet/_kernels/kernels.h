@@ -1273,57 +1273,46 @@ PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     }
 }
 
-/* Between a tile of rows rows of n elements in place (row t at tile + t * trow,
- * element x at x * tx) and contiguous rows (row t at flat + t * frow): store 0
- * copies the tile into the rows, 1 the rows into the tile.  For a tile read or
- * written across its memory order (A.T in a C-ordered pass: |trow| below a
- * cache line) each line of it is touched once for all the rows it holds,
- * where a row-by-row copy touches it once per row. */
-PYET_DISPATCH void pyet_copy_tile(char *flat, pyet_intp frow, char *tile, pyet_intp trow,
-                                  pyet_intp tx, pyet_intp rows, pyet_intp n, int itemsize,
-                                  int store)
+/* rows rows of n elements into contiguous rows drow bytes apart: row t from
+ * src + t * srow, element x at x * ss.  For an operand read across its memory
+ * order (A.T in a C-ordered pass: |srow| below a cache line) each source line
+ * is read once for all the rows it holds, where a row-by-row gather reads it
+ * once per row. */
+PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
+                                  pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize)
 {
-/* S: store (a compile-time constant in each expansion) */
-#define PYET_TILE_MOVE(S, a, b) ((S) ? (void)(*(b) = *(a)) : (void)(*(a) = *(b)))
-#define PYET_TILE_COPY(T, S)                                                \
-    for (pyet_intp x = 0; x < n; x++)                                       \
+#define PYET_TILE_COPY(T)                                                   \
+    for (pyet_intp x = 0; x < n; x++) {                                     \
+        const char *s_ = src + x * ss;                                      \
         for (pyet_intp t = 0; t < rows; t++)                                \
-            PYET_TILE_MOVE(S, (T *)(flat + t * frow) + x,                   \
-                           (T *)(tile + x * tx + t * trow));
+            ((T *)(dst + t * drow))[x] = *(const T *)(s_ + t * srow);       \
+    }
 /* a cache line of R adjacent elements per x: a fixed count the compiler unrolls;
  * the lines PYET_TILE_AHEAD further on are prefetched (each is on another page,
  * where the hardware prefetchers do not follow) */
 #define PYET_TILE_AHEAD 16
-#define PYET_TILE_LINE(T, R, S)                                             \
+#define PYET_TILE_LINE(T, R)                                                \
     for (pyet_intp x = 0; x < n; x++) {                                     \
-        T *line_ = (T *)(tile + x * tx);                                    \
+        const T *s_ = (const T *)(src + x * ss);                            \
         if (x + PYET_TILE_AHEAD < n)                                        \
-            __builtin_prefetch(tile + (x + PYET_TILE_AHEAD) * tx, S, 3);    \
+            __builtin_prefetch(src + (x + PYET_TILE_AHEAD) * ss, 0, 3);     \
         for (int t = 0; t < R; t++)                                         \
-            PYET_TILE_MOVE(S, (T *)(flat + t * frow) + x, line_ + t);       \
+            ((T *)(dst + t * drow))[x] = s_[t];                             \
     }
-#define PYET_TILE_ALL(S)                                                    \
-    if (trow == itemsize && rows * itemsize == 64) {                        \
-        switch (itemsize) {                                                 \
-        case 1: PYET_TILE_LINE(uint8_t, 64, S); return;                     \
-        case 4: PYET_TILE_LINE(uint32_t, 16, S); return;                    \
-        case 8: PYET_TILE_LINE(uint64_t, 8, S); return;                     \
-        }                                                                   \
-    }                                                                       \
-    switch (itemsize) {                                                     \
-    case 1: PYET_TILE_COPY(uint8_t, S); break;                              \
-    case 4: PYET_TILE_COPY(uint32_t, S); break;                             \
-    case 8: PYET_TILE_COPY(uint64_t, S); break;                             \
+    if (srow == itemsize && rows * itemsize == 64) {
+        switch (itemsize) {
+        case 1: PYET_TILE_LINE(uint8_t, 64); return;
+        case 4: PYET_TILE_LINE(uint32_t, 16); return;
+        case 8: PYET_TILE_LINE(uint64_t, 8); return;
+        }
     }
-    if (store) {
-        PYET_TILE_ALL(1)
-    } else {
-        PYET_TILE_ALL(0)
+    switch (itemsize) {
+    case 1: PYET_TILE_COPY(uint8_t); break;
+    case 4: PYET_TILE_COPY(uint32_t); break;
+    case 8: PYET_TILE_COPY(uint64_t); break;
     }
-#undef PYET_TILE_MOVE
 #undef PYET_TILE_COPY
 #undef PYET_TILE_LINE
-#undef PYET_TILE_ALL
 #undef PYET_TILE_AHEAD
 }
 
@@ -1640,8 +1629,8 @@ void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
 void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,
                        int itemsize);
-void pyet_copy_tile(char *flat, pyet_intp frow, char *tile, pyet_intp trow, pyet_intp tx,
-                    pyet_intp rows, pyet_intp n, int itemsize, int store);
+void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow, pyet_intp ss,
+                    pyet_intp rows, pyet_intp n, int itemsize);
 void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
                        const void *src);
 int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, const char *src,

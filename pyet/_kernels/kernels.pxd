@@ -95,5 +95,5 @@ cdef extern from "kernels.h" nogil:
                          pyet_intp comp, const void *src, const int64_t *idx) noexcept
     void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                            pyet_intp ss, pyet_intp n, int itemsize) noexcept
-    void pyet_copy_tile(char *flat, pyet_intp frow, char *tile, pyet_intp trow, pyet_intp tx,
-                        pyet_intp rows, pyet_intp n, int itemsize, int store) noexcept
+    void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
+                        pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize) noexcept
