@@ -40,13 +40,14 @@ def threaded():
     """Force threads even on small inputs and on a busy machine, and restore the
     settings after."""
     with pyet_threads(2):
+        before = _parallel.get_min_per_thread(), _parallel.get_dynamic(), _plan.get_block_size()
         _parallel.set_min_per_thread(64)
         _parallel.set_dynamic(False)
         _plan.set_block_size(32)
         yield
-        _plan.set_block_size(512)
-        _parallel.set_dynamic(True)
-        _parallel.set_min_per_thread(1 << 16)
+        _parallel.set_min_per_thread(before[0])
+        _parallel.set_dynamic(before[1])
+        _plan.set_block_size(before[2])
 
 
 @pytest.fixture

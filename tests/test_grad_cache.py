@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import pyet
 from pyet._core import core
+from pyet._kernels import parallel
 from pyet._nodes import grad as G
 
 
@@ -323,6 +324,23 @@ def test_threads_are_part_of_the_key(monkeypatch):
             x = pyet.asarray(a)
             cached(pyet.sum(pyet.exp(x)), x)
     assert count.misses == 2
+
+
+def test_replays_follow_the_thread_split(threaded):
+    # a reduction's accumulators follow the threads a pass splits into; a
+    # schedule replayed after the minimum of work per thread changed splits as
+    # a fresh run does (the split is decided per pass, not recorded)
+    rng = np.random.default_rng(1)  # values whose sum the two splits round differently
+    a = rng.standard_normal(5000) * 10.0 ** rng.integers(-8, 8, 5000)
+    seen = {}
+    for m in (64, 64, 4096, 4096, 64):
+        parallel.set_min_per_thread(m)
+        x = pyet.asarray(a)
+        y = pyet.sum(x * 1.5)
+        want = fresh(y, x)
+        same_bits([g.copy() for g in cached(y, x)], want)
+        seen.setdefault(m, want[0].tobytes())
+    assert seen[64] != seen[4096]
 
 
 def test_user_functions_are_not_kept():

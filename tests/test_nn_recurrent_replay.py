@@ -283,3 +283,22 @@ def test_overlapping_leaves_and_destinations_are_part_of_the_structure():
         want[1:] = want[:-1] * 2 + want[1:]
         plan.run()
         np.testing.assert_array_equal(a, want)
+
+
+def test_replays_follow_the_thread_split(threaded):
+    # a threaded sum's accumulators follow the split: a schedule replayed after
+    # the minimum of work per thread changed splits as a fresh run does
+    from pyet._kernels import parallel
+
+    rng = np.random.default_rng(1)  # values whose sum the two splits round differently
+    a = rng.standard_normal(5000) * 10.0 ** rng.integers(-8, 8, 5000)
+    pyet.clear_plan_cache()
+    got = {}
+    for m in (64, 64, 64, 4096, 4096, 4096, 64):
+        parallel.set_min_per_thread(m)
+        x = pyet.asarray(a)
+        (r,) = pyet.evaluate_all([pyet.sum(x * 1.5)])
+        want = pyet.evaluate(pyet.sum(pyet.asarray(a) * 1.5)).numpy()
+        assert r.numpy().tobytes() == want.tobytes()
+        got.setdefault(m, set()).add(r.numpy().tobytes())
+    assert all(len(v) == 1 for v in got.values()) and got[64] != got[4096]

@@ -58,12 +58,22 @@ def set_min_per_thread(pyet_intp n):
     MIN_PER_THREAD = max(n, 1)
 
 
+def get_min_per_thread():
+    """The work (elements) each extra thread needs before it is started."""
+    return MIN_PER_THREAD
+
+
 def set_dynamic(bint on):
     """On (the default), a pass on a busy machine wakes only the workers there are idle
     CPUs for, and after passes the workers barely helped runs on its caller alone for a
     while (threads.h); off, every pass uses every thread it is given (tests)."""
     global pyet_dynamic_threads
     pyet_dynamic_threads = on
+
+
+def get_dynamic():
+    """Whether passes use fewer threads on a busy machine (see set_dynamic)."""
+    return bool(pyet_dynamic_threads)
 
 
 def last_pass_threads():
