@@ -142,6 +142,7 @@ LAYOUTS = [
     "fortran",
     "transposed",
     "bcast",
+    "constant",
     "0d",
     "empty",
     "large",
@@ -152,6 +153,8 @@ SHAPES = {"0d": (), "empty": (0, 5), "large": (37, 101)}
 def make_unary_operand(dtype, domain, layout, rng, coarse=False):
     if layout == "bcast":  # a stride-0 (broadcast) operand
         return np.broadcast_to(values(dtype, domain, (1, 5), rng, coarse), (3, 5))
+    if layout == "constant":  # one value everywhere: folded into a constant when built
+        return np.broadcast_to(values(dtype, domain, (1, 1), rng, coarse), (3, 5))
     return with_layout(values(dtype, domain, SHAPES.get(layout, (3, 5)), rng, coarse), layout)
 
 
@@ -159,6 +162,9 @@ def make_binary_operands(dtype_a, dtype_b, dom_a, dom_b, layout, rng, coarse=Fal
     if layout == "bcast":
         return (values(dtype_a, dom_a, (3, 1), rng, coarse),
                 values(dtype_b, dom_b, (1, 5), rng, coarse))
+    if layout == "constant":  # one operand one value everywhere, the other not
+        return (np.broadcast_to(values(dtype_a, dom_a, (1, 1), rng, coarse), (3, 5)),
+                values(dtype_b, dom_b, (3, 5), rng, coarse))
     shape = SHAPES.get(layout, (3, 5))
     a = with_layout(values(dtype_a, dom_a, shape, rng, coarse), layout)
     b_layout = "negstride" if layout == "transposed" else layout

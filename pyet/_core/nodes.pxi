@@ -10,8 +10,13 @@ _SUPPORTED = "bool, int32, int64, float32, float64"
 OPCODES = {pyet_op_names[i].decode(): i for i in range(OP_COUNT)}
 OPNAMES = {v: k for k, v in OPCODES.items()}
 cdef list _UFUNC_BY_CODE = [None] * OP_COUNT
+# the ufunc that computes the op (None where the row only borrows a ufunc's
+# dtype rules: sigmoid and erf take exp's, relu maximum's)
+cdef list _COMPUTING_UFUNC = [None] * OP_COUNT
 for _name, _row in OPS_BY_NAME.items():
     _UFUNC_BY_CODE[OPCODES[_name]] = _row.ufunc
+    if _row.reference is _row.ufunc:
+        _COMPUTING_UFUNC[OPCODES[_name]] = _row.ufunc
 _UFUNC_CODE = {uf: OPCODES[name] for uf, name in UFUNC_TO_OP.items()}
 
 # _flags: what evaluation must do before the elementwise pass
@@ -957,10 +962,8 @@ cdef object _constant_fold(int op, tuple args, int dt):
     # NumPy computes its one value (so it is NumPy's, bit for bit)
     cdef Expr a
     cdef bint any_constant = False
-    ufunc = _UFUNC_BY_CODE[op]
+    ufunc = _COMPUTING_UFUNC[op]  # (sigmoid, erf, relu: their kernels compute them)
     if ufunc is None or op == OP_power:  # (power's scalar fast paths are the kernels')
-        return None
-    if ufunc.nin != len(args):  # relu is maximum(x, 0): its kernel computes it
         return None
     values = []
     for a in args:
