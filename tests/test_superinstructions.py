@@ -274,3 +274,169 @@ def test_random_repeated_subtrees_equal_running_one_by_one(steps):
         with np.errstate(all="ignore"):
             want = tree(np, orig, i, j, kind)
         np.testing.assert_allclose(ours[d], want, rtol=1e-13)
+
+
+# ------------------------------------------- five-operand rules (ema_*, *_div)
+
+FIVE = {  # name: (pyet tree, NumPy value) over x, y, z
+    "ema_mul": (lambda x, y, z: 0.9 * x + (0.1 * y) * z, lambda x, y, z: 0.9 * x + (0.1 * y) * z),
+    "ema_prod": (lambda x, y, z: 0.9 * x + 0.1 * (y * z), lambda x, y, z: 0.9 * x + 0.1 * (y * z)),
+    "div_sqrt_div": (lambda x, y, z: x / (pyet.sqrt(y / 0.65) + 1e-8),
+                     lambda x, y, z: x / (np.sqrt(y / 0.65) + 1e-8)),
+    "sub_div_sqrt_div": (lambda x, y, z: z - x / (pyet.sqrt(y / 0.65) + 1e-8),
+                         lambda x, y, z: z - x / (np.sqrt(y / 0.65) + 1e-8)),
+}
+
+
+def _numpy_value(ref, *arrays):
+    with np.errstate(all="ignore"):
+        return ref(*arrays)
+
+
+def _assert_bits(got, want):
+    # NaN where NumPy has NaN; the sign of every other value.  (A NaN's sign
+    # where two NaNs meet follows the operand order the compiler chose: IEEE
+    # leaves it open, and NumPy's own loops differ.)
+    got = np.asarray(got)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    num = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[num]), np.signbit(want[num]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(FIVE))
+def test_five_operand_rules_are_chosen_and_give_numpys_bits(dtype, name):
+    tree, ref = FIVE[name]
+    x, y, z = _operands(dtype, seed=7)
+    X, Y, Z = (pyet.asarray(a) for a in (x, y, z))
+    e = tree(X, Y, Z)
+    assert name in core.lower(e, core.dtype_code(dtype)).text
+    _assert_bits(pyet.evaluate(e), _numpy_value(ref, x, y, z))
+    # the other operand order of add and multiply (commutative: the same bits)
+    if name == "ema_mul":
+        e = (Z * (Y * 0.1)) + X * 0.9
+        assert name in core.lower(e, core.dtype_code(dtype)).text
+        _assert_bits(pyet.evaluate(e), _numpy_value(lambda x, y, z: (z * (y * 0.1)) + x * 0.9,
+                                                    x, y, z))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(FIVE))
+def test_five_operand_rules_raise_numpys_floating_point_errors(dtype, name):
+    tree, ref = FIVE[name]
+    big = np.finfo(dtype).max
+    tiny = np.finfo(dtype).smallest_subnormal
+    cases = [([1.0, big, 2.0], [-1.0, 0.0, 4.0], [1.0, 1.0, 1.0]),      # sqrt(-1), x/small
+             ([big, 1.0, np.inf], [big, -np.inf, 1.0], [10.0, 1.0, 1.0]),  # overflow, inf-inf
+             ([tiny, 0.0, -0.0], [tiny, tiny, -0.0], [0.5, 1.0, 0.0])]    # underflow, 0/0
+    for vals in cases:
+        x, y, z = (np.array(a, dtype) for a in vals)
+        for kind in ("divide", "invalid", "over", "under"):
+            with np.errstate(all="ignore", **{kind: "raise"}):
+                try:
+                    want = ref(x, y, z)
+                except FloatingPointError:
+                    with pytest.raises(FloatingPointError):
+                        pyet.evaluate(tree(*(pyet.asarray(a) for a in (x, y, z))))
+                    continue
+                _assert_bits(pyet.evaluate(tree(*(pyet.asarray(a) for a in (x, y, z)))), want)
+
+
+def test_five_operand_rules_never_fire_across_dtypes():
+    xi, yi, zi = (np.arange(1, 8, dtype=np.int64) * k for k in (3, 5, 7))
+    Xi, Yi, Zi = (pyet.asarray(a) for a in (xi, yi, zi))
+    f64 = core.dtype_code(np.float64)
+    # int64 operands under float scalars compute in float64 through casts
+    e = 0.9 * Xi + (0.1 * Yi) * Zi
+    assert "ema_mul" not in core.lower(e, f64).text
+    _assert_bits(pyet.evaluate(e), 0.9 * xi + (0.1 * yi) * zi)
+    e = Xi / (pyet.sqrt(pyet.asarray(yi.astype(np.float32)) / 0.5) + 1.0)
+    assert "div_sqrt_div" not in core.lower(e, f64).text
+    _assert_bits(pyet.evaluate(e), xi / (np.sqrt(yi.astype(np.float32) / 0.5) + 1.0))
+    # all int64: the integer kernel, wrapping as NumPy's
+    a = np.array([2**62, -3, 7], np.int64)
+    A = pyet.asarray(a)
+    e = 3 * A + (5 * A) * A
+    assert "ema_mul" in core.lower(e, core.dtype_code(np.int64)).text
+    _assert_bits(pyet.evaluate(e), 3 * a + (5 * a) * a)
+
+
+@pytest.mark.parametrize("name", sorted(FIVE))
+def test_five_operand_rules_into_an_aliased_destination(always_prefetch, name):
+    tree, ref = FIVE[name]
+    rng = np.random.default_rng(11)
+    x, y, z = (np.abs(rng.standard_normal(3000)) for _ in range(3))
+    for k in range(3):  # in place into each operand
+        ops = [x.copy(), y.copy(), z.copy()]
+        want = _numpy_value(ref, *ops)
+        pyet.evaluate(tree(*(pyet.asarray(a) for a in ops)), out=ops[k])
+        _assert_bits(ops[k], want)
+    # shifted views of one array: NumPy's answer
+    a = np.abs(rng.standard_normal(3001))
+    b = a.copy()
+    A = pyet.asarray(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pyet.evaluate(tree(A[1:], A[:-1], A[1:]), out=a[:-1])
+    b[:-1] = _numpy_value(ref, b[1:].copy(), b[:-1].copy(), b[1:].copy())
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n", [1, 15, 255, 257, 511, 513, 4097, 100_003])
+@pytest.mark.parametrize("block", [16, 100, 512])
+def test_prefetched_pieces_of_every_length(always_prefetch, n, block):
+    # compute-bound instructions of a prefetching pass run in pieces of 256
+    rng = np.random.default_rng(n)
+    w, g, m = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    v = np.abs(rng.standard_normal(n)).astype(np.float32)
+    ref = [a.copy() for a in (w, g, m, v)]
+    old = core.get_block_size()
+    core.set_block_size(block)
+    try:
+        plan = pyet.EvalPlan()
+        W, G, M, V = (pyet.asarray(a) for a in (w, g, m, v))
+        for d, e in _adam(W, G, M, V, 3, pyet):
+            plan.assign(d, e())
+        plan.run()
+    finally:
+        core.set_block_size(old)
+    rw, rg, rm, rv = ref
+    for d, val in _adam(rw, rg, rm, rv, 3, np):
+        d[...] = val()
+    for ours, theirs in zip((w, g, m, v), ref, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+_EDGE_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True),
+                         st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1e-310, 1e308, -1e308]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=st.sampled_from([np.float32, np.float64]),
+       vals=st.lists(st.tuples(_EDGE_FLOATS, _EDGE_FLOATS, _EDGE_FLOATS), min_size=1,
+                     max_size=40),
+       s=st.tuples(st.floats(-4, 4), st.floats(-4, 4)))
+def test_random_five_operand_statements_equal_numpy_one_by_one(dtype, vals, s):
+    # pyet's fused kernels against NumPy's ops applied one at a time, bit for bit
+    with np.errstate(all="ignore"):
+        x, y, z = (np.array(col, dtype) for col in zip(*vals, strict=True))
+    s1, s2 = s
+    X, Y, Z = (pyet.asarray(a) for a in (x, y, z))
+    c = lambda v: dtype(v)  # noqa: E731  (NumPy's weak scalar: rounded to the dtype)
+    with np.errstate(all="ignore"):
+        cases = {
+            "ema_mul": (s1 * X + (s2 * Y) * Z,
+                        np.add(np.multiply(c(s1), x), np.multiply(np.multiply(c(s2), y), z))),
+            "ema_prod": (s1 * X + s2 * (Y * Z),
+                         np.add(np.multiply(c(s1), x), np.multiply(c(s2), np.multiply(y, z)))),
+            "div_sqrt_div": (X / (pyet.sqrt(Y / s1) + s2),
+                             np.divide(x, np.add(np.sqrt(np.divide(y, c(s1))), c(s2)))),
+            "sub_div_sqrt_div": (
+                Z - X / (pyet.sqrt(Y / s1) + s2),
+                np.subtract(z, np.divide(x, np.add(np.sqrt(np.divide(y, c(s1))), c(s2))))),
+        }
+        for name, (e, want) in cases.items():
+            if 1 not in (s1, s2, c(s1), c(s2)):  # x/1 and 1*x fold away
+                assert name in core.lower(e, core.dtype_code(dtype)).text
+            _assert_bits(pyet.evaluate(e), want)

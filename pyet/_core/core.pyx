@@ -37,6 +37,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from pyet._core.ops import OPS, OPS_BY_NAME, UFUNC_TO_OP
 from pyet._core.rewrite import (
     COMMUTATIVE,
+    COMPUTE_BOUND,
     COSTLY_OPS,
     FAST_MATH_FOLDS,
     INVOLUTIONS,

@@ -25,6 +25,9 @@ cdef pyet_intp BLOCK = 512
 cdef pyet_intp PREFETCH_BYTES = 1 << 25
 cdef pyet_intp PREFETCH_AHEAD = 2   # blocks (the last slice then still arrives a block early)
 DEF MAX_PREFETCH = 16               # operand streams prefetched, at most
+# a compute-bound instruction (rewrite.COMPUTE_BOUND) of a prefetching pass
+# runs in pieces of this many elements, a slice of the prefetches after each
+DEF PREFETCH_PIECE = 256
 
 
 def set_prefetch(pyet_intp min_bytes, pyet_intp ahead=2):
@@ -67,9 +70,9 @@ for _i in range(DT_COUNT):
 # which (op, dtype) kernels the compiled module has: asked once, at import
 HAS_KERNEL = []
 cdef char _probe[64]
-cdef void *_probe_in[4]
+cdef void *_probe_in[PYET_MAX_IN]
 memset(_probe, 0, 64)
-for _j in range(4):
+for _j in range(PYET_MAX_IN):
     _probe_in[_j] = _probe
 for _op in range(OP_COUNT):
     HAS_KERNEL.append([bool(pyet_kernel(_op, _dt, 0, 0, _probe, _probe_in))
@@ -99,11 +102,15 @@ cdef class Program:
     cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
     cdef bint has_pyfunc
     cdef bint copies_leaf      # the whole program is dst = leaf0 (same dtype)
+    # prefetching (run_block): which instructions are compute-bound, and how many
+    cdef bint *costly
+    cdef int ncostly
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
         free(self.code)
         free(self.scalar_dt)
+        free(self.costly)
 
     def __repr__(self):
         return self.text
@@ -396,7 +403,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.ninstr = len(lw.code)
     p.code = <pyet_instr *>malloc(max(p.ninstr, 1) * sizeof(pyet_instr))
     p.scalar_dt = <int *>malloc(max(lw.nscalars, 1) * sizeof(int))
-    if p.code == NULL or p.scalar_dt == NULL:
+    p.costly = <bint *>malloc(max(p.ninstr, 1) * sizeof(bint))
+    if p.code == NULL or p.scalar_dt == NULL or p.costly == NULL:
         raise MemoryError()
     p.nregs, p.nleaves, p.nscalars, p.dt_out = lw.nregs, lw.nleaves, lw.nscalars, dst_dt
     p.ndst = ndst
@@ -420,6 +428,10 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         if op != OP_cast and op != OP_pyfunc and not HAS_KERNEL[op][dt]:
             raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
     p.text = "\n".join(lines)
+    p.ncostly = 0
+    for i, (op, *_) in enumerate(lw.code):
+        p.costly[i] = OPNAMES[op] in COMPUTE_BOUND
+        p.ncostly += p.costly[i]
     return p
 
 
@@ -762,20 +774,54 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
         pyet_fs_clear(PYET_FS_INVALID)
 
 
+cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
+                             void **inp) noexcept nogil:
+    cdef int before, raised
+    if QUIET_FLAGS[ins.op]:
+        before = pyet_fs_get()
+        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+        if raised:
+            pyet_fs_clear(raised)
+    else:
+        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+
+
+cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_intp *end,
+                                const pyet_intp *step) noexcept nogil:
+    # the next slice of each stream's block ahead
+    cdef int j
+    cdef pyet_intp hi
+    for j in range(r.npf):
+        if at[j] < end[j]:
+            hi = at[j] + step[j] if at[j] + step[j] < end[j] else end[j]
+            pyet_prefetch(pf[j] + at[j], hi - at[j], r.pfk[j] < r.ndst)
+            at[j] = hi
+
+
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                    char *regs, char **pf=NULL, pyet_intp pfn=0) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
     with this thread's registers.  With pf, the r.npf operand blocks there
-    (pfn elements each) are prefetched meanwhile, a slice before each
-    instruction: the memory stream keeps flowing while kernels that read no
-    memory compute, as in a loop that keeps each element in registers."""
-    cdef pyet_intp lo, hi, isz
+    (pfn elements each) are prefetched meanwhile, in slices: the memory
+    stream keeps flowing while kernels that read no memory compute, as in a
+    loop that keeps each element in registers.  Compute-bound instructions
+    (divisions, square roots, exp...) leave the memory idle longest: they run
+    in pieces of PREFETCH_PIECE elements with a slice after each (a burst
+    before the instruction stalls on the line fill buffers, then the memory
+    waits for the next one); a program with none takes a slice before each
+    instruction."""
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef char *leafp[256]
     cdef char *dstp[256]
-    cdef void *inp[4]
+    cdef void *inp[PYET_MAX_IN]
+    cdef void *piece[PYET_MAX_IN]
     cdef void *out
-    cdef int k, i, j, nd = r.ndst, before, raised
+    cdef int k, i, j, nd = r.ndst, isz_in, isz_out
+    cdef pyet_intp nslices, c, m
+    cdef pyet_intp at[MAX_PREFETCH]
+    cdef pyet_intp end[MAX_PREFETCH]
+    cdef pyet_intp step[MAX_PREFETCH]
     cdef pyet_instr *ins
     cdef char *gathered = regs + prog.nregs * regbytes
     for k in range(nd):  # a strided destination row is written in a block, then scattered
@@ -790,14 +836,17 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     if r.red != RED_NONE and prog.copies_leaf:  # fold the leaf where it lies
         fold_block(r, prog.dt_out, n, ptr[0], leafp[0], leafp)
         return 0
+    if pf != NULL:  # slices in whole lines (one division per stream and block)
+        nslices = (prog.ncostly * ((n + PREFETCH_PIECE - 1) // PREFETCH_PIECE)
+                   if prog.ncostly else prog.ninstr)
+        for j in range(r.npf):
+            at[j] = 0
+            end[j] = pfn * r.itemsize[r.pfk[j]]
+            step[j] = ((end[j] + nslices - 1) // nslices + 63) & ~(<pyet_intp>63)
     for i in range(prog.ninstr):
         ins = &prog.code[i]
-        if pf != NULL:
-            for j in range(r.npf):
-                isz = r.itemsize[r.pfk[j]]
-                lo = (pfn * i // prog.ninstr) * isz & ~(<pyet_intp>63)
-                hi = pfn * (i + 1) // prog.ninstr * isz
-                pyet_prefetch(pf[j] + lo, hi - lo, r.pfk[j] < r.ndst)
+        if pf != NULL and not prog.ncostly:
+            prefetch_slice(r, pf, at, end, step)
         for j in range(ins.nin):
             if ins.src_kind[j] == SRC_REG:
                 inp[j] = regs + ins.src[j] * regbytes
@@ -813,15 +862,22 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         elif ins.op == OP_pyfunc:
             if call_pyfunc(r, i, n, out, inp) < 0:
                 return -1
+        elif pf != NULL and prog.costly[i]:  # in pieces, a prefetch slice after each
+            isz_in, isz_out = pyet_itemsize[ins.dt], pyet_itemsize[ins.dt_out]
+            c = 0
+            while c < n:
+                m = n - c if n - c < PREFETCH_PIECE else PREFETCH_PIECE
+                for j in range(ins.nin):
+                    piece[j] = inp[j] if ins.sflags & (1 << j) else <char *>inp[j] + c * isz_in
+                call_kernel(ins, m, <char *>out + c * isz_out, piece)
+                prefetch_slice(r, pf, at, end, step)
+                c += m
         else:
-            if QUIET_FLAGS[ins.op]:
-                before = pyet_fs_get()
-                pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
-                raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
-                if raised:
-                    pyet_fs_clear(raised)
-            else:
-                pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+            call_kernel(ins, n, out, inp)
+    if pf != NULL:  # what rounding left over
+        for j in range(r.npf):
+            step[j] = end[j]
+        prefetch_slice(r, pf, at, end, step)
     if r.red != RED_NONE:  # fold the block into the accumulators
         fold_block(r, prog.dt_out, n, ptr[0], dstp[0], leafp)
         return 0

@@ -12,9 +12,16 @@ RULES = (
     # s1*(x + s2*y): the seed's weight update in one pass
     (("multiply", "s1", ("add", "x", ("multiply", "s2", "y"))),
      "scale_axpy", ("s1", "x", "s2", "y")),
+    # s1*x + s2*(y*z): a moving average of a product, written (1-b2)*(g*g)
+    # (before axpby, which would take y*z as its y)
+    (("add", ("multiply", "s1", "x"), ("multiply", "s2", ("multiply", "y", "z"))),
+     "ema_prod", ("s1", "x", "s2", "y", "z")),
     # s1*x + s2*y: a linear combination
     (("add", ("multiply", "s1", "x"), ("multiply", "s2", "y")),
      "axpby", ("s1", "x", "s2", "y")),
+    # s1*x + (s2*y)*z: the same written (1-b2)*g*g (Adam's v = b2*v + (1-b2)*g*g)
+    (("add", ("multiply", "s1", "x"), ("multiply", ("multiply", "s2", "y"), "z")),
+     "ema_mul", ("s1", "x", "s2", "y", "z")),
     # x + s*y: BLAS's axpy
     (("add", "x", ("multiply", "s", "y")), "axpy", ("x", "s", "y")),
     # s*(x + y): a scaled sum
@@ -31,6 +38,12 @@ RULES = (
     (("multiply", ("multiply", "s", "x"), "y"), "scale_mul", ("s", "x", "y")),
     # s1*(x/s2): a scaled quotient (lr * m/bc1, Adam's bias-corrected step)
     (("multiply", "s1", ("divide", "x", "s2")), "scale_div", ("s1", "x", "s2")),
+    # z - x/(sqrt(y/s1) + s2): the update below over a bias-corrected y (Adam's v/bc2)
+    (("subtract", "z", ("divide", "x", ("add", ("sqrt", ("divide", "y", "s1")), "s2"))),
+     "sub_div_sqrt_div", ("z", "x", "y", "s1", "s2")),
+    # x/(sqrt(y/s1) + s2): that step alone
+    (("divide", "x", ("add", ("sqrt", ("divide", "y", "s1")), "s2")), "div_sqrt_div",
+     ("x", "y", "s1", "s2")),
     # z - x/(sqrt(y) + s): the adaptive optimizers' update (Adam, RMSprop, Adagrad)
     (("subtract", "z", ("divide", "x", ("add", ("sqrt", "y"), "s"))), "sub_div_sqrt",
      ("z", "x", "y", "s")),
@@ -106,3 +119,9 @@ COSTLY_OPS = frozenset({
     "power", "divide", "arctan2", "hypot", "cbrt", "exp2", "erf", "logaddexp", "logaddexp2",
     "floor_divide", "remainder", "fmod",
 })
+
+# Kernels (ops and fused patterns) that are compute-bound over a block in the
+# caches: a pass prefetches its next blocks before these, while the memory
+# would otherwise sit idle (the cheap ones stream memory themselves).
+COMPUTE_BOUND = COSTLY_OPS | {"logistic", "scale_div", "div_sqrt", "sub_div_sqrt",
+                              "div_sqrt_div", "sub_div_sqrt_div"}

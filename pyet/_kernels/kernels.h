@@ -67,7 +67,9 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     X(cbrt) X(exp2) X(erf) X(deg2rad) X(rad2deg) X(reciprocal)            \
     X(logaddexp) X(logaddexp2)                                             \
     /* fused patterns with a division or a square root (rewrite.py) */     \
-    X(scale_mul) X(scale_div) X(div_sqrt) X(sub_div_sqrt)
+    X(scale_mul) X(scale_div) X(div_sqrt) X(sub_div_sqrt)                  \
+    /* fused patterns of five operands (rewrite.py) */                     \
+    X(ema_mul) X(ema_prod) X(div_sqrt_div) X(sub_div_sqrt_div)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -81,7 +83,7 @@ static const char *const pyet_op_names[] = { PYET_OPS(PYET_NAME_ITEM) };
  * pass has just written for one of its destinations */
 enum { SRC_REG = 0, SRC_LEAF = 1, SRC_SCALAR = 2, SRC_DST = 3 };
 
-#define PYET_MAX_IN 4
+#define PYET_MAX_IN 5
 
 /* One step of a lowered program: out := op(src...) over a block. */
 typedef struct {
@@ -691,6 +693,22 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T d = M(sqrt)(Y_[i]) + s; const T q = X_[i] / d;          \
             O_[i] = Z_[i] - q; }                                            \
+        return 1; }                                                                            \
+    case OP_div_sqrt_div: { /* x/(sqrt(y/s1) + s2) */                       \
+        const T *X_ = (const T *)in[0], *Y_ = (const T *)in[1];             \
+        const T s1 = *(const T *)in[2], s2 = *(const T *)in[3];             \
+        T *O_ = (T *)out;                                                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T d = M(sqrt)(Y_[i] / s1) + s2; O_[i] = X_[i] / d; }      \
+        return 1; }                                                         \
+    case OP_sub_div_sqrt_div: { /* z - x/(sqrt(y/s1) + s2) */               \
+        const T *Z_ = (const T *)in[0], *X_ = (const T *)in[1];             \
+        const T *Y_ = (const T *)in[2];                                     \
+        const T s1 = *(const T *)in[3], s2 = *(const T *)in[4];             \
+        T *O_ = (T *)out;                                                   \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T d = M(sqrt)(Y_[i] / s1) + s2; const T q = X_[i] / d;    \
+            O_[i] = Z_[i] - q; }                                            \
         return 1; }
 
 PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
@@ -769,6 +787,20 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
         const T *X_ = (const T *)in[1], *Y_ = (const T *)in[2];             \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T t = s * X_[i]; O_[i] = t * Y_[i]; }                     \
+        return 1; }                                                                            \
+    case OP_ema_mul: case OP_ema_prod: {                                    \
+        const T s1 = *(const T *)in[0], s2 = *(const T *)in[2];             \
+        const T *X_ = (const T *)in[1], *Y_ = (const T *)in[3];             \
+        const T *Z_ = (const T *)in[4]; T *O_ = (T *)out;                   \
+        if (op == OP_ema_mul) { /* s1*x + (s2*y)*z */                       \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = s1 * X_[i]; const T u = s2 * Y_[i];             \
+                const T p = u * Z_[i]; O_[i] = t + p; }                     \
+        } else { /* s1*x + s2*(y*z) */                                      \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = s1 * X_[i]; const T u = Y_[i] * Z_[i];          \
+                const T p = s2 * u; O_[i] = t + p; }                        \
+        }                                                                   \
         return 1; }
 
 #define PYET_WHERE_LOOP(T)                                                  \
@@ -1197,6 +1229,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
          op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt ||
+         op == OP_div_sqrt_div || op == OP_sub_div_sqrt_div ||
          op == OP_maximum || op == OP_minimum))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);

@@ -65,8 +65,8 @@ cdef extern from "kernels.h" nogil:
         int out
         int nin
         int sflags
-        int src_kind[4]
-        int src[4]
+        int src_kind[5]
+        int src[5]
 
     const char *const pyet_op_names[]
     const int pyet_itemsize[]
