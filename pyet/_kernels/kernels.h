@@ -986,8 +986,8 @@ static float pyet_cosf_np(float x)
  * the first product exact by fma and the sum error-free (Fast2Sum), so r
  * keeps about 48 bits where |r| >= 2^-27.8 (the nearest any float below
  * 2^20 comes to a multiple of pi/2, so no intermediate underflows).
- * sin r = hi + (lo + hi z P(z)), cos r = 1 - z/2 + z^2 Q(z) - hi lo with
- * z = hi^2 and 1 - z/2 summed with its rounding errors (Cephes's P, Q).
+ * sin r = hi + (lo + hi z P(z)), cos r = 1 + (z Q(z) - hi lo), z = hi^2
+ * (Cephes's P and Q, Q(0) = -1/2).
  * |x| >= 2^20, inf, nan and tiny lanes (pyet_sinf_np) are slow; other
  * |x| < 2^-12 lanes give x and 1 (sin x, cos x round to them there) and
  * reduce 0, so the loop raises no underflow on them. */
@@ -1023,13 +1023,12 @@ PYET_INLINE float pyet_sincosf_core(float x, int want_cos)
     const float hi = r1 - ch, e = (r1 - hi) - ch;
     const float lo = fmaf(-n, dl, e - cl);
     const uint32_t q = pyet_f2bits(t) + (uint32_t)want_cos;  /* quadrant in bits 0-1 */
-    const float z = hi * hi, zl = fmaf(hi, hi, -z);
+    const float z = hi * hi;
     const float ps = fmaf(fmaf(-1.9515295891E-4f, z, 8.3321608736E-3f), z, -1.6666654611E-1f);
     const float s = hi + fmaf(hi * z, ps, lo);
-    const float pc = fmaf(fmaf(2.443315711809948E-5f, z, -1.388731625493765E-3f), z,
-                          4.166664568298827E-2f);
-    const float hz = 0.5f * z, w = 1.0f - hz;
-    const float c = w + ((((1.0f - w) - hz) - 0.5f * zl) + fmaf(z * z, pc, -hi * lo));
+    const float pc = fmaf(fmaf(fmaf(2.443315711809948E-5f, z, -1.388731625493765E-3f), z,
+                               4.166664568298827E-2f), z, -0.5f);
+    const float c = 1.0f + fmaf(z, pc, -hi * lo);
     const float v = (q & 1) ? c : s;
     return (q & 2) ? -v : v;
 }
@@ -1085,8 +1084,8 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
  * s = (m - 1)/(m + 1), |s| < 0.172.  s and the s^3 term are carried in
  * double-double (fma), the rest of the series, under 2^-12 of the whole, in
  * double: |hi + lo - log x| < 2^-64 |log x|.  Branch-free, so its loops
- * vectorize (no table: no gathers).  float64 log rounds hi + lo once:
- * correctly rounded but for rare near-ties.  pow(x, y) = exp(y log x): y
+ * vectorize (no table: no gathers).  (float64 log itself is pyet_log_fd's,
+ * within 1 ulp and faster.)  pow(x, y) = exp(y log x): y
  * times hi + lo in double-double, then pyet_exp's reduction and polynomial
  * with the low parts carried: correctly rounded but for near-ties (|y log x|
  * <= 708).
@@ -1128,14 +1127,39 @@ PYET_INLINE double pyet_log_dd(double x, double *lo)
     return hi;
 }
 
+/* float64 log x for x positive, normal and finite: fdlibm's e_log.c made
+ * branch-free, k ln2_hi + (f - f^2/2) summed error-free (fma, Fast2Sum) and
+ * the rest, s (f^2/2 + R(s^2)) + k ln2_lo, added to the low part.  Within
+ * 1 ulp; equal to glibc's log (correctly rounded) but on about 0.35 % of
+ * inputs, as NumPy's AVX-512 loop is but on 0.4 %.  2.4x the speed of
+ * pyet_log_dd's double-double, whose extra bits only pow needs. */
+PYET_INLINE double pyet_log_fd(double x)
+{
+    const uint64_t u = pyet_d2bits(x);
+    const uint64_t top = (u - 0x3fe6a09e667f3bcdull) & 0xfff0000000000000ull;
+    const double k = pyet_bits2d(0x4330000000000000ull | (((top >> 52) + 2048) & 4095))
+                     - (0x1p52 + 2048.0);                     /* as pyet_log_dd's kd */
+    const double f = pyet_bits2d(u - top) - 1.0;
+    const double sv = f / (2.0 + f), z = sv * sv, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
+                      + w * 1.531383769920937332e-01));
+    const double t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01
+                      + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double hfsq = 0.5 * f * f, hl = fma(0.5 * f, f, -hfsq);  /* f^2/2 = hfsq + hl */
+    const double a = f - hfsq, ae = (f - a) - hfsq;              /* |f| >= hfsq */
+    const double kh = k * 6.93147180369123816490e-01;            /* exact: ln2_hi has 33 bits */
+    const double b = kh + a, be = (kh - b) + a;                  /* |kh| >= |a| or k = 0 */
+    const double tail = (ae - hl) + sv * (hfsq + (t2 + t1)) + k * 1.90821492927058770002e-10;
+    return b + (be + tail);
+}
+
 /* log x; zero, negative, subnormal, inf and nan lanes are slow (libm) */
 PYET_INLINE double pyet_log_lane(double x, unsigned char *slow)
 {
     const uint64_t u = pyet_d2bits(x);
     const int sl = u - 0x0010000000000000ull >= 0x7fe0000000000000ull;
-    double lo;
     *slow = (unsigned char)sl;
-    return pyet_log_dd(sl ? 1.0 : x, &lo) + lo;
+    return pyet_log_fd(sl ? 1.0 : x);
 }
 
 /* x ** y; slow (libm's pow) unless x is positive, normal and finite, y is
@@ -1247,8 +1271,6 @@ PYET_INLINE double pyet_powf_lane(double x, double y, unsigned char *slow)
 
 #define PYET_POW_LANE64(x, y, slow) pyet_pow_lane(x, y, 708.0, slow)
 #define PYET_POW_LANE32(x, y, slow) pyet_powf_lane(x, y, slow)
-#define PYET_LOG_LANE(x, y_unused, slow) pyet_log_lane(x, slow)
-#define PYET_LOG_LIBM(x, y_unused) log(x)
 
 /* float pow and float64 log (op OP_power or OP_log, dt DT_F32 or DT_F64) */
 PYET_DISPATCH_WIDE static int pyet_kernel_pow(int op, int dt, int sflags, pyet_intp n,
@@ -1256,11 +1278,31 @@ PYET_DISPATCH_WIDE static int pyet_kernel_pow(int op, int dt, int sflags, pyet_i
 {
     if (n == 0) return 1;
     if (op == OP_log) {
-        /* in[1] is not read (sflags bit 1 clear, the y chunk stays unused) */
-        void *in2[2] = {in[0], in[0]};
-        in = in2;
-        sflags &= 1;
-        PYET_POW_KERNEL(double, PYET_LOG_LANE, PYET_LOG_LIBM);
+        /* one loop, as the float32 ones (PYET_TRIG_LOOP): pow's copies in and
+         * out of double chunks cost log 1.7x */
+        const double *X_ = (const double *)in[0];
+        double *O_ = (double *)out, tmp[PYET_POW_CHUNK];
+        if (sflags & 1) {
+            const double v = log(X_[0]);
+            for (pyet_intp i = 0; i < n; i++) O_[i] = v;
+            return 1;
+        }
+        for (pyet_intp i0 = 0; i0 < n; i0 += PYET_POW_CHUNK) {
+            const int m = n - i0 < PYET_POW_CHUNK ? (int)(n - i0) : PYET_POW_CHUNK;
+            const double *x_ = X_ + i0;
+            int slow = 0;
+            PYET_IVDEP for (int j = 0; j < m; j++) {
+                unsigned char sl;
+                tmp[j] = pyet_log_lane(x_[j], &sl);
+                slow |= sl;
+            }
+            if (slow) {
+                for (int j = 0; j < m; j++)
+                    if (pyet_d2bits(x_[j]) - 0x0010000000000000ull >= 0x7fe0000000000000ull)
+                        tmp[j] = log(x_[j]);
+            }
+            memcpy(O_ + i0, tmp, (size_t)m * sizeof(double));
+        }
     } else if (dt == DT_F64) {
         PYET_POW_KERNEL(double, PYET_POW_LANE64, pow);
     } else {
