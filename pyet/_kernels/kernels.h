@@ -1033,6 +1033,25 @@ PYET_INLINE float pyet_sincosf_core(float x, int want_cos)
     return (q & 2) ? -v : v;
 }
 
+/* tanh with fmaf (pyet_tanhf's formulas, Cephes's small-|x| polynomial,
+ * exp's by a degree-7 Taylor polynomial): 1.5x its speed; within 1 ulp of
+ * the correctly rounded result (checked exhaustively) */
+PYET_INLINE float pyet_tanhf_fma(float x)
+{
+    const float a = fabsf(x), z = x * x;
+    const float y = 2.0f * (a < 10.0f ? a : 10.0f);           /* tanhf(10) = 1 */
+    const float t = fmaf(y, 1.44269504f, 0x1.8p23f), n = t - 0x1.8p23f;
+    const float r = fmaf(-n, -2.12194440e-4f, fmaf(-n, 0.693359375f, y));
+    const float q = fmaf(fmaf(fmaf(fmaf(fmaf(1.0f / 5040, r, 1.0f / 720), r, 1.0f / 120), r,
+                                    1.0f / 24), r, 1.0f / 6), r, 0.5f);
+    const float s = (1.0f + fmaf(q, r * r, r))
+                    * pyet_bits2f((pyet_f2bits(t) - 0x4b400000u + 127) << 23); /* e^y */
+    const float small = fmaf(fmaf(fmaf(fmaf(fmaf(-5.70498872745E-3f, z, 2.06390887954E-2f), z,
+                                            -5.37397155531E-2f), z, 1.33314422036E-1f), z,
+                                  -3.33332819422E-1f) * z, x, x);
+    return copysignf(a >= 0.625f ? 1.0f - 2.0f / (s + 1.0f) : small, x); /* tanh(-0) = -0 */
+}
+
 #define PYET_SINCOSF_SLOW                                                   \
     (((u & 0x7fffffffu) >= 0x49800000u) | PYET_SINCOS_UNDERFLOW(u & 0x7fffffffu))
 #define PYET_SINCOSF_TINY ((u & 0x7fffffffu) < 0x39800000u)
@@ -1041,10 +1060,13 @@ PYET_INLINE float pyet_sincosf_core(float x, int want_cos)
 #define PYET_COSF_FAST                                                      \
     (PYET_SINCOSF_TINY ? 1.0f : pyet_sincosf_core((sl | PYET_SINCOSF_TINY) ? 0.0f : x, 1))
 
-PYET_DISPATCH_WIDE static int pyet_kernel_f32math(int op, pyet_intp n, void *out,
+PYET_DISPATCH_WIDE static int pyet_kernel_f32math(int op, int sflags, pyet_intp n, void *out,
                                                  void *const *in)
 {
     switch (op) {
+    case OP_tanh:
+        PYET_LOOP1(float, float, pyet_tanhf_fma(x));
+        return 1;
     case OP_sin:
         PYET_TRIG_LOOP(PYET_SINCOSF_SLOW, PYET_SINF_FAST, pyet_sinf_np);
         return 1;
@@ -1326,10 +1348,11 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
     if ((dt == DT_F64 && op == OP_log)
         || ((dt == DT_F32 || dt == DT_F64) && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)))
         return pyet_kernel_pow(op, dt, sflags, n, out, in);
-    if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log)) {
+    if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log || op == OP_tanh)) {
         static int fma_ = -1;  /* a benign race: every thread stores the same */
         if (fma_ < 0) fma_ = PYET_HAVE_FMA() != 0;
-        return fma_ ? pyet_kernel_f32math(op, n, out, in) : pyet_kernel_trig_f32(op, n, out, in);
+        if (fma_) return pyet_kernel_f32math(op, sflags, n, out, in);
+        if (op != OP_tanh) return pyet_kernel_trig_f32(op, n, out, in);
     }
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
