@@ -13,6 +13,8 @@ cdef list _UFUNC_BY_CODE = [None] * OP_COUNT
 for _name, _row in OPS_BY_NAME.items():
     _UFUNC_BY_CODE[OPCODES[_name]] = _row.ufunc
 _UFUNC_CODE = {uf: OPCODES[name] for uf, name in UFUNC_TO_OP.items()}
+# ops a constant folds through their ufunc (not sigmoid, relu, erf: it only gives their dtypes)
+cdef set _FOLDS_BY_UFUNC = set(_UFUNC_CODE.values())
 
 # _flags: what evaluation must do before the elementwise pass
 cdef enum:
@@ -958,8 +960,8 @@ cdef object _constant_fold(int op, tuple args, int dt):
     cdef Expr a
     cdef bint any_constant = False
     ufunc = _UFUNC_BY_CODE[op]
-    if ufunc is None or op == OP_power:  # (power's scalar fast paths are the kernels')
-        return None
+    if ufunc is None or op == OP_power or op not in _FOLDS_BY_UFUNC:
+        return None  # (power's scalar fast paths are the kernels')
     if ufunc.nin != len(args):  # relu is maximum(x, 0): its kernel computes it
         return None
     values = []
