@@ -580,3 +580,15 @@ def test_fused_patterns_mixed_dtypes(name):
                 got = np.asarray(pyet.evaluate(fn(*[pyet.asarray(x) for x in arrs], s)))
             assert got.dtype == ref.dtype, (dts, s)
             np.testing.assert_array_equal(got, ref, err_msg=f"{dts} {s!r}")
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "erf", "relu", "exp"])
+def test_ops_of_a_broadcast_constant_leaf_are_the_ops(name):
+    # a stride-0 leaf folds as a constant; sigmoid and erf borrow np.exp's dtype rules only
+    from pyet._core.ops import OPS_BY_NAME
+
+    a = np.broadcast_to(np.array([[0.5], [-1.25]]), (2, 3))
+    expr = getattr(pyet, name)(pyet.asarray(a)) + pyet.asarray(np.ones((2, 3)))
+    got = np.asarray(pyet.evaluate(expr))
+    want = OPS_BY_NAME[name].reference(np.ascontiguousarray(a)) + 1
+    np.testing.assert_allclose(got, want, rtol=1e-15)

@@ -165,3 +165,20 @@ def test_special_lanes_raise_numpys_errors(dtype, build, ref, values):
     want = raised(lambda: ref(x))
     got = raised(lambda: np.asarray(pyet.evaluate(build(pyet.asarray(x)))))
     assert got == want and want
+
+
+def test_log_float64_within_one_ulp_of_glibc():
+    """pyet's float64 log (fdlibm's, compensated) against glibc's correctly rounded one:
+    within 1 ulp, and equal on all but a few in a thousand inputs (NumPy's own AVX-512 loop
+    differs from glibc on about 0.4 %)."""
+    import math
+
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(0.5, 2.0, 100_000), np.exp(rng.uniform(-700, 700, 100_000)),
+                        1 + rng.uniform(-1e-3, 1e-3, 50_000), rng.uniform(0.7, 0.72, 5_000),
+                        rng.uniform(1.41, 1.42, 5_000), [np.finfo(float).max, 5e-324, 1e-310]])
+    got = np.asarray(pyet.evaluate(pyet.log(pyet.asarray(x))))
+    want = np.array([math.log(v) for v in x])
+    d = np.abs(got.view(np.int64) - want.view(np.int64))
+    assert d.max() <= 1
+    assert np.count_nonzero(d) < 0.01 * x.size

@@ -1,7 +1,8 @@
-"""float32 sin, cos and log: pyet's vectorized kernels (computed in double, rounded
-once) against NumPy's SIMD ones, over a sample of every float32 bit pattern, the
-special values, in place, across the kernels' chunk boundaries, and with NumPy's
-floating-point flags.  No timing here: bench/bench_grid.py measures.
+"""float32 sin, cos and log: pyet's vectorized kernels (float lanes where the CPU has
+FMA, else double lanes rounded once; tests/test_f32_math_kernels.py holds them to the
+correctly rounded result) against NumPy's SIMD ones, over a sample of every float32 bit
+pattern, the special values, in place, across the kernels' chunk boundaries, and with
+NumPy's floating-point flags.  No timing here: bench/bench_grid.py measures.
 """
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_sin_cos_within_two_ulp_of_numpy_over_all_floats(name):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
 
 
-def test_log_correctly_rounded_and_near_numpy_over_all_floats():
+def test_log_within_one_ulp_and_near_numpy_over_all_floats():
     x = np.concatenate([sample_of_all_floats(), special_values()])
     with np.errstate(all="ignore"):
         want = np.log(x)
