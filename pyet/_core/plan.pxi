@@ -45,6 +45,7 @@ def get_prefetch():
 # rows shorter than this are packed several to a block (a block's fixed cost
 # per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
 DEF SHORT_ROW = 128
+DEF TILE_SKEW = 64  # bytes added to a tile buffer's row pitch (run_tiled)
 DEF PYFUNC_BLOCK = 65536
 
 
@@ -1054,6 +1055,9 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef char *tb
     cdef pyet_intp w, rw, r0, r1, rest, i, x0, n, inner = r.shape[nd - 1]
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
+    # a tile buffer's rows a line more than a power of two apart: rows 4 KiB
+    # apart share one L1 set, and 16 of them (a float32 tile) thrash it
+    cdef pyet_intp pitch = regbytes + TILE_SKEW
     cdef bint adjacent
     for w in range(w0, w1):
         x0 = (w % r.nblocks) * r.block
@@ -1062,8 +1066,10 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         r1 = r0 + r.tile if r0 + r.tile < r.nrows else r.nrows
         # the tile's rows one step apart along the second-last axis
         adjacent = r0 % r.shape[nd - 2] + (r1 - r0) <= r.shape[nd - 2]
-        if adjacent and prog.copies_leaf and r.gather[0] == -1 and r.gather[1] <= -2:
-            # dst = A.T: the tile copied straight into the destination's rows
+        if adjacent and prog.copies_leaf and r.gather[0] == -1 and r.gather[1] <= -2 \
+                and r.tile <= 8:
+            # dst = A.T: the tile copied straight into the destination's rows (at
+            # most 8 of them: more, a power-of-two row stride would thrash L1)
             rest = r0
             ptr[0] = r.base[0] + x0 * r.strides[nd - 1]
             ptr[1] = r.base[1] + x0 * r.strides[MAXD + nd - 1]
@@ -1087,14 +1093,14 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             for k in range(r.ndst, nops):
                 if r.gather[k] > -2:
                     continue
-                tb = regs + r.tilebuf + (-2 - r.gather[k]) * r.tile * regbytes
+                tb = regs + r.tilebuf + (-2 - r.gather[k]) * r.tile * pitch
                 if not adjacent:
-                    pyet_copy_strided(tb + (rw - r0) * regbytes, r.itemsize[k], ptr[k],
+                    pyet_copy_strided(tb + (rw - r0) * pitch, r.itemsize[k], ptr[k],
                                       r.strides[k * MAXD + nd - 1], n, r.itemsize[k])
                 elif rw == r0:
-                    pyet_copy_tile(tb, regbytes, ptr[k], r.strides[k * MAXD + nd - 2],
+                    pyet_copy_tile(tb, pitch, ptr[k], r.strides[k * MAXD + nd - 2],
                                    r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k])
-                ptr[k] = tb + (rw - r0) * regbytes
+                ptr[k] = tb + (rw - r0) * pitch
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
     return 0
@@ -1295,7 +1301,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 and r.nblocks > PREFETCH_AHEAD:
             prefetch_streams(&r)
         r.tilebuf = (prog.nregs + ngather) * regbytes
-        r.scratch_bytes = (r.tilebuf + ntiled * r.tile * regbytes + 63) & ~(<pyet_intp>63)
+        r.scratch_bytes = (r.tilebuf + ntiled * r.tile * (regbytes + TILE_SKEW) + 63) \
+            & ~(<pyet_intp>63)
         if nthreads * r.scratch_bytes + 64 <= SMALL_SCRATCH:
             r.scratch = <char *>((<uintptr_t>small_buf + 63) & ~(<uintptr_t>63))
         else:
