@@ -19,6 +19,7 @@ wrong result is reported, not raised.
 """
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -26,7 +27,13 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+# one thread for BLAS too, set before NumPy and SciPy load their two OpenBLAS
+# builds: with their worker threads, calls of one interleaved with the other's
+# ran 6-8x slower on 2 cores (a 256^2 gemm 0.45 -> 3.3-4 ms, both libraries),
+# which a runtime limit (threadpoolctl) did not undo
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import bench, cpu_model  # noqa: E402
