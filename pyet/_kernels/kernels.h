@@ -1437,7 +1437,12 @@ PYET_DISPATCH void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, cons
 
 #define PYET_STRIDED_COPY(T)                                                \
     do {                                                                    \
-        if (ss == 0) {                                                      \
+        if (ss == 0 && ds == (pyet_intp)sizeof(T)) {                        \
+            /* a value broadcast along the row into a block: vectorized */   \
+            const T v_ = *(const T *)src;                                   \
+            T *D_ = (T *)dst;                                               \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[i] = v_;        \
+        } else if (ss == 0) {                                               \
             const T v_ = *(const T *)src;                                   \
             for (pyet_intp i = 0; i < n; i++) *(T *)(dst + i * ds) = v_;    \
         } else if (ds == (pyet_intp)sizeof(T) && ss == -(pyet_intp)sizeof(T)) { \
