@@ -496,3 +496,19 @@ def test_spatial_kernel_errors():
     with pytest.raises(ValueError, match="pooled .* is not the pooled shape"):
         spatial.unpool_into(np.zeros((1, 6, 6)), np.zeros((1, 6, 6)), np.zeros((1, 2, 2)),
                             np.zeros((1, 3, 3)), 2, 2, 2, 2, "max")
+
+
+@pytest.mark.parametrize("dt", [np.bool_, np.int32, np.int64, np.float32, np.float64])
+def test_column_broadcast_filled_per_row(dt):
+    # an (n, 1) operand of an (n, m) pass with rows long enough not to be packed:
+    # its value filled into each row's block (the vectorized fill)
+    rng = np.random.default_rng(3)
+    col = (rng.standard_normal((200, 1)) * 50).astype(dt)
+    full = (rng.standard_normal((200, 300)) * 50).astype(dt)
+    for a, b in [(np.broadcast_to(col, full.shape), full), (full, np.broadcast_to(col, full.shape)),
+                 (np.broadcast_to(col, full.shape)[::-1], full[:, ::2].repeat(2, axis=1))]:
+        got = pyet.evaluate(pyet.asarray(a) < pyet.asarray(b)).numpy()
+        np.testing.assert_array_equal(got, a < b)
+        if dt is not np.bool_:
+            got = pyet.evaluate(pyet.asarray(a) + pyet.asarray(b)).numpy()
+            np.testing.assert_array_equal(got, a + b)
