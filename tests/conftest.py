@@ -4,6 +4,7 @@ several test files use."""
 import contextlib
 import os
 
+import numpy as np
 import pytest
 
 import pyet
@@ -57,6 +58,15 @@ def one_thread():
     pyet.set_num_threads(1)
     yield
     pyet.set_num_threads(before)
+
+
+def ulps_f32(got, want):
+    """Distance in float32 units in the last place (0 where both are NaN)."""
+    def ordered(a):
+        i = np.ascontiguousarray(a, np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    d = np.abs(ordered(got) - ordered(want))
+    return np.where(np.isnan(got) & np.isnan(want), 0, d)
 
 
 def fp_flags_raised(fn):

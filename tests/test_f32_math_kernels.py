@@ -9,20 +9,12 @@ bench/bench_grid.py measures.
 import numpy as np
 import pytest
 from conftest import fp_flags_raised
+from conftest import ulps_f32 as ulps
 
 import pyet
 
 F32 = np.float32
 NAMES = ["log", "sin", "cos", "tanh"]
-
-
-def ulps(got, want):
-    """Distance in float32 units in the last place (0 where both are NaN)."""
-    def ordered(a):
-        i = np.ascontiguousarray(a, F32).view(np.int32).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
-    d = np.abs(ordered(got) - ordered(want))
-    return np.where(np.isnan(got) & np.isnan(want), 0, d)
 
 
 def correctly_rounded(name, x):

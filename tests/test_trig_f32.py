@@ -7,19 +7,11 @@ NumPy's floating-point flags.  No timing here: bench/bench_grid.py measures.
 
 import numpy as np
 import pytest
+from conftest import ulps_f32 as ulps
 
 import pyet
 
 F32 = np.float32
-
-
-def ulps(got, want):
-    """Distance in float32 units in the last place (0 where both are NaN)."""
-    def ordered(a):
-        i = np.ascontiguousarray(a, F32).view(np.int32).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
-    d = np.abs(ordered(got) - ordered(want))
-    return np.where(np.isnan(got) & np.isnan(want), 0, d)
 
 
 def sample_of_all_floats(step=4099):
