@@ -2,14 +2,11 @@
 ``EvalPlan::Eval``): statements are registered, checked at once, and run
 together; what they share is computed once."""
 
-import threading
-from collections import OrderedDict
-
 import numpy as np
 
 from pyet._core import core
 from pyet._core.core import Tensor
-from pyet._kernels.parallel import get_num_threads
+from pyet._core.schedule_cache import ScheduleCache
 from pyet._tensor_api import empty
 
 _UPDATES = {"=": None, "+=": "__add__", "-=": "__sub__", "*=": "__mul__", "/=": "__truediv__"}
@@ -167,17 +164,13 @@ class EvalPlan:
 # results are still referenced.  value_and_grad keeps its own schedules (it
 # records on the first call: a tree it differentiates is a training step).
 
-PLAN_CACHE_SIZE = 8     # structures kept, least recently used dropped
-PLAN_POOL_SIZE = 2      # schedules per structure (results of the last run held)
-_PLANS = OrderedDict()  # key -> None (seen once), False (not replayable) or [KeptSchedule]
-_PLANS_LOCK = threading.Lock()
-_MISSING = object()
+# recorded on second sight: a plan run once costs no recording
+SCHEDULES = ScheduleCache(size=8, pool=2, record_first=False)
 
 
 def clear_plan_cache():
     """Forget the schedules plans recorded by structure (and the arrays they hold)."""
-    with _PLANS_LOCK:
-        _PLANS.clear()
+    SCHEDULES.clear()
 
 
 def _run_by_structure(statements):
@@ -195,40 +188,11 @@ def _run_by_structure(statements):
             roots.append(core.tensor(dst))
         roots.append(e)
         which.append(handle is None)
-    if not _PLANS_LOCK.acquire(blocking=False):
+    key, slots = SCHEDULES.key(roots, [], ("plan", tuple(which)))
+    results, record = SCHEDULES.replay(key, slots)
+    if results is None and not record:
         return False
-    try:
-        try:
-            key, slots = core.structure_key(
-                roots, [], ("plan", tuple(which), get_num_threads(), core.get_block_size()))
-            entry = _PLANS.get(key, _MISSING)
-        except TypeError:  # an unhashable kernel parameter: not by structure
-            return False
-        if entry is _MISSING:  # met once: record from the second run on
-            _PLANS[key] = None
-            while len(_PLANS) > PLAN_CACHE_SIZE:
-                _PLANS.popitem(last=False)
-            return False
-        if entry is False:
-            return False
-        _PLANS.move_to_end(key)
-        arrays = None
-        if entry is not None:
-            for kept in entry:
-                if kept.free():
-                    arrays = kept.run(slots)
-                    break
-            else:
-                if len(entry) >= PLAN_POOL_SIZE:  # every one's results held
-                    entry.append(entry.pop(0))
-                    arrays = entry[-1].run(slots)
-        if arrays is not None:
-            it = iter(arrays)
-            for _, _, handle in statements:
-                if handle is not None:
-                    handle._value = core.tensor(next(it))
-            return True
-        # record a schedule of its own (its own scratch and destinations)
+    if results is None:  # recorded, with results of its own
         dsts, results = [], []
         for dst, e, handle in statements:
             if handle is not None:
@@ -236,25 +200,12 @@ def _run_by_structure(statements):
                 results.append(dst)
             dsts.append(dst)
         actions = core.run_statements(dsts, [e for _, e, _ in statements], True)
-        kept = None
-        if actions is not None:
-            try:
-                kept = core.KeptSchedule(actions, slots + results, len(slots))
-            except ValueError:  # not replayable over other memory
-                kept = None
-        if kept is None:
-            _PLANS[key] = False
-        elif entry is None:
-            _PLANS[key] = [kept]
-        else:
-            entry.append(kept)
-        it = iter(results)
-        for _, _, handle in statements:
-            if handle is not None:
-                handle._value = core.tensor(next(it))
-        return True
-    finally:
-        _PLANS_LOCK.release()
+        SCHEDULES.keep(key, actions, slots + results, len(slots))
+    it = iter(results)
+    for _, _, handle in statements:
+        if handle is not None:
+            handle._value = core.tensor(next(it))
+    return True
 
 
 def evaluate_all(exprs, outs=None):

@@ -90,7 +90,7 @@ def test_hits_replay_over_new_arrays_and_values(monkeypatch):
         labels = rng.integers(0, 3, 7)  # new indices every step: read, not copied
         check_call(mlp(labels), mlp_arrays(rng))
     assert count.misses == 1  # the recording call only
-    assert len(G._CACHE) == 1
+    assert len(G.SCHEDULES.entries) == 1
 
 
 def test_in_place_updates_are_read(monkeypatch):
@@ -102,7 +102,7 @@ def test_in_place_updates_are_read(monkeypatch):
         check_call(mlp(labels), arrays)
         for a in arrays[1:]:
             a -= 0.1 * rng.standard_normal(a.shape)
-    assert len(G._CACHE) == 1 and count.misses == 1
+    assert len(G.SCHEDULES.entries) == 1 and count.misses == 1
 
 
 def test_against_torch():
@@ -159,7 +159,8 @@ def test_a_loop_holding_the_last_results_alternates_two_schedules(monkeypatch):
                 assert np.array_equal(x.numpy(), want)
         for a in arrays[1:]:
             a -= 0.01 * rng.standard_normal(a.shape)
-    assert count.misses == G.POOL_SIZE and len(G._CACHE[next(iter(G._CACHE))]) == 2
+    (entry,) = G.SCHEDULES.entries.values()
+    assert count.misses == G.SCHEDULES.pool and len(entry) == 2
 
 
 def test_held_result_view_is_not_overwritten():
@@ -204,7 +205,7 @@ def test_aliased_leaves_are_a_different_structure(monkeypatch):
         tp, tq = pyet.asarray(p), pyet.asarray(q)
         got = [x.copy() for x in cached(*build(tp, tq))]
         same_bits(got, fresh(*build(tp, tq)))
-    assert len(G._CACHE) == len(pairs) and count.misses == len(pairs)
+    assert len(G.SCHEDULES.entries) == len(pairs) and count.misses == len(pairs)
 
 
 def test_same_tensor_twice_and_overlapping_views():
@@ -235,7 +236,7 @@ def test_layouts_are_different_structures(second):
         x, w = pyet.asarray(arr), pyet.asarray(W.astype(arr.dtype))
         got = [g.copy() for g in cached(pyet.sum(pyet.sigmoid(x @ w) * x), [x, w])]
         same_bits(got, fresh(pyet.sum(pyet.sigmoid(x @ w) * x), [x, w]))
-    assert len(G._CACHE) == 2
+    assert len(G.SCHEDULES.entries) == 2
 
 
 def test_misaligned_leaves_are_a_different_structure():
@@ -248,7 +249,7 @@ def test_misaligned_leaves_are_a_different_structure():
         x = pyet.asarray(a)
         got = [g.copy() for g in cached(pyet.sum(pyet.tanh(x @ W) + x), [x, W])]
         same_bits(got, fresh(pyet.sum(pyet.tanh(x @ W) + x), [x, W]))
-    assert len(G._CACHE) == 2
+    assert len(G.SCHEDULES.entries) == 2
 
 
 @pytest.mark.parametrize("c1, c2", [(2.0, 3.0), (0.0, -0.0), (1, 1.0), (2.0, np.float32(2.0)),
@@ -283,7 +284,7 @@ def test_wrt_positions(monkeypatch):
         y = pyet.sum(pyet.tanh(ta @ tb) * ta)
         got = [g.copy() for g in cached(y, wrt)]
         same_bits(got, fresh(pyet.sum(pyet.tanh(ta @ tb) * ta), wrt))
-    assert len(G._CACHE) == 4 and count.misses == 4
+    assert len(G.SCHEDULES.entries) == 4 and count.misses == 4
 
 
 def test_views_of_wrt_and_not():
@@ -350,17 +351,17 @@ def test_user_functions_are_not_kept():
         f = pyet.F(np.sin, x, grad=lambda args, out, g: (g * pyet.cos(args[0]),))
         v, g = pyet.value_and_grad(pyet.sum(f), x)
         np.testing.assert_allclose(g.numpy(), np.cos(a))
-    assert all(e is None for e in G._CACHE.values())
+    assert all(e is None for e in G.SCHEDULES.entries.values())
 
 
 def test_the_cache_is_bounded():
     rng = np.random.default_rng(15)
-    for n in range(1, G.CACHE_SIZE + 5):
+    for n in range(1, G.SCHEDULES.size + 5):
         x = pyet.asarray(rng.standard_normal(n))
         cached(pyet.sum(pyet.exp(x)), x)
-    assert len(G._CACHE) == G.CACHE_SIZE
+    assert len(G.SCHEDULES.entries) == G.SCHEDULES.size
     pyet.clear_grad_cache()
-    assert not G._CACHE
+    assert not G.SCHEDULES.entries
 
 
 def test_take_indices_are_read_on_replay(monkeypatch):
@@ -376,7 +377,7 @@ def test_take_indices_are_read_on_replay(monkeypatch):
         np.add.at(want, idx, 2 * W[idx] * np.arange(3.0))
         np.testing.assert_allclose(got[1], want)
         same_bits(got, fresh(pyet.sum(pyet.take(idx, w) ** 2 * pyet.arange(3.0)), w))
-    assert len(G._CACHE) == 1 and count.misses == 1
+    assert len(G.SCHEDULES.entries) == 1 and count.misses == 1
 
 
 # ------------------------------------------------------- random trees
@@ -578,7 +579,7 @@ def test_a_rule_that_copies_a_leaf_is_not_replayed(monkeypatch):
     arrays = mlp_arrays(rng)
     for _ in range(4):
         check_call(mlp(rng.integers(0, 3, 7)), arrays)
-    assert list(G._CACHE.values()) == [None]
+    assert list(G.SCHEDULES.entries.values()) == [None]
 
 
 def test_zero_d_leaves_are_read_on_replay(monkeypatch):

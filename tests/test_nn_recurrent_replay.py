@@ -83,7 +83,7 @@ def test_calls_replay_a_schedule_and_build_the_template_once():
     assert len(rec._templates) == 1
     from pyet import _evalplan
 
-    kept = [e for e in _evalplan._PLANS.values() if e]
+    kept = [e for e in _evalplan.SCHEDULES.entries.values() if isinstance(e, list)]
     assert len(kept) == 1 and len(kept[0][0]) > 10  # one structure, its schedule kept
     pyet.stats(reset=True)
     step(rec, *data(9))

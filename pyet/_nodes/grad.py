@@ -11,15 +11,13 @@ evaluation computes each shared special node once.
 """
 
 import math
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from pyet._core import core
 from pyet._core.core import OPNAMES, Expr, PyFunc, Scalar, SpecialNode, Tensor, View
 from pyet._core.ops import OPS_BY_NAME
-from pyet._kernels.parallel import get_num_threads
+from pyet._core.schedule_cache import ScheduleCache
 from pyet._nodes.reductions import sum as _sum
 from pyet._nodes.views import broadcast_to, flip, index_adjoint, pad, reshape
 
@@ -352,48 +350,19 @@ def value_and_grad(y, wrt, seed=None):
     y = core.as_expr(y)
     roots = [y] if seed is None else [y, core.as_expr(seed)]
     key = slots = None
-    if not y._flags & _UNCACHEABLE and _LOCK.acquire(blocking=False):
-        try:
-            try:
-                key, slots = core.structure_key(roots, leaves, _settings(len(roots)))
-                entry = _CACHE.get(key, _MISSING)
-            except TypeError:  # an unhashable kernel parameter: no caching
-                key, entry = None, None
-            if entry is None:  # known not to replay: evaluated plainly
-                key = None
-            elif entry is not _MISSING:
-                _CACHE.move_to_end(key)
-                for kept in entry:
-                    if kept.free():
-                        return _results(kept.run(slots), single)
-                if len(entry) >= POOL_SIZE:  # every one's results held: new destinations
-                    entry.append(entry.pop(0))
-                    return _results(entry[-1].run(slots), single)
-                # else a schedule of its own (its own scratch and destinations)
-        finally:
-            _LOCK.release()
+    record = False
+    if not y._flags & core.UNCACHEABLE:
+        key, slots = SCHEDULES.key(roots, leaves, len(roots))
+        arrays, record = SCHEDULES.replay(key, slots)
+        if arrays is not None:
+            return _results(arrays, single)
     grads = grad(y, leaves, seed)
     # one plan: what the value and the gradients share is computed once
     exprs = [y, *grads]
     dsts = [np.empty(e.shape, e.dtype) for e in exprs]
-    actions = core.run_statements(dsts, exprs, key is not None)
-    if key is not None:
-        kept = None
-        if actions is not None:
-            try:
-                kept = core.KeptSchedule(actions, slots + dsts, len(slots))
-            except ValueError:  # not replayable over other memory: not kept
-                kept = None
-        with _LOCK:
-            entry = _CACHE.get(key)
-            if kept is None:
-                _CACHE[key] = None
-            elif entry is None:
-                _CACHE[key] = [kept]
-            elif len(entry) < POOL_SIZE:
-                entry.append(kept)
-            while len(_CACHE) > CACHE_SIZE:
-                _CACHE.popitem(last=False)
+    actions = core.run_statements(dsts, exprs, record)
+    if record:
+        SCHEDULES.keep(key, actions, slots + dsts, len(slots))
     return _results(dsts, single)
 
 
@@ -402,28 +371,13 @@ def _results(arrays, single):
     return value, (results[0] if single else results)
 
 
-# value_and_grad's recorded evaluations by structure, least recently used
-# first: per structure a list of up to POOL_SIZE KeptSchedules (None: one whose
-# evaluation cannot be replayed).  A loop that holds the last step's results
-# while it calls again alternates between two, each writing its own
-# destinations, instead of giving one new destinations every call.
-CACHE_SIZE = 8
-POOL_SIZE = 2
-_CACHE = OrderedDict()
-_LOCK = threading.Lock()
-_MISSING = object()
-_UNCACHEABLE = core.UNCACHEABLE
-
-
-def _settings(nroots):
-    # what a recorded evaluation depends on besides the trees
-    return (nroots, get_num_threads(), core.get_block_size())
+# value_and_grad's recorded evaluations by structure (recorded on first sight)
+SCHEDULES = ScheduleCache(size=8, pool=2, record_first=True)
 
 
 def clear_grad_cache():
     """Forget value_and_grad's recorded evaluations (and the arrays they hold)."""
-    with _LOCK:
-        _CACHE.clear()
+    SCHEDULES.clear()
 
 
 def tensordot(a, b, axes=2):
