@@ -156,6 +156,32 @@ def test_softmax_destination_layouts(kind, axis, log, dtype):
         assert_close(got, np_softmax(x, axis, log), dtype)
 
 
+@pytest.mark.parametrize("kind", OPERAND_KINDS)
+@pytest.mark.parametrize("dkind", DST_KINDS)
+@pytest.mark.parametrize("targets", ["rows", "indices"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_xent_grad_layouts(kind, dkind, targets, dtype):
+    # the kernel addresses rows in elements (byte strides / itemsize): packed,
+    # misaligned, reversed and broadcast operands are copied first, such
+    # destinations computed aside; no byte outside out's elements written
+    x = rand((5, 7), dtype)
+    logp = x - x.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    logp = operand(logp, kind)  # ("zero": every row the first)
+    if targets == "rows":
+        t = operand(np.abs(rand((5, 7), dtype, 1)), kind)
+        tt = t
+    else:
+        t = np.array([3, 0, 6, 6, 1], np.intp)
+        tt = np.eye(7, dtype=dtype)[t]
+    c = operand(rand((5, 1), dtype, 2), kind)[:, 0]  # a column: its stride as kind's rows
+    want = c[:, None] * (np.exp(logp) * tt.sum(1, keepdims=True) - tt)
+    d = Dst((5, 7), dtype, dkind)
+    nn.xent_grad_rows(logp, t, c, d.arr)
+    d.check()
+    assert_close(d.arr, want, dtype)
+
+
 def test_softmax_empty_rows():
     for kind in DST_KINDS:
         (got, _) = assign_both(lambda: pyet.softmax(np.zeros((0, 4))), (0, 4), np.float64, kind)
