@@ -766,7 +766,7 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
     # folding raises invalid where NumPy's reductions stay quiet (max/min compare NaNs;
     # a compensated sum takes inf - inf): clear what the fold itself raises
     cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
-    if r.red >= RED_ARGMAX:
+    if r.red == RED_ARGMAX or r.red == RED_ARGMIN:
         pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
                         <const int64_t *>leafp[r.nops - 1 - r.ndst])
     else:
@@ -1385,6 +1385,70 @@ cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
                         f"destination's {DTYPES[dst_dt]} with casting rule 'same_kind'")
 
 
+def folds_across_rows(Expr child, axes):
+    """True when a reduction's pass over ``child`` walks a kept axis
+    innermost, so that each block folds elementwise into a row of
+    accumulators: the innermost axis (least |stride|, size > 1) of the leaf
+    whose memory order the pass follows (reduce_key's: the first leaf, in
+    collect()'s order, broadcast along the fewest axes) is not reduced."""
+    cdef int nd = len(child.shape), lead, d, zeros, fewest = nd + 1, inner = -1
+    cdef pyet_intp best[MAXD]
+    cdef pyet_intp st[MAXD]
+    cdef pyet_intp s
+    cdef list stack = [child]
+    cdef set seen = set()
+    cdef Expr x
+    cdef cnp.ndarray arr
+    cdef tuple shape = child.shape
+    while stack:  # leaves left to right, as the program numbers them
+        x = <Expr>stack.pop()
+        if x._op == OP_leaf:
+            arr = <cnp.ndarray>(<Tensor>x)._array
+            lead = nd - cnp.PyArray_NDIM(arr)
+            zeros = 0
+            for d in range(nd):
+                if d < lead or cnp.PyArray_DIMS(arr)[d - lead] == 1:
+                    s = 0
+                else:
+                    s = cnp.PyArray_STRIDES(arr)[d - lead]
+                st[d] = s
+                if shape[d] > 1 and s == 0:
+                    zeros += 1
+            if zeros < fewest:
+                fewest = zeros
+                for d in range(nd):
+                    best[d] = st[d]
+        elif x._args and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(reversed(x._args))
+    if fewest > nd:
+        return False
+    for d in range(nd):  # the first of the least |stride|
+        if shape[d] > 1 and best[d] != 0 and (inner < 0 or iabs(best[d]) < iabs(best[inner])):
+            inner = d
+    return inner >= 0 and inner not in axes
+
+
+def add_compensations(cnp.ndarray accs, pyet_intp size, int nthreads):
+    """Compensated float64 sums (``accs`` C-ordered float64: per thread, size
+    accumulators then their compensations): each compensation added to its
+    finite accumulator (after an inf the compensation is nan: left out)."""
+    cdef double *a = <double *>cnp.PyArray_DATA(accs)
+    cdef double *c
+    cdef pyet_intp i
+    cdef int t
+    if cnp.PyArray_TYPE(accs) != cnp.NPY_DOUBLE or not cnp.PyArray_IS_C_CONTIGUOUS(accs) \
+            or cnp.PyArray_SIZE(accs) < 2 * size * nthreads:
+        raise ValueError("add_compensations takes C-ordered float64 accumulators")
+    for t in range(nthreads):
+        c = a + size
+        for i in range(size):
+            if isfinite(a[i]):
+                a[i] += c[i]
+        a += 2 * size
+    return None
+
+
 def reduce_threads(pyet_intp size):
     """How many threads (each with its own accumulators) a reduction of size
     elements should use."""
@@ -1401,10 +1465,13 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
     caller, added to it after); argmax and argmin keep there the int64 index
     of the accumulated value, read from ``index`` (int64, broadcast to e's
     shape)."""
-    cdef Program prog = get_program(e, array_dtype_code(acc))
+    cdef int acc_dt = array_dtype_code(acc)
+    if red == RED_SUM and e._dt == DT_F32 and acc_dt == DT_F64:
+        acc_dt, red = DT_F32, RED_SUM_WIDE  # widened as they are folded: no cast pass
+    cdef Program prog = get_program(e, acc_dt)
     cdef list leaves = [], scalars = [], pyfuncs = []
     collect(e, leaves, scalars, pyfuncs)
-    if red >= RED_ARGMAX:
+    if red == RED_ARGMAX or red == RED_ARGMIN:
         if index is None or index.dtype != np.int64:
             raise TypeError("argmax and argmin fold an int64 index array")
         leaves.append(index)

@@ -1536,7 +1536,8 @@ void pyet_prefetch(const char *p, pyet_intp nbytes, int write)
 /* ------------------------------------------------------------ reductions */
 
 enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_ALL = 5,
-       RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8 };
+       RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8,
+       RED_SUM_WIDE = 9 /* float32 values summed into float64 accumulators */ };
 
 #ifdef PYET_KERNELS_IMPL
 
@@ -1673,10 +1674,46 @@ PYET_DISPATCH static void pyet_reduce_store_other(int red, int dt, pyet_intp n, 
     PYET_REDUCE_STORE_BODY
 }
 
+/* Float32 values summed into float64 accumulators, widened as they are read
+ * (no cast pass into a block of doubles).  Along the reduced axis (ds 0)
+ * sixteen double lanes: every float32 value is exact in double and n stays
+ * far below 2^26, so the lane sums carry less error than one float32 rounding
+ * and need no pairwise tree; the block sum joins the accumulator as
+ * pyet_fold_sum_f64's does. */
+PYET_DISPATCH static void pyet_fold_sum_wide(pyet_intp n, char *dst, pyet_intp ds,
+                                             pyet_intp comp, const float *x)
+{
+    if (ds != 0) {
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++)
+            *(double *)(dst + i * ds) += (double)x[i];
+        return;
+    }
+    double r[16] = {0.}, s = 0., t;
+    pyet_intp i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) r[l] += (double)x[i + l];
+    for (int l = 0; l < 16; l += 2) s += r[l] + r[l + 1];
+    for (; i < n; i++) s += (double)x[i];
+    double *acc = (double *)dst;
+    t = *acc + s;
+    if (comp != 0) {
+        double *c = (double *)(dst + comp);
+        if (fabs(*acc) >= fabs(s))
+            *c += (*acc - t) + s;
+        else
+            *c += (s - t) + *acc;
+    }
+    *acc = t;
+}
+
 void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
                        const void *src)
 {
     if (n <= 0) return;
+    if (red == RED_SUM_WIDE) {
+        pyet_fold_sum_wide(n, dst, ds, comp, (const float *)src);
+        return;
+    }
     if (red == RED_SUM && dt == DT_F64 && ds == 0 && comp != 0) {
         pyet_fold_sum_f64(n, dst, comp, (const double *)src);
         return;

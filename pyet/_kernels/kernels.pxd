@@ -86,6 +86,7 @@ cdef extern from "kernels.h" nogil:
         RED_ANY
         RED_ARGMAX
         RED_ARGMIN
+        RED_SUM_WIDE
 
     int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst,
                          const char *src, pyet_intp xs) noexcept

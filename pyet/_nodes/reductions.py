@@ -7,9 +7,9 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
-import builtins
 import functools
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -72,35 +72,6 @@ def _numpy_reduction(kind, array, axis, keepdims, out=None):
     return getattr(np, kind)(array, axis=axis, out=out, keepdims=keepdims)
 
 
-def _folds_across_rows(child, axes):
-    """True when the reduction's pass will walk ``child`` with a kept axis
-    innermost, so that each block folds elementwise into a row of
-    accumulators: the innermost axis (least |stride|, size > 1) of the leaf
-    whose memory order the plan follows, the first leaf broadcast along the
-    fewest axes (plan.pxi's reduce_key), is not reduced."""
-    shape, nd = child.shape, child.ndim
-    best, fewest, stack, seen = None, nd + 1, [child], set()
-    while stack:  # leaves left to right, as the program numbers them
-        x = stack.pop()
-        if isinstance(x, core.Tensor):
-            arr = x._array
-            lead = nd - arr.ndim
-            strides = [0 if d < lead or arr.shape[d - lead] == 1 else arr.strides[d - lead]
-                       for d in range(nd)]
-            zeros = builtins.sum(1 for d in range(nd) if shape[d] > 1 and strides[d] == 0)
-            if zeros < fewest:
-                best, fewest = strides, zeros
-        elif isinstance(x, core.Expr) and id(x) not in seen:
-            seen.add(id(x))
-            stack.extend(reversed(x._args))
-    if best is None:
-        return False
-    inner = [d for d in range(nd) if shape[d] > 1 and best[d] != 0]
-    if not inner:
-        return False
-    return builtins.min(inner, key=lambda d: abs(best[d])) not in axes
-
-
 def _c_strides(shape, dtype):
     """C-order strides of ``shape`` (computed: np.empty would refuse more than 64 axes)."""
     strides, step = [], np.dtype(dtype).itemsize
@@ -125,32 +96,70 @@ def _slots(nthreads, nslots, kept, dtype):
     return buf, views, (nslots * size * itemsize, size * itemsize)
 
 
+@functools.lru_cache(maxsize=256)
+def _fold_layout(kind, axes, keepdims, whole, shape, dtype, across_rows):
+    """What a fold of ``kind`` over ``axes`` of a ``shape``/``dtype`` child
+    needs beyond the child itself (computed once per layout): accumulator
+    dtype and start, kept shape and size, compensation, element count,
+    result shape and dtype, and the accumulators' strides over the child's
+    shape (0 along the reduced axes)."""
+    acc_dtype, start = _accumulator(kind, dtype, across_rows)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    compensated = kind in ("sum", "mean") and acc_dtype == _F64 and not across_rows
+    strides = tuple(0 if i in axes else st
+                    for i, st in enumerate(_c_strides(kept, acc_dtype)))
+    return (acc_dtype, start, kept, math.prod(kept), compensated,
+            math.prod([shape[a] for a in axes]), _out_shape(kind, shape, axes, keepdims, whole),
+            _result_dtype(kind, dtype), strides)
+
+
+# per thread: folds whose accumulators are reused by the next evaluation of
+# the same layout (_Fold.taken)
+_POOL = threading.local()
+
+
 class _Fold:
     """A reduction's accumulators over one child: one set per thread (combined
     in thread order after); float64 sums keep a compensation term beside
     each."""
 
-    def __init__(self, red, child):
+    def __init__(self, red, child, across_rows):
         self.red, self.child = red, child
         # across rows the values add in order, as NumPy's: no compensation
-        across_rows = red.kind in ("sum", "mean") and _folds_across_rows(child, red.axes)
-        self.acc_dtype, self.start = _accumulator(red.kind, child.dtype, across_rows)
-        self.kept = tuple(1 if i in red.axes else d for i, d in enumerate(child.shape))
-        self.compensated = (red.kind in ("sum", "mean") and self.acc_dtype == _F64
-                            and not across_rows)
-        self.count = math.prod([child.shape[a] for a in red.axes])
-        self.out_shape = _out_shape(red.kind, child.shape, red.axes, red.keepdims, red.whole)
-        self.out_dtype = _result_dtype(red.kind, child.dtype)
+        (self.acc_dtype, self.start, self.kept, self.size, self.compensated, self.count,
+         self.out_shape, self.out_dtype, self.strides) = _fold_layout(
+            red.kind, red.axes, red.keepdims, red.whole, child.shape, child.dtype, across_rows)
         self.nthreads = 0
+
+    @classmethod
+    def taken(cls, red, child, across_rows):
+        """A fold for an evaluation that copies its result out at once
+        (Reduction.into): one this thread made for the same layout before,
+        taken out of the pool until ``give_back`` (a user function evaluated
+        inside the fold cannot reach it), or a new one."""
+        pool = _POOL.__dict__.setdefault("folds", {})
+        key = (red.kind, red.axes, red.keepdims, red.whole, child.shape, child.dtype,
+               across_rows)
+        fold = pool.pop(key, None)
+        if fold is None:
+            fold = cls(red, child, across_rows)
+            fold.key = key
+        fold.child = child
+        return fold
+
+    def give_back(self):
+        pool = _POOL.folds
+        if len(pool) >= 64:
+            pool.clear()
+        self.child = None  # (the operands' memory is not held)
+        pool[self.key] = self
 
     def _make_slots(self, nthreads):
         self.nthreads = nthreads
         self.accs, self.slots, (self.thread_stride, self.comp_stride) = _slots(
             nthreads, 1 + self.compensated, self.kept, self.acc_dtype)
-        strides = tuple(0 if i in self.red.axes else s
-                        for i, s in enumerate(_c_strides(self.kept, self.acc_dtype)))
         # the accumulators seen with the child's shape
-        self.view = np.ndarray(self.child.shape, self.acc_dtype, self.accs, 0, strides)
+        self.view = np.ndarray(self.child.shape, self.acc_dtype, self.accs, 0, self.strides)
 
     def result(self):
         """Fold the child's current values; the result array (the result's
@@ -164,9 +173,8 @@ class _Fold:
             core.reduce_into(self.view, child, _FOLD[kind], nthreads, self.thread_stride,
                              self.comp_stride if self.compensated else 0)
         slots = self.slots
-        if self.compensated:  # after an inf the compensation is nan: leave it out
-            for slot in slots:
-                np.add(slot[0], slot[1], out=slot[0], where=np.isfinite(slot[0]))
+        if self.compensated:
+            core.add_compensations(self.accs, self.size, nthreads)
         acc = slots[0][0]
         for t in range(1, nthreads):
             acc = _COMBINE[kind](acc, slots[t][0])
@@ -210,7 +218,9 @@ class Reduction(Special):
             _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
                              dst)
             return
-        direct = self._fold_into(dst, child) if core.reduce_threads(child.size) == 1 else None
+        across_rows = self._across_rows(child)
+        direct = (self._fold_into(dst, child, across_rows)
+                  if core.reduce_threads(child.size) == 1 else None)
         if direct is not None:
             view, start = direct
             dst.fill(start)
@@ -219,16 +229,26 @@ class Reduction(Special):
                 np.divide(dst, math.prod([child.shape[a] for a in axes]),
                           out=dst)
             return
-        np.copyto(dst, self._value(child))
+        if self.kind in ("argmax", "argmin"):
+            np.copyto(dst, self._value(child, across_rows))
+            return
+        fold = _Fold.taken(self, child, across_rows)
+        try:
+            np.copyto(dst, fold.result())
+        finally:
+            fold.give_back()
 
-    def _fold_into(self, dst, child):
+    def _across_rows(self, child):
+        # whether a sum's pass folds along kept rows (core.folds_across_rows)
+        return self.kind in ("sum", "mean") and core.folds_across_rows(child, self.axes)
+
+    def _fold_into(self, dst, child, across_rows):
         """(a view of ``dst`` over ``child``'s shape, the accumulator's start)
         when one thread's fold can run straight into ``dst``: a fold kind, dst
         of the accumulator's dtype, no compensated float64 sum; else None."""
         kind, axes = self.kind, self.axes
         if kind in ("argmax", "argmin") or not child.size:
             return None
-        across_rows = kind in ("sum", "mean") and _folds_across_rows(child, axes)
         acc_dtype, start = _accumulator(kind, child.dtype, across_rows)
         if acc_dtype != dst.dtype or (kind in ("sum", "mean") and acc_dtype == _F64
                                       and not across_rows):
@@ -237,18 +257,21 @@ class Reduction(Special):
         kept_strides = iter(dst.strides[i] for i in range(dst.ndim)
                             if not (self.keepdims and i in axes))
         strides = tuple(0 if i in axes else next(kept_strides) for i in range(child.ndim))
+        if dst.flags.c_contiguous:  # (as_strided's own set-up costs microseconds)
+            return np.ndarray(child.shape, dst.dtype, dst, 0, strides), start
         return np.lib.stride_tricks.as_strided(dst, child.shape, strides), start
 
     def value(self, args):
-        return self._value(materialize(args[0]))
+        child = materialize(args[0])
+        return self._value(child, self._across_rows(child))
 
-    def _value(self, child):
+    def _value(self, child, across_rows):
         if _small_leaf(self.kind, child):
             return np.asarray(_numpy_reduction(
                 self.kind, child._array, None if self.whole else self.axes, self.keepdims))
         if self.kind in ("argmax", "argmin"):
             return _arg_value(self.kind, child, self.axes, self.keepdims, self.whole)
-        return _Fold(self, child).result()
+        return _Fold(self, child, across_rows).result()
 
     def bind(self, out, args):
         """A function writing the value into ``out`` again (a kept plan's
@@ -261,9 +284,10 @@ class Reduction(Special):
                                      None if self.whole else axes, None, out, self.keepdims)
         if _small_leaf(kind, child) or kind in ("argmax", "argmin"):
             return lambda: self.into(out, (child,))
-        fold = _Fold(self, child)
+        across_rows = self._across_rows(child)
+        fold = _Fold(self, child, across_rows)
         folded = lambda: np.copyto(out, fold.result())  # noqa: E731
-        direct = self._fold_into(out, child) if kind != "mean" else None
+        direct = self._fold_into(out, child, across_rows) if kind != "mean" else None
         if direct is None:
             return folded
         # into()'s one-thread fold straight into out, its view made once

@@ -1,0 +1,199 @@
+"""Float32 sums widened into float64 accumulators as they are folded, the
+reduction set-up shared between evaluations (pooled folds, cached layouts)
+and the compensation step, against NumPy and exact sums."""
+
+import math
+import threading
+
+import numpy as np
+import pytest
+from conftest import pyet_threads
+
+import pyet
+from pyet._core import core
+
+
+def exact_f32(values, axis=None):
+    """The float32 rounding of the exact sum (math.fsum) along ``axis``."""
+    v = np.asarray(values, np.float64)
+    if axis is None:
+        return np.float32(math.fsum(v.ravel()))
+    moved = np.moveaxis(v, axis, -1)
+    out = np.empty(moved.shape[:-1], np.float64)
+    for idx in np.ndindex(out.shape):
+        out[idx] = math.fsum(moved[idx])
+    return out.astype(np.float32)
+
+
+def ulps(a, b):
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    ia = a.view(np.int32).astype(np.int64)
+    ib = b.view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
+    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
+    return np.abs(ia - ib)
+
+
+def layouts(rng, shape):
+    base = rng.standard_normal(shape).astype(np.float32) * 1e3
+    big = rng.standard_normal((shape[0] * 2, shape[1] * 3)).astype(np.float32)
+    packed = np.zeros(shape, dtype=[("a", np.int8), ("x", np.float32)])  # 5-byte stride
+    packed["x"] = base
+    return {
+        "C": base,
+        "F": np.asfortranarray(base),
+        "strided": big[::2, ::3],
+        "reversed": base[::-1, ::-1],
+        "transposed": np.ascontiguousarray(base.T).T,
+        "packed": packed["x"],
+    }
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(3, 5), (64, 256), (7, 40000), (40000, 3)])
+def test_float32_sum_whole_is_rounded_exact(shape, threads):
+    with pyet_threads(threads):
+        check_whole(shape)
+
+
+def check_whole(shape):
+    rng = np.random.default_rng(hash(shape) % 2**32)
+    for name, a in layouts(rng, shape).items():
+        got = np.asarray(pyet.sum(pyet.asarray(a)))
+        assert got.dtype == np.float32
+        if a.size <= 1 << 16:  # a small bare leaf: NumPy's own reduction
+            assert got == np.sum(a), name
+        else:
+            assert ulps(got, exact_f32(a)) <= 1, name
+        # a tree: the product widened in the same fold
+        b = np.ascontiguousarray(a[::-1])
+        got = np.asarray(pyet.sum(pyet.asarray(a) * pyet.asarray(b)))
+        assert ulps(got, exact_f32(a * b)) <= 1, name  # float32 products, summed
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("shape", [(5, 3), (300, 257), (2, 70000)])
+def test_float32_sum_axis_and_mean(shape, axis):
+    with pyet_threads(2):
+        check_axis(shape, axis)
+
+
+def check_axis(shape, axis):
+    rng = np.random.default_rng(7)
+    for name, a in layouts(rng, shape).items():
+        x = pyet.asarray(a)
+        got = np.asarray(pyet.sum(x * 2, axis=axis))
+        want = exact_f32(a * 2, axis)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        if core.folds_across_rows(x * 2, (axis % 2,)):
+            # across rows: float32 adds in order, as NumPy's own there
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4 * np.abs(a).max(),
+                                       err_msg=name)
+        else:  # along the reduced axis: widened, the rounded exact sum
+            assert (ulps(got, want) <= 1).all(), name
+        got = np.asarray(pyet.mean(x, axis=axis, keepdims=True))
+        np.testing.assert_allclose(got, np.mean(a, axis=axis, keepdims=True, dtype=np.float64),
+                                   rtol=2e-5, atol=1e-3 * np.abs(a).mean(), err_msg=name)
+
+
+def test_float32_sum_specials_and_empty():
+    a = np.array([1.0, np.inf, 2.0], np.float32)
+    assert np.asarray(pyet.sum(pyet.asarray(a))) == np.inf
+    a = np.array([np.inf, -np.inf, 1.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(np.asarray(pyet.sum(pyet.asarray(a))))
+    a = np.array([np.nan, 1.0], np.float32)
+    assert np.isnan(np.asarray(pyet.sum(pyet.asarray(a))))
+    # float32 overflow only when the float64 total is rounded at the end
+    a = np.full(70000, 3e38, np.float32)
+    a[1::2] = -3e38
+    assert np.asarray(pyet.sum(pyet.asarray(a))) == 0
+    assert np.asarray(pyet.sum(pyet.asarray(np.zeros((0, 3), np.float32)))) == 0
+    big = np.full(100000, 1e35, np.float32)
+    with np.errstate(over="ignore"):
+        assert np.asarray(pyet.sum(pyet.asarray(big))) == np.float32(np.inf)
+
+
+def test_sum_into_destinations_with_sentinels():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((130, 70000 // 130)).astype(np.float32)
+    buf = np.full(40, 7.0, np.float32)
+    dst = buf[10:30:2][:a.shape[0] // 13]
+    x = pyet.asarray(a[::13])
+    dst[...] = pyet.sum(x * x, axis=1)
+    np.testing.assert_allclose(dst, np.sum(a[::13].astype(np.float64) ** 2, axis=1), rtol=1e-6)
+    assert (buf[:10] == 7).all() and (buf[30:] == 7).all() and (buf[11:30:2] == 7).all()
+
+
+def test_pooled_fold_reentrant_through_a_user_function():
+    # a reduction evaluated inside a user function, during a fold of the same
+    # layout, must not share the outer fold's accumulators
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    x = pyet.asarray(a)
+
+    def inner(v):
+        s = np.asarray(pyet.sum(pyet.asarray(v) * 1.0))
+        return v + 0 * s
+
+    got = np.asarray(pyet.sum(pyet.F(inner, x) * 1.0))
+    assert got == a.sum()
+    got = np.asarray(pyet.sum(pyet.F(inner, x) * 2.0, axis=1))
+    np.testing.assert_array_equal(got, (2 * a).sum(axis=1))
+
+
+def test_pooled_fold_from_several_threads():
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((64, 256)) for _ in range(4)]
+    wants = [a.sum(axis=0) for a in arrays]
+    errors = []
+
+    def work(k):
+        x = pyet.asarray(arrays[k])
+        for _ in range(200):
+            got = np.asarray(pyet.sum(x * 1.0, axis=0))
+            if not np.allclose(got, wants[k], rtol=1e-12):
+                errors.append(k)
+                return
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+def test_results_are_not_the_pooled_accumulators():
+    x = pyet.asarray(np.ones((8, 9)))
+    first = pyet.evaluate(pyet.sum(x * 1.0, axis=0)).numpy()
+    second = pyet.evaluate(pyet.sum(x * 3.0, axis=0)).numpy()
+    assert (first == 8).all() and (second == 24).all()
+
+
+def test_add_compensations_checks_its_buffer():
+    with pytest.raises(ValueError, match="C-ordered float64 accumulators"):
+        core.add_compensations(np.zeros(4, np.float32), 2, 1)
+    with pytest.raises(ValueError, match="C-ordered float64 accumulators"):
+        core.add_compensations(np.zeros(3), 2, 1)
+    # per thread: two accumulators, then their two compensations
+    acc = np.array([1.0, np.inf, 0.5, 0.25, 2.0, 3.0, 0.125, np.nan])
+    core.add_compensations(acc, 2, 2)
+    assert acc[:2].tolist() == [1.5, np.inf]  # an inf keeps no compensation
+    assert acc[4] == 2.125 and np.isnan(acc[5])
+
+
+@pytest.mark.parametrize("shape,axes", [((4, 5, 6), (1,)), ((4, 5, 6), (0, 2)),
+                                        ((3, 1, 7), (0,)), ((1, 9), (1,))])
+def test_folds_across_rows_follows_the_leading_leaf(shape, axes):
+    a = np.zeros(shape)
+    x = pyet.asarray(a)
+    nd = len(shape)
+    inner = max((d for d in range(nd) if shape[d] > 1), default=None)
+    assert core.folds_across_rows(x, axes) == (inner is not None and inner not in axes)
+    # a broadcast row first, the full leaf second: the full one leads
+    row = pyet.asarray(np.zeros(shape[-1]))
+    assert core.folds_across_rows(row + x, axes) == core.folds_across_rows(x, axes)
+    # transposed: the innermost in memory is the first axis
+    t = pyet.asarray(np.zeros(shape[::-1]).T)
+    first = min((d for d in range(nd) if shape[d] > 1), default=None)
+    assert core.folds_across_rows(t, axes) == (first is not None and first not in axes)
