@@ -54,7 +54,7 @@ class EvalPlan:
 
     def __init__(self):
         self._statements = []
-        self._schedule = None   # a kept plan's recorded run: (actions, results)
+        self._schedule = None   # a kept plan's recorded run: (actions, KeptSchedule, results)
 
     def __len__(self):
         return len(self._statements)
@@ -100,9 +100,17 @@ class EvalPlan:
         their memory are the same; only the values in it change).
         """
         if keep and self._schedule is not None:
-            actions, results = self._schedule
-            core.replay(actions)
-            self._hand_out(results)
+            actions, kept, results = self._schedule
+            if kept is None:
+                core.replay(actions)
+                self._hand_out(results)
+                return
+            # the results' memory is written again unless the caller still
+            # holds what the last run handed out (then new memory: kept.run)
+            for handle, _ in results:
+                handle._value = None
+            for (handle, _), arr in zip(results, kept.run([]), strict=True):
+                handle._value = core.tensor(arr)
             return
         statements = self._statements
         self._schedule = None
@@ -123,8 +131,14 @@ class EvalPlan:
             for handle, out in results:
                 handle._value = out
             return
-        self._schedule = (actions, results)
-        self._hand_out(results)
+        try:  # later runs write results in memory of their own (handed out as it is)
+            kept = core.KeptSchedule(actions, [out.numpy() for _, out in results], 0)
+        except ValueError:
+            kept = None
+        for handle, out in results:
+            handle._value = out
+        self._schedule = (actions, kept, [(handle, None) for handle, _ in results]
+                          if kept is not None else results)
 
     @staticmethod
     def _hand_out(results):

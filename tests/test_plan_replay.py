@@ -267,3 +267,40 @@ def test_train_step_replays_equal_fresh_runs(model):
     assert replayed == fresh
     for k in p1:
         np.testing.assert_array_equal(p1[k], p2[k])
+
+
+def test_kept_plan_results_held_by_the_caller_are_never_written_again():
+    x = pyet.asarray(np.arange(12.0).reshape(3, 4))
+    w = pyet.asarray(np.ones((4, 2)))
+    plan = pyet.EvalPlan()
+    h = plan.register(pyet.sum(pyet.tanh(x @ w) * 2.0, axis=0))
+    g = plan.register(x @ w + 1.0)
+    held = []
+    for step in range(6):
+        x.numpy()[...] = step
+        plan.run(keep=True)
+        want = np.sum(np.tanh(x.numpy() @ w.numpy()) * 2.0, axis=0)
+        np.testing.assert_allclose(h.value.numpy(), want, rtol=1e-12)
+        np.testing.assert_array_equal(g.value.numpy(), x.numpy() @ w.numpy() + 1.0)
+        if step % 2:
+            held.append((step, h.value, g.value.numpy()[0]))  # a Tensor; a view of another
+    for step, hv, gv in held:  # every held result kept its step's values
+        np.testing.assert_allclose(hv.numpy(), np.tanh(np.full(2, 4.0 * step)) * 6.0,
+                                   rtol=1e-12)
+        np.testing.assert_array_equal(gv, np.full(2, 4.0 * step + 1.0))
+
+
+def test_kept_plan_reuses_result_memory_nobody_holds():
+    x = pyet.asarray(np.arange(6.0))
+    plan = pyet.EvalPlan()
+    h = plan.register(pyet.exp(x) * 2.0)
+    plan.run(keep=True)
+    plan.run(keep=True)
+    first = h.value.numpy().__array_interface__["data"][0]
+    plan.run(keep=True)  # h.value was the only reference: the same memory again
+    assert h.value.numpy().__array_interface__["data"][0] == first
+    kept = h.value
+    plan.run(keep=True)  # held: new memory, the old values stay
+    assert h.value.numpy().__array_interface__["data"][0] != first
+    assert h.value is not kept
+    np.testing.assert_allclose(kept.numpy(), np.exp(np.arange(6.0)) * 2.0, rtol=1e-15)
