@@ -197,3 +197,21 @@ def test_folds_across_rows_follows_the_leading_leaf(shape, axes):
     t = pyet.asarray(np.zeros(shape[::-1]).T)
     first = min((d for d in range(nd) if shape[d] > 1), default=None)
     assert core.folds_across_rows(t, axes) == (first is not None and first not in axes)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 2)])
+def test_small_mean_is_numpys_bits_in_every_path(dtype, axis):
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((7, 5, 3)) * 100).astype(dtype)
+    x = pyet.asarray(a[:, ::-1])
+    for keepdims in (False, True):
+        want = np.mean(a[:, ::-1], axis=axis, keepdims=keepdims)
+        got = np.asarray(pyet.mean(x, axis=axis, keepdims=keepdims))  # into a destination
+        assert got.dtype == want.dtype and got.shape == np.shape(want)
+        assert np.array_equal(got, want)
+        plan = pyet.EvalPlan()  # a kept plan's bound call, and its replays
+        h = plan.register(pyet.mean(x, axis=axis, keepdims=keepdims) + 0)
+        for _ in range(3):
+            plan.run(keep=True)
+            assert np.array_equal(h.value.numpy(), want)

@@ -69,7 +69,20 @@ def _numpy_reduction(kind, array, axis, keepdims, out=None):
     reduce = _UFUNC_REDUCE.get(kind)
     if reduce is not None:
         return reduce(array, axis=axis, out=out, keepdims=keepdims)
+    if kind == "mean" and out is not None:
+        count = array.size if axis is None else math.prod([array.shape[a] for a in axis])
+        if count:
+            return _mean_into(array, axis, keepdims, out, count)
     return getattr(np, kind)(array, axis=axis, out=out, keepdims=keepdims)
+
+
+def _mean_into(array, axis, keepdims, out, count):
+    # np.mean(array, axis, out=out) without its Python wrapper (~8 us): the
+    # sum (in float64 for integers and bools), then true_divide by an intp
+    # count, as NumPy's _mean does it (the same loops: the same bits)
+    np.add.reduce(array, axis=axis, dtype=_F64 if array.dtype.kind in "biu" else None,
+                  out=out, keepdims=keepdims)
+    return np.true_divide(out, np.intp(count), out=out, casting="unsafe")
 
 
 def _c_strides(shape, dtype):
@@ -282,6 +295,10 @@ class Reduction(Special):
             # what np.sum/prod/max/min(..., out=out) call, without their Python wrapper
             return functools.partial(_UFUNC_REDUCE[kind], child._array,
                                      None if self.whole else axes, None, out, self.keepdims)
+        if _small_leaf(kind, child) and kind == "mean":
+            return functools.partial(_mean_into, child._array, None if self.whole else axes,
+                                     self.keepdims, out,
+                                     math.prod([child.shape[a] for a in axes]))
         if _small_leaf(kind, child) or kind in ("argmax", "argmin"):
             return lambda: self.into(out, (child,))
         across_rows = self._across_rows(child)
