@@ -704,6 +704,16 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
             dt_out = prog.code[i].dt_out
             slot, dts = prog.pyfuncs[i]
             fn = fns[slot]
+            if _ufunc_in_place(fn, dts, dt_out):
+                # a NumPy ufunc keeps no reference: it reads the blocks where
+                # they are and writes its loop's result straight into out
+                args = []
+                for j in range(len(dts)):
+                    view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
+                    view.flags.writeable = False
+                    args.append(view)
+                fn(*args, out=cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt_out], out))
+                return 0
             args = []
             for j in range(len(dts)):
                 view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
@@ -717,6 +727,30 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
         except BaseException as exc:
             (<list>errors).append(exc)
             return -1
+
+
+cdef dict _UFUNC_IN_PLACE = {}
+
+
+cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
+    # fn a ufunc whose loop for these operand dtypes gives exactly dt_out
+    # (once per ufunc and dtypes); other functions get copies of the blocks
+    if type(fn) is not np.ufunc:
+        return False
+    key = (fn, tuple(dts), dt_out)
+    ok = _UFUNC_IN_PLACE.get(key)
+    if ok is None:
+        ok = False
+        if (<object>fn).nout == 1 and (<object>fn).nin == len(dts):
+            try:
+                ok = (<object>fn).resolve_dtypes(
+                    tuple([DTYPES[<int>d] for d in dts]) + (None,))[len(dts)] == DTYPES[dt_out]
+            except Exception:
+                ok = False
+        if len(_UFUNC_IN_PLACE) >= 256:
+            _UFUNC_IN_PLACE.clear()
+        _UFUNC_IN_PLACE[key] = ok
+    return ok
 
 
 cdef object _pyfunc_result(object fn, object res, pyet_intp n, int dt):

@@ -1,0 +1,73 @@
+"""pyet.F over a NumPy ufunc reads the operand blocks in place and writes its
+loop's result straight into the block (no copies): NumPy's values on every
+layout, the copying path where the loop's dtype is not the node's, and
+nothing written when the ufunc raises."""
+
+import numpy as np
+import pytest
+
+import pyet
+
+
+def layouts(a):
+    packed = np.zeros(a.shape, dtype=[("pad", np.int8), ("x", a.dtype)])
+    packed["x"] = a
+    big = np.zeros((a.shape[0] * 2, a.shape[1] * 3), a.dtype)
+    big[::2, ::3] = a
+    return {"C": a, "F": np.asfortranarray(a), "strided": big[::2, ::3],
+            "reversed": np.ascontiguousarray(a[::-1, ::-1])[::-1, ::-1],
+            "packed": packed["x"], "transposed": np.ascontiguousarray(a.T).T}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 4), (300, 700)])
+def test_unary_ufunc_on_every_layout(dtype, shape):
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    for name, x in layouts(a).items():
+        X = pyet.asarray(x)
+        got = np.asarray(pyet.F(np.expm1, X * 2) + 1)
+        want = np.expm1(x * 2) + 1
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        # at the root, into a strided destination inside sentinels
+        buf = np.full((shape[0] + 2, 2 * shape[1] + 2), -7, dtype)
+        dst = buf[1:-1, 1:-1:2]
+        pyet.asarray(dst)[...] = pyet.F(np.sin, X)  # evaluated into dst
+        np.testing.assert_array_equal(dst, np.sin(x), err_msg=name)
+        assert (buf[0] == -7).all() and (buf[-1] == -7).all() and (buf[1:-1, 2:-1:2] == -7).all()
+
+
+def test_binary_ufunc_broadcast_and_mixed_dtypes():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((50, 70))
+    b = rng.standard_normal(70).astype(np.float32)
+    got = np.asarray(pyet.F(np.hypot, pyet.asarray(a), pyet.asarray(b)))
+    np.testing.assert_array_equal(got, np.hypot(a, b))
+    i = np.arange(12, dtype=np.int64).reshape(3, 4)
+    got = np.asarray(pyet.F(np.left_shift, pyet.asarray(i), pyet.asarray(i % 3)))
+    np.testing.assert_array_equal(got, np.left_shift(i, i % 3))
+
+
+def test_declared_dtype_other_than_the_loops_takes_the_copying_path():
+    a = np.linspace(-3, 3, 40).reshape(5, 8)
+    got = np.asarray(pyet.F(np.sqrt, pyet.asarray(np.abs(a)), dtype=np.float32))
+    np.testing.assert_array_equal(got, np.sqrt(np.abs(a)).astype(np.float32))
+    with pytest.raises(TypeError, match="returned bool where float64 was expected"):
+        np.asarray(pyet.F(np.isnan, pyet.asarray(a), dtype=np.float64))
+
+
+def test_a_ufunc_raising_midway_writes_nothing():
+    a = np.ones((4, 70000))
+    a[3, -1] = 0  # in the last block
+    dst = np.full(a.shape, 5.0)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            pyet.asarray(dst)[...] = pyet.F(np.log, pyet.asarray(a)) + 1
+    assert (dst == 5).all()
+
+
+def test_in_place_register_reuse_and_nested_ufuncs():
+    x = np.random.default_rng(2).uniform(0.1, 2, (64, 65))
+    X = pyet.asarray(x)
+    e = pyet.F(np.log1p, pyet.F(np.expm1, X) * 0.5) - pyet.F(np.sqrt, X)
+    np.testing.assert_array_equal(np.asarray(e), np.log1p(np.expm1(x) * 0.5) - np.sqrt(x))
