@@ -129,6 +129,29 @@ cdef take_args gather_args(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx, pyet
     return a
 
 
+def wrapped_indices(cnp.ndarray idx, pyet_intp n):
+    """(a new contiguous intp copy of int64 ``idx`` with negatives counted from
+    the end (n added), its least and greatest value) in one pass; the caller
+    checks the range.  None for other dtypes."""
+    if cnp.PyArray_TYPE(idx) != cnp.NPY_INT64 or sizeof(pyet_intp) != 8:
+        return None
+    src = np.ascontiguousarray(idx)
+    out = np.empty((<object>idx).shape, np.intp)
+    cdef const int64_t *x = <const int64_t *>cnp.PyArray_DATA(src)
+    cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
+    cdef pyet_intp i, size = cnp.PyArray_SIZE(src)
+    cdef int64_t lo = 0, hi = 0, v
+    if size:
+        lo = hi = x[0]
+    with nogil:
+        for i in range(size):
+            v = x[i]
+            lo = v if v < lo else lo
+            hi = v if v > hi else hi
+            o[i] = v + n if v < 0 else v
+    return out, lo, hi
+
+
 def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     cdef pyet_intp n = out.shape[0], m = out.shape[1]
     cdef take_args a = gather_args(out, w, idx, m)

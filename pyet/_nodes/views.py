@@ -212,6 +212,8 @@ def crop(e, shape, offset=None):
 
 def _pad_widths(pad_width):
     """((top, bottom), (left, right)) from p, (py, px) or ((t, b), (l, r))."""
+    if type(pad_width) is int and pad_width >= 0:  # the common form, without NumPy's set-up
+        return ((pad_width, pad_width), (pad_width, pad_width))
     try:
         pw = np.asarray(pad_width)
     except ValueError:  # ragged nesting
@@ -290,10 +292,12 @@ def pad(e, pad_width, value=0):
     x = _operand(e)
     _two_axes(x, "pad")
     widths = _pad_widths(pad_width)
-    if np.ndim(value):
-        raise ValueError(f"pad: value must be a scalar, got an array of shape {np.shape(value)}")
-    if np.iscomplexobj(value):
-        raise TypeError(f"pad: pyet does not support complex values, got {value!r}")
+    if type(value) not in (int, float):  # (Python numbers are scalars and not complex)
+        if np.ndim(value):
+            raise ValueError(f"pad: value must be a scalar, got an array of shape "
+                             f"{np.shape(value)}")
+        if np.iscomplexobj(value):
+            raise TypeError(f"pad: pyet does not support complex values, got {value!r}")
     fill = np.empty((), x.dtype)
     fill[()] = value  # NumPy's scalar assignment, as np.pad does: errors on overflow and NaN
     kernel = Pad(widths, fill[()])
@@ -324,6 +328,12 @@ class Concat(Special):
         return out
 
     def into(self, dst, args):
+        if getattr(core._evaluation, "recorder", None) is None and all(
+                [type(a) is core.Tensor and a.dtype == dst.dtype for a in args]):
+            # nothing to fuse: NumPy's own join, straight into dst (not while a
+            # plan is recorded: its replays redo only the passes assign() makes)
+            np.concatenate([a._array for a in args], self.axis, out=dst)
+            return
         lead = (slice(None),) * self.axis
         start = 0
         for a in args:

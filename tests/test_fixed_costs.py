@@ -1,0 +1,101 @@
+"""Fast paths that cut fixed costs: joins of plain leaves through NumPy's
+concatenate, pad's common arguments, take's one-pass index check.  Each
+against NumPy, with the general path's results and errors."""
+
+import numpy as np
+import pytest
+
+import pyet
+
+
+def test_joins_of_leaves_into_every_destination():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 6)), rng.standard_normal((5, 6))
+    A, B = pyet.asarray(a), pyet.asarray(b[:, ::-1])
+    for axis in (0, 1, -1):
+        want = np.concatenate([a, b[:, ::-1]], axis)
+        np.testing.assert_array_equal(np.asarray(pyet.concatenate([A, B], axis)), want)
+        buf = np.full((want.shape[0] + 2, 2 * want.shape[1] + 2), -9.0)
+        dst = buf[1:-1, 1:-1:2]  # strided, inside sentinels
+        pyet.asarray(dst)[...] = pyet.concatenate([A, B], axis)
+        np.testing.assert_array_equal(dst, want)
+        assert (buf[0] == -9).all() and (buf[-1] == -9).all() and (buf[1:-1, 2:-1:2] == -9).all()
+    for axis in (0, 1, 2):
+        np.testing.assert_array_equal(np.asarray(pyet.stack([A, B], axis)),
+                                      np.stack([a, b[:, ::-1]], axis))
+    # mixed dtypes: the pieces cast by pyet's passes, as NumPy promotes
+    i = pyet.asarray(np.arange(30, dtype=np.int32).reshape(5, 6))
+    got = np.asarray(pyet.concatenate([A, i], 0))
+    np.testing.assert_array_equal(got, np.concatenate([a, np.arange(30).reshape(5, 6)], 0))
+
+
+def test_join_into_a_destination_its_pieces_read():
+    x = np.arange(12.0).reshape(2, 6)
+    X = pyet.asarray(x)
+    want = np.concatenate([x[:, :3], x[:, 3:]], 0)
+    out = pyet.asarray(x.reshape(4, 3))  # the same memory as the pieces
+    out[...] = pyet.concatenate([X[:, :3], X[:, 3:]], 0)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+@pytest.mark.parametrize("width", [0, 1, 3, (1, 2), ((0, 1), (2, 3))])
+@pytest.mark.parametrize("value", [0, 1.5, np.float32(2.5), -3])
+def test_pad_arguments(width, value):
+    a = np.arange(20.0, dtype=np.float32).reshape(4, 5)
+    got = np.asarray(pyet.pad(pyet.asarray(a), width, value))
+    w = width if isinstance(width, int) else (
+        np.asarray(width) if np.ndim(width) == 2 else [(width[0],) * 2, (width[1],) * 2])
+    np.testing.assert_array_equal(got, np.pad(a, w, constant_values=value))
+
+
+def test_pad_errors():
+    x = pyet.asarray(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="non-negative"):
+        pyet.pad(x, -1)
+    with pytest.raises(ValueError, match="must be a scalar"):
+        pyet.pad(x, 1, np.zeros(2))
+    with pytest.raises(TypeError, match="complex"):
+        pyet.pad(x, 1, 1j)
+    with pytest.raises(ValueError, match="pad_width must be an int"):
+        pyet.pad(x, 1.5)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16, np.intp])
+def test_take_indices_every_integer_dtype(dtype):
+    W = np.arange(40.0).reshape(10, 4)
+    idx = np.array([0, 9, 3, 3, 5], dtype)
+    np.testing.assert_array_equal(np.asarray(pyet.take(idx, pyet.asarray(W))), W[idx])
+    if np.dtype(dtype).kind == "i":
+        neg = np.array([[-1, -10], [2, -3]], dtype)
+        np.testing.assert_array_equal(np.asarray(pyet.take(neg, pyet.asarray(W))), W[neg])
+
+
+def test_take_index_errors_name_the_bad_index():
+    W = pyet.asarray(np.zeros((10, 4)))
+    with pytest.raises(IndexError,
+                       match="take: index 10 is out of bounds for axis 0 of W of size 10"):
+        pyet.take(np.array([1, 10, -11]), W)  # the greatest is reported first
+    with pytest.raises(IndexError, match="index -11 is out of bounds"):
+        pyet.take(np.array([1, -11]), W)
+    with pytest.raises(TypeError, match="indices must be integers"):
+        pyet.take(np.array([1.0]), W)
+    idx = np.array([1, 2, 3])
+    t = pyet.take(idx, W)
+    idx[0] = 99  # the node keeps the values checked when it was built
+    assert np.asarray(t).shape == (3, 4)
+    strided = np.arange(10, dtype=np.int64)[::-3]
+    np.testing.assert_array_equal(np.asarray(pyet.take(strided, W)), W.numpy()[strided])
+
+
+def test_kept_plan_replays_a_join_of_leaves_over_new_values():
+    # NumPy's join is not recorded: while a plan records, pieces are assigned
+    a, b = np.zeros((2, 3)), np.zeros((2, 3))
+    plan = pyet.EvalPlan()
+    h = plan.register(pyet.stack([pyet.asarray(a), pyet.asarray(b)], 1) * 1.0)
+    out = np.empty((4, 3))
+    plan.assign(out, pyet.concatenate([pyet.asarray(a), pyet.asarray(b)], 0))
+    for step in range(4):
+        a[...], b[...] = step, -step
+        plan.run(keep=True)
+        np.testing.assert_array_equal(h.value.numpy(), np.stack([a, b], 1))
+        np.testing.assert_array_equal(out, np.concatenate([a, b], 0))
