@@ -71,3 +71,37 @@ def test_in_place_register_reuse_and_nested_ufuncs():
     X = pyet.asarray(x)
     e = pyet.F(np.log1p, pyet.F(np.expm1, X) * 0.5) - pyet.F(np.sqrt, X)
     np.testing.assert_array_equal(np.asarray(e), np.log1p(np.expm1(x) * 0.5) - np.sqrt(x))
+
+
+def _messages(fn):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("build", [
+    lambda X, Z, f: f(X / Z),            # pyet's division before the call, in one block
+    lambda X, Z, f: X / Z + f(X),
+    lambda X, Z, f: f(X) + X / Z,
+])
+@pytest.mark.parametrize("kind", ["ufunc", "function"])
+def test_pass_flags_survive_a_user_function(build, kind):
+    # NumPy clears the floating-point flags before each ufunc loop: the pass's
+    # own (x / 0 here) must still be reported, once
+    X, Z = pyet.asarray(np.ones(10)), pyet.asarray(np.zeros(10))
+    f = (lambda e: pyet.F(np.expm1, e)) if kind == "ufunc" else \
+        (lambda e: pyet.F(lambda v: v * 2, e))
+    assert _messages(lambda: np.asarray(build(X, Z, f))) == [
+        "divide by zero encountered in a pyet evaluation"]
+    with np.errstate(divide="ignore"):
+        assert _messages(lambda: np.asarray(build(X, Z, f))) == []
+
+
+def test_a_functions_own_errors_are_reported_once_by_numpy():
+    Z = pyet.asarray(np.zeros(10))
+    assert _messages(lambda: np.asarray(pyet.F(np.log, Z))) == [
+        "divide by zero encountered in log"]
+    assert _messages(lambda: np.asarray(pyet.F(lambda v: np.log(v), Z) + 1)) == [
+        "divide by zero encountered in log"]

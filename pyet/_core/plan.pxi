@@ -695,8 +695,19 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
     # F(fn, ...) nodes: fn gets read-only arrays of its own (copies of the
     # operand blocks: a reference it keeps never sees scratch memory reused)
     cdef cnp.npy_intp dims[1]
-    cdef int dt_out
+    cdef int dt_out, rc
+    # NumPy clears the flags before each ufunc loop and reports its own (fn's
+    # errors are NumPy's to report, once): the pass's flags so far are kept
+    cdef int flags = pyet_fs_get()
     dims[0] = n
+    rc = _call_pyfunc(r, i, n, out, inp, dims)
+    pyet_fs_set(flags)
+    return rc
+
+
+cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
+                      cnp.npy_intp *dims) noexcept nogil:
+    cdef int dt_out
     with gil:
         try:
             prog = <Program>r.prog
@@ -777,6 +788,7 @@ cdef extern from "fpstatus.h" nogil:
         PYET_FS_UNDERFLOW
     int pyet_fs_get()
     void pyet_fs_clear(int flags)
+    void pyet_fs_set(int flags)
 
 
 # per op: the flags its kernel may raise where NumPy's stays quiet (comparisons on

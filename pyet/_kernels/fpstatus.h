@@ -10,6 +10,7 @@ enum { PYET_FS_INVALID = 1, PYET_FS_DIVIDE = 2, PYET_FS_OVERFLOW = 4, PYET_FS_UN
  * bench/bench_fpflags.py): no flag is ever read, so no error is reported. */
 static inline int pyet_fs_get(void) { return 0; }
 static inline void pyet_fs_clear(int f) { (void)f; }
+static inline void pyet_fs_set(int f) { (void)f; }
 #elif defined(__SSE__) || defined(__x86_64__) || defined(_M_X64)
 #include <xmmintrin.h>
 static inline int pyet_fs_get(void) {
@@ -27,6 +28,15 @@ static inline void pyet_fs_clear(int f) {
     if (f & PYET_FS_UNDERFLOW) m |= _MM_EXCEPT_UNDERFLOW;
     _mm_setcsr(_mm_getcsr() & ~m);
 }
+/* exactly the flags f raised (the others cleared) */
+static inline void pyet_fs_set(int f) {
+    unsigned m = 0;
+    if (f & PYET_FS_INVALID) m |= _MM_EXCEPT_INVALID;
+    if (f & PYET_FS_DIVIDE) m |= _MM_EXCEPT_DIV_ZERO;
+    if (f & PYET_FS_OVERFLOW) m |= _MM_EXCEPT_OVERFLOW;
+    if (f & PYET_FS_UNDERFLOW) m |= _MM_EXCEPT_UNDERFLOW;
+    _mm_setcsr((_mm_getcsr() & ~(unsigned)_MM_EXCEPT_MASK) | m);
+}
 #else
 #include <fenv.h>
 static inline int pyet_fs_get(void) {
@@ -36,6 +46,11 @@ static inline int pyet_fs_get(void) {
 }
 static inline void pyet_fs_clear(int f) {
     feclearexcept(((f & PYET_FS_INVALID) ? FE_INVALID : 0) | ((f & PYET_FS_DIVIDE) ? FE_DIVBYZERO : 0) |
+                  ((f & PYET_FS_OVERFLOW) ? FE_OVERFLOW : 0) | ((f & PYET_FS_UNDERFLOW) ? FE_UNDERFLOW : 0));
+}
+static inline void pyet_fs_set(int f) {
+    feclearexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);
+    feraiseexcept(((f & PYET_FS_INVALID) ? FE_INVALID : 0) | ((f & PYET_FS_DIVIDE) ? FE_DIVBYZERO : 0) |
                   ((f & PYET_FS_OVERFLOW) ? FE_OVERFLOW : 0) | ((f & PYET_FS_UNDERFLOW) ? FE_UNDERFLOW : 0));
 }
 #endif
