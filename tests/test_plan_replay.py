@@ -137,7 +137,7 @@ def test_a_replay_does_the_recorded_work_and_allocates_no_scratch():
     plan.run(keep=True)
     first = pyet.stats(reset=True)
     text = pyet.explain(plan)
-    assert "each run replays" in text and "Gemm(2d)" in text
+    assert "each run replays" in text and "Gemm(2d C(8,5) @ C(5,3) -> C, alpha=1, beta=0)" in text
     assert first["gemm_calls"] == 2 and first["scratch_bytes"] > 0
     for _ in range(2):
         w0 = w.copy()

@@ -303,6 +303,15 @@ cdef class Pass(Action):
         return execute_group(self.prog, self.dsts, self.leaves, self.scalars, [])
 
 
+cdef str _layout(cnp.ndarray a):
+    # how BLAS sees a matrix operand: rows contiguous (C), columns (F), or neither
+    if cnp.PyArray_IS_C_CONTIGUOUS(a):
+        return "C"
+    if cnp.PyArray_IS_F_CONTIGUOUS(a):
+        return "F"
+    return "strided"
+
+
 cdef class Gemm(Action):
     """dst := alpha * a.b + beta * dst: leaf arrays checked for one BLAS call,
     or expressions read (copied when they overlap dst) before ``first``, the
@@ -315,7 +324,11 @@ cdef class Gemm(Action):
         self.dst, self.a, self.b, self.alpha, self.beta, self.first = dst, a, b, alpha, beta, first
 
     def __repr__(self):
-        return f"Gemm({'2d' if isinstance(self.a, np.ndarray) else 'general'})"
+        if not isinstance(self.a, np.ndarray):
+            return "Gemm(general)"
+        return (f"Gemm(2d {_layout(self.a)}{fmt_shape(self.a.shape)} @ "
+                f"{_layout(self.b)}{fmt_shape(self.b.shape)} -> {_layout(self.dst)}, "
+                f"alpha={self.alpha:g}, beta={self.beta:g})")
 
     cdef int run(self) except -1:
         if isinstance(self.a, np.ndarray):
