@@ -67,9 +67,13 @@ class EvalPlan:
         if not isinstance(dst, (Tensor, np.ndarray)):
             raise TypeError(f"EvalPlan.assign: destination must be an ndarray or "
                             f"pyet.Tensor, got {type(dst).__name__}")
-        target = dst if isinstance(dst, Tensor) else core.as_expr(dst)
-        arr = target.numpy()
-        value = expr if _UPDATES[op] is None else getattr(target, _UPDATES[op])(expr)
+        if _UPDATES[op] is None:  # dst = expr: no node over dst needed
+            arr = dst.numpy() if isinstance(dst, Tensor) else dst
+            value = expr
+        else:
+            target = dst if isinstance(dst, Tensor) else core.as_expr(dst)
+            arr = target.numpy()
+            value = getattr(target, _UPDATES[op])(expr)
         self._statements.append((arr, core.check_assignment(arr, value), None))
         self._schedule = None
 
@@ -194,10 +198,16 @@ def _run_by_structure(statements):
     a plan run inside another evaluation)."""
     if not statements or getattr(core._evaluation, "done", None) is not None:
         return False
+    flags = 0
+    for _, e, _ in statements:
+        flags |= e._flags
+    if flags & core.UNCACHEABLE or not flags & core.PLANNED:
+        # (only elementwise statements: their programs are cached by structure
+        # already, and grouping them costs less than a structure key: 10
+        # statements of n = 100 ran in 91 us with the key, 57 without)
+        return False
     roots, which = [], []
     for dst, e, handle in statements:
-        if e._flags & core.UNCACHEABLE:
-            return False
         if handle is None:  # the destination's memory, as a leaf of the key
             roots.append(core.tensor(dst))
         roots.append(e)

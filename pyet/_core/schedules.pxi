@@ -403,3 +403,5 @@ cdef class KeptSchedule:
 
 # trees whose evaluation cannot be recorded (value-dependent errors)
 UNCACHEABLE = HAS_PYFUNC | HAS_INT_POWER
+# trees with special nodes (products, reductions...): the planning a record saves
+PLANNED = HAS_SPECIAL
