@@ -1499,14 +1499,14 @@ pyet_powf_half(__m256 zf, __m256i kf, __m256i jf, __m512d y)
         const __m512 x = (sflags & 1) ? xb : _mm512_maskz_loadu_ps(lm, X_ + i); \
         const __m512 y = FY ? yb : _mm512_maskz_loadu_ps(lm, Y_ + i);       \
         __m512i ix = _mm512_castps_si512(x);                                \
-        __mmask16 sl = _mm512_cmpge_epu32_mask(_mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)), \
-                                               _mm512_set1_epi32(0x7f000000)); \
-        if (!FY)                                                            \
-            sl |= _mm512_cmpge_epu32_mask(                                  \
-                _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(0x7fffffff)), \
-                _mm512_set1_epi32(0x7f800000));                             \
-        ix = _mm512_mask_mov_epi32(ix, sl, _mm512_set1_epi32(0x3f800000));  \
-        const __m512 ys = FY ? y : _mm512_mask_mov_ps(y, sl, _mm512_setzero_ps()); \
+        /* slow: x zero, subnormal, negative, inf or nan; y inf or nan */   \
+        __mmask16 sl = _mm512_fpclass_ps_mask(x, 0xff);                     \
+        if (!FY) sl |= _mm512_fpclass_ps_mask(y, 0x99);                     \
+        __m512 ys = y;                                                      \
+        if (sl) {  /* rare: no blends on the common path */                 \
+            ix = _mm512_mask_mov_epi32(ix, sl, _mm512_set1_epi32(0x3f800000)); \
+            if (!FY) ys = _mm512_mask_mov_ps(y, sl, _mm512_setzero_ps());   \
+        }                                                                   \
         /* x = 2^k z, z in [0x3f330000, 0x3fb30000) as bits */              \
         const __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32(0x3f330000)); \
         const __m512i jj = _mm512_srli_epi32(tmp, 19);  /* 4 bits kept by vpermt2pd */ \
