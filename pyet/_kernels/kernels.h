@@ -1147,8 +1147,9 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
  * times hi + lo in double-double, then pyet_exp's reduction and polynomial
  * with the low parts carried: correctly rounded but for near-ties (|y log x|
  * <= 708).
- * float32 pow: pyet_powf_lane.  Without AVX-512, gcc vectorizes none of
- * these loops (64-bit compares). */
+ * float32 pow: pyet_powf_avx512 where the CPU has AVX-512 (DQ), else
+ * pyet_powf_lane; small integer exponents: pyet_kernel_powi_f32.  Without
+ * AVX-512, gcc vectorizes none of these loops (64-bit compares). */
 PYET_INLINE double pyet_log_dd(double x, double *lo)
 {
     const uint64_t u = pyet_d2bits(x);
@@ -1269,7 +1270,8 @@ PYET_INLINE double pyet_log_d(double x)
     return pyet_log_poly(kd, f);
 }
 
-/* float32 x ** y (x, y widened): exp(y log x) in plain double, within about
+/* float32 x ** y (x, y widened) on CPUs without AVX-512 (pyet_powf_avx512
+ * has the fast one): exp(y log x) in plain double, within about
  * 2^-45 of x ** y for |y log x| <= 87, so rounded to float correctly but for
  * near-ties.  Slow lanes are sanitized by masking bits: with selects, gcc
  * folds log(1) and splits the lane into branches, which do not vectorize. */
