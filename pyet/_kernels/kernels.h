@@ -1479,9 +1479,9 @@ pyet_powf_half(__m256 zf, __m256i kf, __m256i jf, __m512d y)
     const __m512d l = _mm512_fmadd_pd(r, p, _mm512_add_pd(logc, _mm512_cvtepi32_pd(kf)));
     /* vrangepd: the one of t and 200 smaller in magnitude, with t's sign */
     const __m512d t = _mm512_range_pd(_mm512_mul_pd(y, l), _mm512_set1_pd(200.0), 0x2);
-    const __m512d kd = _mm512_add_pd(t, _mm512_set1_pd(0x1.8p48));  /* n in its low bits */
-    const __m512i ki = _mm512_castpd_si512(kd);
-    const __m512d s = _mm512_sub_pd(t, _mm512_sub_pd(kd, _mm512_set1_pd(0x1.8p48)));
+    /* n = 16 t rounded, in the low bits of ki; s = t - n/16 by vreducepd */
+    const __m512i ki = _mm512_castpd_si512(_mm512_add_pd(t, _mm512_set1_pd(0x1.8p48)));
+    const __m512d s = _mm512_reduce_pd(t, 4 << 4);
     const __m512d sc = _mm512_castsi512_pd(_mm512_add_epi64(
         _mm512_permutex2var_epi64(_mm512_load_si512(pyet_powf_exp2t), ki,
                                   _mm512_load_si512(pyet_powf_exp2t + 8)),
