@@ -1147,8 +1147,9 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
  * times hi + lo in double-double, then pyet_exp's reduction and polynomial
  * with the low parts carried: correctly rounded but for near-ties (|y log x|
  * <= 708).
- * float32 pow: pyet_powf_lane.  Without AVX-512, gcc vectorizes none of
- * these loops (64-bit compares). */
+ * float32 pow: pyet_powf_avx512 where the CPU has AVX-512 (DQ), else
+ * pyet_powf_lane; small integer exponents: pyet_kernel_powi_f32.  Without
+ * AVX-512, gcc vectorizes none of these loops (64-bit compares). */
 PYET_INLINE double pyet_log_dd(double x, double *lo)
 {
     const uint64_t u = pyet_d2bits(x);
@@ -1269,7 +1270,8 @@ PYET_INLINE double pyet_log_d(double x)
     return pyet_log_poly(kd, f);
 }
 
-/* float32 x ** y (x, y widened): exp(y log x) in plain double, within about
+/* float32 x ** y (x, y widened) on CPUs without AVX-512 (pyet_powf_avx512
+ * has the fast one): exp(y log x) in plain double, within about
  * 2^-45 of x ** y for |y log x| <= 87, so rounded to float correctly but for
  * near-ties.  Slow lanes are sanitized by masking bits: with selects, gcc
  * folds log(1) and splits the lane into branches, which do not vectorize. */
@@ -1369,6 +1371,192 @@ PYET_DISPATCH_WIDE static int pyet_kernel_pow(int op, int dt, int sflags, pyet_i
     return 1;
 }
 
+/* float32 x ** y for a small integer y (3..8, -6..-2): x^|y| in double by
+ * multiplications, one of them rounded for |y| <= 4 and two above (so the
+ * result is correctly rounded but for near-ties), then 1/ for y < 0.  For
+ * |y| <= 6 no double product of floats overflows or underflows (|x|^6 is in
+ * [2^-894, 2^768]): the narrowing raises the flags libm's powf would
+ * (overflow, underflow; divide for 0 ** -k), as it does for y = 7, 8, where a
+ * double overflow or underflow means the float result does too. */
+PYET_INLINE int pyet_powf_small_int(int sflags, pyet_intp n, void *const *in)
+{
+    if ((sflags & 3) != 2) return 0;
+    const float y = *(const float *)in[1];
+    return (y >= 3.0f && y <= 8.0f && y == (float)(int)y)
+           || (y >= -6.0f && y <= -2.0f && y == (float)(int)y) ? (int)y : 0;
+}
+
+#define PYET_POWI_LOOP(EXPR)                                                \
+    PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                          \
+        const double x = (double)X_[i], x2 = x * x;                         \
+        O_[i] = (float)(EXPR);                                              \
+    }                                                                       \
+    break
+
+PYET_DISPATCH_WIDE static int pyet_kernel_powi_f32(int k, pyet_intp n, void *out,
+                                                  void *const *in)
+{
+    const float *X_ = (const float *)in[0];
+    float *O_ = (float *)out;
+    switch (k) {
+    case 3: PYET_POWI_LOOP(x2 * x);
+    case 4: PYET_POWI_LOOP(x2 * x2);
+    case 5: PYET_POWI_LOOP((x2 * x2) * x);
+    case 6: PYET_POWI_LOOP((x2 * x2) * x2);
+    case 7: PYET_POWI_LOOP((x2 * x2) * (x2 * x));
+    case 8: PYET_POWI_LOOP((x2 * x2) * (x2 * x2));
+    case -2: PYET_POWI_LOOP(1.0 / x2);
+    case -3: PYET_POWI_LOOP(1.0 / (x2 * x));
+    case -4: PYET_POWI_LOOP(1.0 / (x2 * x2));
+    case -5: PYET_POWI_LOOP(1.0 / ((x2 * x2) * x));
+    case -6: PYET_POWI_LOOP(1.0 / ((x2 * x2) * x2));
+    default: return 0;
+    }
+    return 1;
+}
+#undef PYET_POWI_LOOP
+
+/* float32 x ** y with AVX-512 (where the CPU has it): 16 floats a step, the
+ * arithmetic in two halves of 8 doubles, tables held in registers (vpermt2pd:
+ * a 16-entry lookup in one instruction, where gcc's vectorized table loads
+ * would be gathers).  As ARM's optimized-routines powf, with longer
+ * polynomials: log2 x = k + log2 c + log2(1 + r), r = z/c - 1, x = 2^k z,
+ * z in [0.699, 1.398) split into 16 intervals by 4 mantissa bits, c near
+ * each one's centre (c = 1 on the one holding 1, so r = z - 1 there, exact,
+ * and log2 x keeps its relative accuracy near x = 1), |r| < 0.0297,
+ * log2(1 + r) = r P(r), P of degree 5 fitted for relative error 2^-38.3;
+ * t = y log2 x; 2^t = 2^(j/16) 2^(n/16 - j/16) (1 + s Q(s)), s = t - n/16,
+ * |s| <= 1/32, Q of degree 3 (2^-38.5).  The result before its rounding to
+ * float is within 2^-35 of x ** y for |t| < 8 (2^-31 at |t| = 150): within
+ * 1 ulp of the correctly rounded float, and equal to it but on about 2e-5 of
+ * inputs (checked against float64 pow over 2^22 each of random, edge-of-range
+ * and near-1 inputs).  t is clamped to +-200, where the double 2^t is still
+ * normal: overflowing and underflowing results round once, narrowing from
+ * double, and raise overflow and underflow there.  Lanes with x not
+ * positive, normal and finite or y not finite are slow: libm's powf (its
+ * values and flags); the vector arithmetic sees 1 ** 0 on them. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(PYET_NO_DISPATCH)
+#define PYET_POWF_AVX512 1
+#include <immintrin.h>
+
+static const double pyet_powf_invc[16] __attribute__((aligned(64))) = {
+    0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0, 0x1.49539f0f010b0p+0, 0x1.3c995b0b80385p+0,
+    0x1.30d190c8864a5p+0, 0x1.25e227b0b8ea0p+0, 0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
+    0x1.0953f419900a7p+0, 0x1.0000000000000p+0, 0x1.e573ae5c66190p-1, 0x1.ca4b31f026aa0p-1,
+    0x1.b2036576afce6p-1, 0x1.9c2d163a1aa2dp-1, 0x1.886e6037841edp-1, 0x1.767dcf5534862p-1};
+/* -log2(invc) */
+static const double pyet_powf_logc[16] __attribute__((aligned(64))) = {
+    -0x1.efec65b963019p-2, -0x1.b0b6832d4fca4p-2, -0x1.7418b0a1fb77bp-2, -0x1.39de91a6dcf7bp-2,
+    -0x1.01d9bf3f2b631p-2, -0x1.97c1d1b3b7af0p-3, -0x1.2f9e393af3c9fp-3, -0x1.960cbbf788d5cp-4,
+    -0x1.a6f9db6475fcep-5, 0.0, 0x1.3aa2e7ef9fe13p-4, 0x1.476a9543891bap-3,
+    0x1.e840b4ac4e4d2p-3, 0x1.40645f0c6651cp-2, 0x1.88e9c2c1b9ff8p-2, 0x1.ce0a44eb17bccp-2};
+/* bits of 2^(j/16) less j << 48, so adding n << 48 (n = t*16 rounded) gives 2^(n/16) */
+static const uint64_t pyet_powf_exp2t[16] __attribute__((aligned(64))) = {
+    0x3ff0000000000000ull, 0x3fefb5586cf9890full, 0x3fef72b83c7d517bull, 0x3fef387a6e756238ull,
+    0x3fef06fe0a31b715ull, 0x3feedea64c123422ull, 0x3feebfdad5362a27ull, 0x3feeab07dd485429ull,
+    0x3feea09e667f3bcdull, 0x3feea11473eb0187ull, 0x3feeace5422aa0dbull, 0x3feec49182a3f090ull,
+    0x3feee89f995ad3adull, 0x3fef199bdd85529cull, 0x3fef5818dcfba487ull, 0x3fefa4afa2a490daull};
+
+#define PYET_AVX512 __attribute__((target("avx512f,avx512dq")))
+
+/* 8 lanes: z, k, the table index (as int32) and y -> x ** y in double */
+PYET_AVX512 static inline __attribute__((always_inline)) __m512d
+pyet_powf_half(__m256 zf, __m256i kf, __m256i jf, __m512d y)
+{
+    const __m512i j = _mm512_cvtepu32_epi64(jf);
+    const __m512d invc = _mm512_permutex2var_pd(_mm512_load_pd(pyet_powf_invc), j,
+                                                _mm512_load_pd(pyet_powf_invc + 8));
+    const __m512d logc = _mm512_permutex2var_pd(_mm512_load_pd(pyet_powf_logc), j,
+                                                _mm512_load_pd(pyet_powf_logc + 8));
+    const __m512d r = _mm512_fmsub_pd(_mm512_cvtps_pd(zf), invc, _mm512_set1_pd(1.0));
+    __m512d p = _mm512_fmadd_pd(_mm512_set1_pd(-0x1.ed020194172a2p-3), r,
+                                _mm512_set1_pd(0x1.27bdf94bb0f92p-2));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(-0x1.71546e26d6553p-2));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.ec7097c2f33aep-2));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(-0x1.71547652d5937p-1));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.71547652bcfbfp+0));
+    const __m512d l = _mm512_fmadd_pd(r, p, _mm512_add_pd(logc, _mm512_cvtepi32_pd(kf)));
+    /* vrangepd: the one of t and 200 smaller in magnitude, with t's sign */
+    const __m512d t = _mm512_range_pd(_mm512_mul_pd(y, l), _mm512_set1_pd(200.0), 0x2);
+    /* n = 16 t rounded, in the low bits of ki; s = t - n/16 by vreducepd */
+    const __m512i ki = _mm512_castpd_si512(_mm512_add_pd(t, _mm512_set1_pd(0x1.8p48)));
+    const __m512d s = _mm512_reduce_pd(t, 4 << 4);
+    const __m512d sc = _mm512_castsi512_pd(_mm512_add_epi64(
+        _mm512_permutex2var_epi64(_mm512_load_si512(pyet_powf_exp2t), ki,
+                                  _mm512_load_si512(pyet_powf_exp2t + 8)),
+        _mm512_slli_epi64(ki, 48)));
+    __m512d q = _mm512_fmadd_pd(_mm512_set1_pd(0x1.3b2c7b3b69730p-7), s,
+                                _mm512_set1_pd(0x1.c6b3f746e47f6p-5));
+    q = _mm512_fmadd_pd(q, s, _mm512_set1_pd(0x1.ebfbdff5f70a5p-3));
+    q = _mm512_fmadd_pd(q, s, _mm512_set1_pd(0x1.62e42fec39c74p-1));
+    return _mm512_fmadd_pd(_mm512_mul_pd(sc, s), q, sc);
+}
+
+/* FY: y is a scalar (loop-invariant: no loads, checks or conversions of it) */
+#define PYET_POWF_STEP(FY)                                                  \
+    do {                                                                    \
+        const __mmask16 lm = n - i >= 16 ? (__mmask16)0xffff                \
+                                         : (__mmask16)((1u << (n - i)) - 1); \
+        const __m512 x = (sflags & 1) ? xb : _mm512_maskz_loadu_ps(lm, X_ + i); \
+        const __m512 y = FY ? yb : _mm512_maskz_loadu_ps(lm, Y_ + i);       \
+        __m512i ix = _mm512_castps_si512(x);                                \
+        /* slow: x zero, subnormal, negative, inf or nan; y inf or nan */   \
+        __mmask16 sl = _mm512_fpclass_ps_mask(x, 0xff);                     \
+        if (!FY) sl |= _mm512_fpclass_ps_mask(y, 0x99);                     \
+        __m512 ys = y;                                                      \
+        if (sl) {  /* rare: no blends on the common path */                 \
+            ix = _mm512_mask_mov_epi32(ix, sl, _mm512_set1_epi32(0x3f800000)); \
+            if (!FY) ys = _mm512_mask_mov_ps(y, sl, _mm512_setzero_ps());   \
+        }                                                                   \
+        /* x = 2^k z, z in [0x3f330000, 0x3fb30000) as bits */              \
+        const __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32(0x3f330000)); \
+        const __m512i jj = _mm512_srli_epi32(tmp, 19);  /* 4 bits kept by vpermt2pd */ \
+        const __m512i top = _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u)); \
+        const __m512i k = _mm512_srai_epi32(top, 23);                       \
+        const __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, top));    \
+        const __m512d r0 = pyet_powf_half(                                  \
+            _mm512_castps512_ps256(z), _mm512_castsi512_si256(k), _mm512_castsi512_si256(jj), \
+            FY ? yd : _mm512_cvtps_pd(_mm512_castps512_ps256(ys)));         \
+        const __m512d r1 = pyet_powf_half(                                  \
+            _mm512_extractf32x8_ps(z, 1), _mm512_extracti32x8_epi32(k, 1), \
+            _mm512_extracti32x8_epi32(jj, 1),                               \
+            FY ? yd : _mm512_cvtps_pd(_mm512_extractf32x8_ps(ys, 1)));      \
+        __m512 res = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(r0)), \
+                                        _mm512_cvtpd_ps(r1), 1);            \
+        sl &= lm;                                                           \
+        if (sl) {                                                           \
+            float xs[16], ysl[16], rs[16];                                  \
+            _mm512_storeu_ps(xs, x);                                        \
+            _mm512_storeu_ps(ysl, y);                                       \
+            _mm512_storeu_ps(rs, res);                                      \
+            for (int j = 0; j < 16; j++)                                    \
+                if ((sl >> j) & 1) rs[j] = powf(xs[j], ysl[j]);             \
+            res = _mm512_loadu_ps(rs);                                      \
+        }                                                                   \
+        _mm512_mask_storeu_ps(O_ + i, lm, res);                             \
+    } while (0)
+
+PYET_AVX512 static void pyet_powf_avx512(int sflags, pyet_intp n, void *out, void *const *in)
+{
+    const float *X_ = (const float *)in[0], *Y_ = (const float *)in[1];
+    float *O_ = (float *)out;
+    const __m512 xb = _mm512_set1_ps(X_[0]), yb = _mm512_set1_ps(Y_[0]);
+    const __m512d yd = _mm512_set1_pd((double)Y_[0]);
+    if ((sflags & 2) && !isfinite(Y_[0])) {  /* every lane slow */
+        const float y = Y_[0];
+        for (pyet_intp i = 0; i < n; i++) O_[i] = powf(X_[(sflags & 1) ? 0 : i], y);
+        return;
+    }
+    if (sflags & 2) {
+        for (pyet_intp i = 0; i < n; i += 16) PYET_POWF_STEP(1);
+    } else {
+        for (pyet_intp i = 0; i < n; i += 16) PYET_POWF_STEP(0);
+    }
+}
+#undef PYET_POWF_STEP
+#endif
+
 /* a scalar exponent NumPy's loop computes directly (pyet_kernel_narrow) */
 PYET_INLINE int pyet_pow_direct(int dt, int sflags, pyet_intp n, void *const *in)
 {
@@ -1381,8 +1569,22 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
 {
     if ((dt == DT_I32 || dt == DT_I64) && (sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op))
         return pyet_kernel_idiv(op, dt, n, out, in);
+    if (dt == DT_F32 && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)) {
+        const int k = pyet_powf_small_int(sflags, n, in);
+        if (k) return pyet_kernel_powi_f32(k, n, out, in);
+#ifdef PYET_POWF_AVX512
+        static int avx512_ = -1;  /* a benign race, as fma_'s below */
+        if (avx512_ < 0)
+            avx512_ = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+        if (avx512_) {
+            pyet_powf_avx512(sflags, n, out, in);
+            return 1;
+        }
+#endif
+        return pyet_kernel_pow(op, dt, sflags, n, out, in);
+    }
     if ((dt == DT_F64 && op == OP_log)
-        || ((dt == DT_F32 || dt == DT_F64) && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)))
+        || (dt == DT_F64 && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)))
         return pyet_kernel_pow(op, dt, sflags, n, out, in);
     if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log || op == OP_tanh)) {
         static int fma_ = -1;  /* a benign race: every thread stores the same */
