@@ -10,6 +10,12 @@
    (built separately) in one plan (one gemm) against evaluating them separately.
 3. Registering and running a plan of ten small statements (n = 100) against running them one by
    one: the plan's fixed cost.
+4. Three products of the same shapes in one plan (x @ W1, x @ W2, x @ W3: a GRU step's gates,
+   32x128 @ 128x128, and an MLP layer's size, 64x256 @ 256x256, float32): as separate gemm
+   calls (what a plan does), as one batched call over the weights side by side
+   (x @ [W1 W2 W3], with the weights' concatenation counted, and with the weights stored
+   concatenated), and side by side on two threads (each gemm from its own Python thread, one
+   OpenBLAS thread each): which measures faster decides what the plan does.
 
 One thread everywhere.  Competitors are interleaved; each time is the minimum over repeats, and
 for the small cases the median and 90th percentile of single calls are printed too.  Ratios are
@@ -27,6 +33,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# one BLAS thread per call (section 4 runs two calls side by side)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
@@ -174,6 +182,49 @@ def small_plan_case(pyet, repeats, min_time):
         {"plan": single_calls(f_plan, 2000), "one by one": single_calls(f_one_by_one, 2000)}
 
 
+def same_shape_products_case(pyet, repeats, min_time):
+    """Section 4: the three ways to run same-shape products (see the docstring)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return [(f"{m}x{k} @ {k}x{k} x3", _products(pyet, pool, m, k, repeats, min_time))
+                for m, k in ((32, 128), (64, 256))]
+
+
+def _products(pyet, pool, m, k, repeats, min_time):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    ws = [rng.standard_normal((k, k), dtype=np.float32) for _ in range(3)]
+    X, Ws = pyet.asarray(x), [pyet.asarray(w) for w in ws]
+    Wcat = pyet.asarray(np.concatenate(ws, axis=1))
+    outs = [np.empty((m, k), np.float32) for _ in range(3)]
+    out3 = np.empty((m, 3 * k), np.float32)
+
+    def separate():
+        plan = pyet.EvalPlan()
+        for o, w in zip(outs, Ws, strict=True):
+            plan.assign(o, pyet.dot(X, w))
+        plan.run()
+
+    def batched_with_concat():
+        pyet.evaluate(pyet.dot(X, pyet.concatenate(Ws, 1)), out=out3)
+
+    def batched_stored():
+        pyet.evaluate(pyet.dot(X, Wcat), out=out3)
+
+    def side_by_side():
+        futures = [pool.submit(pyet.evaluate, pyet.dot(X, w), out=o)
+                   for o, w in zip(outs[1:], Ws[1:], strict=True)]
+        pyet.evaluate(pyet.dot(X, Ws[0]), out=outs[0])
+        for f in futures:
+            f.result()
+
+    return bench({"separate gemms (plan)": separate,
+                  "one call, concatenating": batched_with_concat,
+                  "one call, stored concatenated": batched_stored,
+                  "side by side, 2 threads": side_by_side}, repeats, min_time)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
@@ -196,6 +247,12 @@ def main():
     best, calls = small_plan_case(pyet, repeats, min_time)
     print("\n3. ten statements of n = 100 float64: registering and running a plan")
     print_calls(best, calls)
+    print("\n4. three same-shape products, float32 (us; ratio = separate gemms / other)")
+    for label, best in same_shape_products_case(pyet, repeats, min_time):
+        print(f"  {label}")
+        for name, sec in best.items():
+            print(f"    {name:30s} {sec * 1e6:8.1f} us   "
+                  f"{best['separate gemms (plan)'] / sec:6.2f}")
 
 
 def print_calls(best, calls):
