@@ -20,22 +20,18 @@ static inline int pyet_fs_get(void) {
            ((m & _MM_EXCEPT_OVERFLOW) ? PYET_FS_OVERFLOW : 0) |
            ((m & _MM_EXCEPT_UNDERFLOW) ? PYET_FS_UNDERFLOW : 0);
 }
+static inline unsigned pyet_fs_csr_bits(int f) {  /* PYET_FS_* as MXCSR's bits */
+    return ((f & PYET_FS_INVALID) ? _MM_EXCEPT_INVALID : 0) |
+           ((f & PYET_FS_DIVIDE) ? _MM_EXCEPT_DIV_ZERO : 0) |
+           ((f & PYET_FS_OVERFLOW) ? _MM_EXCEPT_OVERFLOW : 0) |
+           ((f & PYET_FS_UNDERFLOW) ? _MM_EXCEPT_UNDERFLOW : 0);
+}
 static inline void pyet_fs_clear(int f) {
-    unsigned m = 0;
-    if (f & PYET_FS_INVALID) m |= _MM_EXCEPT_INVALID;
-    if (f & PYET_FS_DIVIDE) m |= _MM_EXCEPT_DIV_ZERO;
-    if (f & PYET_FS_OVERFLOW) m |= _MM_EXCEPT_OVERFLOW;
-    if (f & PYET_FS_UNDERFLOW) m |= _MM_EXCEPT_UNDERFLOW;
-    _mm_setcsr(_mm_getcsr() & ~m);
+    _mm_setcsr(_mm_getcsr() & ~pyet_fs_csr_bits(f));
 }
 /* exactly the flags f raised (the others cleared) */
 static inline void pyet_fs_set(int f) {
-    unsigned m = 0;
-    if (f & PYET_FS_INVALID) m |= _MM_EXCEPT_INVALID;
-    if (f & PYET_FS_DIVIDE) m |= _MM_EXCEPT_DIV_ZERO;
-    if (f & PYET_FS_OVERFLOW) m |= _MM_EXCEPT_OVERFLOW;
-    if (f & PYET_FS_UNDERFLOW) m |= _MM_EXCEPT_UNDERFLOW;
-    _mm_setcsr((_mm_getcsr() & ~(unsigned)_MM_EXCEPT_MASK) | m);
+    _mm_setcsr((_mm_getcsr() & ~(unsigned)_MM_EXCEPT_MASK) | pyet_fs_csr_bits(f));
 }
 #else
 #include <fenv.h>
