@@ -1,7 +1,8 @@
 """pyet.F over a NumPy ufunc reads the operand blocks in place and writes its
-loop's result straight into the block (no copies): NumPy's values on every
-layout, the copying path where the loop's dtype is not the node's, and
-nothing written when the ufunc raises."""
+loop's result straight into the block (no copies), its floating-point errors
+reported with the pass's: NumPy's values on every layout, the copying path
+where the loop's dtype is not the node's, nothing written when a Python
+function raises midway."""
 
 import numpy as np
 import pytest
@@ -56,14 +57,30 @@ def test_declared_dtype_other_than_the_loops_takes_the_copying_path():
         np.asarray(pyet.F(np.isnan, pyet.asarray(a), dtype=np.float64))
 
 
-def test_a_ufunc_raising_midway_writes_nothing():
+def test_ufunc_errors_are_the_passs_and_a_raising_function_writes_nothing():
     a = np.ones((4, 70000))
     a[3, -1] = 0  # in the last block
+    # a ufunc runs with its errors ignored and its flags reported after the
+    # pass, as pyet's own ops and np.log(a, out=dst): dst written, then raised
     dst = np.full(a.shape, 5.0)
     with np.errstate(divide="raise"):
-        with pytest.raises(FloatingPointError):
+        with pytest.raises(FloatingPointError, match="in a pyet evaluation"):
             pyet.asarray(dst)[...] = pyet.F(np.log, pyet.asarray(a)) + 1
-    assert (dst == 5).all()
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(dst, np.log(a) + 1)
+    # a Python function may raise midway: nothing is written
+    dst = np.full(a.shape, 5.0)
+    calls = []
+
+    def fails_late(v):
+        calls.append(len(v))
+        if len(calls) == 3:
+            raise RuntimeError("third block")
+        return v * 2
+
+    with pytest.raises(RuntimeError, match="third block"):
+        pyet.asarray(dst)[...] = pyet.F(fails_late, pyet.asarray(a)) + 1
+    assert (dst == 5).all() and len(calls) == 3
 
 
 def test_in_place_register_reuse_and_nested_ufuncs():
@@ -99,9 +116,12 @@ def test_pass_flags_survive_a_user_function(build, kind):
         assert _messages(lambda: np.asarray(build(X, Z, f))) == []
 
 
-def test_a_functions_own_errors_are_reported_once_by_numpy():
+def test_a_functions_own_errors_are_reported_once():
     Z = pyet.asarray(np.zeros(10))
+    # a ufunc's with the pass's; a Python function's by NumPy inside it
     assert _messages(lambda: np.asarray(pyet.F(np.log, Z))) == [
-        "divide by zero encountered in log"]
+        "divide by zero encountered in a pyet evaluation"]
     assert _messages(lambda: np.asarray(pyet.F(lambda v: np.log(v), Z) + 1)) == [
         "divide by zero encountered in log"]
+    with np.errstate(divide="ignore"):
+        assert _messages(lambda: np.asarray(pyet.F(np.log, Z))) == []

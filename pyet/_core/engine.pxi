@@ -64,9 +64,12 @@ cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     cdef list leaves = [], scalars = [], pyfuncs = []
     collect(e, leaves, scalars, pyfuncs)
     if e._flags & HAS_PYFUNC:
-        # a user function may raise midway: compute aside, then copy
         _not_recordable()
         STATS[0] += 1
+        if ufuncs_only(prog, pyfuncs):  # cannot raise midway: straight into d
+            execute_group(prog, [d], leaves, scalars, pyfuncs)
+            return
+        # a user function may raise midway: compute aside, then copy
         tmp = np.empty((<object>d).shape, (<object>d).dtype)
         execute(prog, tmp, leaves, scalars, pyfuncs)
         np.copyto(d, tmp)

@@ -701,6 +701,9 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
     cdef int flags = pyet_fs_get()
     dims[0] = n
     rc = _call_pyfunc(r, i, n, out, inp, dims)
+    if rc == 1:  # a ufunc with its errors ignored: what it raised is the pass's
+        pyet_fs_set(flags | pyet_fs_get())
+        return 0
     pyet_fs_set(flags)
     return rc
 
@@ -717,14 +720,17 @@ cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
             fn = fns[slot]
             if _ufunc_in_place(fn, dts, dt_out):
                 # a NumPy ufunc keeps no reference: it reads the blocks where
-                # they are and writes its loop's result straight into out
+                # they are and writes its loop's result straight into out; its
+                # errors ignored, its flags are reported with the pass's (it
+                # cannot raise midway, so the pass may write its destination)
                 args = []
                 for j in range(len(dts)):
                     view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
                     view.flags.writeable = False
                     args.append(view)
-                fn(*args, out=cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt_out], out))
-                return 0
+                with np.errstate(all="ignore"):
+                    fn(*args, out=cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt_out], out))
+                return 1
             args = []
             for j in range(len(dts)):
                 view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
@@ -762,6 +768,18 @@ cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
             _UFUNC_IN_PLACE.clear()
         _UFUNC_IN_PLACE[key] = ok
     return ok
+
+
+cdef bint ufuncs_only(Program prog, list fns) except -1:
+    """Whether every user function of prog is a ufunc run in place (errors
+    ignored, flags kept): then the pass cannot raise midway."""
+    cdef int i
+    for i in range(prog.ninstr):
+        if prog.pyfuncs[i] is not None:
+            slot, dts = prog.pyfuncs[i]
+            if not _ufunc_in_place(fns[slot], dts, prog.code[i].dt_out):
+                return False
+    return True
 
 
 cdef object _pyfunc_result(object fn, object res, pyet_intp n, int dt):
