@@ -459,10 +459,24 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
     return 0
 
 
+# Products of at least this many multiply-adds, C := A @ B into a row-major C,
+# go through NumPy's matmul, that is NumPy's BLAS.  NumPy and SciPy each bring
+# an OpenBLAS with its own worker threads, which spin for a while after a
+# call: a program calling np.matmul and pyet.dot in turn had two pools
+# fighting over the same cores (interleaved 256^2 products 4-36x slower than
+# each alone on 2 cores).  Through NumPy's, one pool serves both.  Smaller
+# products stay on SciPy's BLAS, which runs them on the caller's thread.
+DEF NUMPY_BLAS_MIN = 262144
+
+
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
                  double beta) except -1:
     """C := alpha*A@B + beta*C for operands gemm_2d_ready accepted."""
     if a.ndim == 2 and b.ndim == 2:
+        if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize
+                and c.shape[0] * c.shape[1] * a.shape[1] >= NUMPY_BLAS_MIN):
+            np.matmul(a, b, out=c)
+            return 0
         return gemm_any(c, a, b, alpha, beta)
     if c.descr.type_num == cnp.NPY_FLOAT:
         return gemv_arrays(<float *>NULL, c, a, b, alpha, beta)
