@@ -69,3 +69,25 @@ def test_interleaved_with_numpys_matmul():
         want = np.matmul(a, b)
         got = np.asarray(A @ B)
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["mat@vec", "vec@mat", "vec@vec"])
+@pytest.mark.parametrize("step", [1, 3])
+def test_large_vector_products(dtype, case, step):
+    rng = np.random.default_rng(3)
+    n = 20000 if case == "vec@vec" else 300
+    mat = rng.standard_normal((200, n) if case == "mat@vec" else (n, 200)).astype(dtype)
+    vec = rng.standard_normal(n * step).astype(dtype)[::step]
+    a, b = {"mat@vec": (mat, vec), "vec@mat": (vec, mat), "vec@vec": (vec, vec[::-1].copy())}[case]
+    want = a @ b
+    rtol = 1e-4 if dtype == np.float32 else 1e-12
+    got = np.asarray(pyet.asarray(a) @ pyet.asarray(b))
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    if case != "vec@vec":  # into a strided destination inside sentinels
+        buf = np.full(2 * want.size + 2, -3, dtype)
+        dst = buf[1:-1:2]
+        pyet.asarray(dst)[...] = pyet.asarray(a) @ pyet.asarray(b)
+        np.testing.assert_allclose(dst, want, rtol=rtol, atol=rtol * np.abs(want).max())
+        assert buf[0] == -3 and buf[-1] == -3 and (buf[2:-1:2] == -3).all()

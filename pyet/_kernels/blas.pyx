@@ -467,6 +467,7 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
 # each alone on 2 cores).  Through NumPy's, one pool serves both.  Smaller
 # products stay on SciPy's BLAS, which runs them on the caller's thread.
 DEF NUMPY_BLAS_MIN = 262144
+DEF NUMPY_VECTOR_MIN = 10240
 
 
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
@@ -478,6 +479,12 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
             np.matmul(a, b, out=c)
             return 0
         return gemm_any(c, a, b, alpha, beta)
+    # matrix-vector and vector-vector products as large as OpenBLAS runs on its
+    # threads (gemv from 9216 elements, dot beyond 10000): NumPy's pool too
+    if alpha == 1 and beta == 0 and (c.ndim == 0 or c.strides[0] == c.itemsize) and \
+            a.size * (b.shape[1] if b.ndim == 2 else 1) >= NUMPY_VECTOR_MIN:
+        np.matmul(a, b, out=c)
+        return 0
     if c.descr.type_num == cnp.NPY_FLOAT:
         return gemv_arrays(<float *>NULL, c, a, b, alpha, beta)
     return gemv_arrays(<double *>NULL, c, a, b, alpha, beta)
