@@ -33,6 +33,11 @@ ctypedef fused integral:
     int32_t
     int64_t
 
+# products of at most this many multiply-adds keep the GIL: releasing and
+# taking it back (~0.1-0.2 us) was a tenth of an 8x8 product's time, and
+# another thread gains nothing in a call this short
+DEF NOGIL_FLOPS = 32768
+
 # BLAS takes int dimensions and leading dimensions; larger ones are split
 # (dimensions) or refused (leading dimensions).  A variable so tests can
 # exercise the splitting with small arrays (``_set_int_limit``).
@@ -269,11 +274,17 @@ cdef int gemm_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
     if k == 0:  # empty sums: BLAS would only scale C
         c[...] = c * beta if beta else 0
         return 0
-    with nogil:
+    if batch * m * n * k <= NOGIL_FLOPS:  # (see NOGIL_FLOPS)
         gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
                    <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
                    <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
                    batch, m, n, k, <real>alpha, <real>beta, lim)
+    else:
+        with nogil:
+            gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
+                       <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
+                       <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
+                       batch, m, n, k, <real>alpha, <real>beta, lim)
     return 0
 
 
@@ -435,9 +446,13 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
     cdef Py_ssize_t n = a.shape[0]
     if a.ndim == 1 and b.ndim == 1:  # c is 0-d
         incx, incy = vector_inc(a), vector_inc(b)
-        with nogil:
+        if n <= NOGIL_FLOPS:
             r = dot_split(<real *>cnp.PyArray_DATA(a), incx,
                           <real *>cnp.PyArray_DATA(b), incy, n, INT_LIMIT)
+        else:
+            with nogil:
+                r = dot_split(<real *>cnp.PyArray_DATA(a), incx,
+                              <real *>cnp.PyArray_DATA(b), incy, n, INT_LIMIT)
         r = r if alpha == 1 else <real>alpha * r  # (-0.0 stays -0.0)
         pc[0] = r + <real>beta * pc[0] if beta else r
         return 0
@@ -452,10 +467,15 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
         rows, cols = cols, rows
     trans = b"T" if (lay == 1) == (a.ndim == 2) else b"N"
     incx, incy = vector_inc(vec), vector_inc(c)
-    with nogil:
+    if rows * cols <= NOGIL_FLOPS:
         gemv_split(trans, rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
                    <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta,
                    INT_LIMIT)
+    else:
+        with nogil:
+            gemv_split(trans, rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
+                       <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta,
+                       INT_LIMIT)
     return 0
 
 
