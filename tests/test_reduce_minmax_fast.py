@@ -189,3 +189,58 @@ def test_small_blocks_on_two_threads(threaded):
             check(*reduce_both(kind, a, expr=True))
             check(*reduce_both(kind, a[::-2], expr=True))
     assert _plan.get_block_size() == 32
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_whole_contiguous_leaf_in_one_call(dt):
+    # core.fold_flat: a C- or Fortran-contiguous leaf's whole max/min, one kernel
+    # call; misaligned, strided and non-float operands are refused (False)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((BIG // 64 + 1, 64)).astype(dt)
+    a[3, 5] = np.nan
+    for x in (a, np.asfortranarray(a), a.T, a[:, 5:6].copy()):
+        for kind in KINDS:
+            check(*reduce_both(kind, x))
+            out = np.zeros((1, 1), dt)
+            pyet.asarray(out)[...] = getattr(pyet, kind)(pyet.asarray(x), keepdims=True)
+            assert np.isnan(out[0, 0])
+    raw = np.zeros(BIG * a.itemsize + 1, np.uint8)[1:]
+    mis = raw.view(dt)
+    mis[...] = rng.standard_normal(BIG)
+    assert not mis.flags.aligned
+    out = np.zeros((), dt)
+    assert not _plan.fold_flat(out, mis, 3)
+    assert not _plan.fold_flat(out, a[:, ::2], 3)
+    assert not _plan.fold_flat(out, a.astype(np.int64), 3)
+    assert not _plan.fold_flat(np.zeros(2, dt), a, 3)
+    assert not _plan.fold_flat(out, a, 1)  # (sums keep their pass)
+    for kind in KINDS:
+        check(*reduce_both(kind, mis))
+    with np.errstate(all="raise"):  # NaN compares stay quiet, as NumPy's
+        check(*reduce_both("max", a))
+        check(*reduce_both("min", mis))
+
+
+def test_whole_leaf_on_forced_threads(threaded):
+    rng = np.random.default_rng(8)
+    for dt in FLOATS:
+        a = rng.standard_normal(BIG).astype(dt)
+        for kind in KINDS:
+            check(*reduce_both(kind, a))
+        a[BIG - 3] = np.nan
+        for kind in KINDS:
+            check(*reduce_both(kind, a))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dt", FLOATS)
+def test_nan_at_block_edges_through_a_pass(dt, kind):
+    # through a tree the values come in blocks of the pass (8192 for this one)
+    rng = np.random.default_rng(9)
+    base = rng.standard_normal(BIG).astype(dt)
+    lanes = 128 if dt == np.float32 else 64
+    for i in (0, lanes - 1, lanes, 2 * lanes - 1, 8191, 8192, 8192 + lanes, BIG - 1):
+        a = base.copy()
+        a[i] = np.nan
+        got, want = reduce_both(kind, a, expr=True)
+        assert np.isnan(got) and np.isnan(want), i
