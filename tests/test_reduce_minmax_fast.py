@@ -244,3 +244,45 @@ def test_nan_at_block_edges_through_a_pass(dt, kind):
         a[i] = np.nan
         got, want = reduce_both(kind, a, expr=True)
         assert np.isnan(got) and np.isnan(want), i
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_leading_axes_of_a_contiguous_leaf(dt):
+    # core.fold_rows (float64; float32 is NumPy's there): rows folded into dst in
+    # order; strided, overlapping or misaligned destinations take the pass
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((40, 50, 40)).astype(dt)
+    a[7, 3, 9] = np.nan
+    a[:, 4, 4] = np.nan
+    a[5, 6, :] = -0.0
+    for kind in KINDS:
+        for axis in (0, (0, 1)):
+            for keepdims in (False, True):
+                want = getattr(np, kind)(a, axis=axis, keepdims=keepdims)
+                got = pyet.evaluate(getattr(pyet, kind)(pyet.asarray(a), axis=axis,
+                                                        keepdims=keepdims))
+                check(got, want)
+                big = np.zeros((2,) + want.shape, dt)
+                dst = big[1] if not keepdims else big[1:]
+                pyet.asarray(dst)[...] = getattr(pyet, kind)(pyet.asarray(a), axis=axis,
+                                                             keepdims=keepdims)
+                check(dst.reshape(want.shape), want)
+                strided = np.zeros((2 * want.shape[-1],) if want.ndim == 1 else
+                                   want.shape[:-1] + (2 * want.shape[-1],), dt)[..., ::2]
+                pyet.asarray(strided)[...] = getattr(pyet, kind)(pyet.asarray(a), axis=axis,
+                                                                 keepdims=keepdims)
+                check(strided, want)
+        # dst is the first row of the operand itself: read before it is written
+        b = a.copy()
+        want = getattr(np, kind)(b, axis=0)
+        pyet.asarray(b[0])[...] = getattr(pyet, kind)(pyet.asarray(b), axis=0)
+        check(b[0], want)
+    if dt == np.float64:
+        out = np.zeros((50, 40), dt)
+        assert _plan.fold_rows(out, a, 3, 1)
+        check(out, np.max(a, axis=0))
+        assert not _plan.fold_rows(out[:, ::2].copy(), a, 3, 1)  # wrong size
+        assert not _plan.fold_rows(np.zeros((40, 50), dt)[:, ::1].T, a, 3, 1)  # not C-ordered
+        assert not _plan.fold_rows(out, a, 1, 1)  # (sums keep their pass)
+        assert not _plan.fold_rows(a[0], a, 3, 1)  # overlapping
+        assert not _plan.fold_rows(np.zeros(40, dt), a, 3, 0)

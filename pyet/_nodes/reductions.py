@@ -219,10 +219,18 @@ class Reduction(Special):
                              dst)
             return
         one_thread = core.reduce_threads(child.size) == 1
-        if (one_thread and kind in ("max", "min") and len(axes) == child.ndim
-                and isinstance(child, core.Tensor)
-                and core.fold_flat(dst, child._array, _FOLD[kind])):
-            return  # a contiguous leaf's whole max or min: one kernel call, no pass
+        if one_thread and kind in ("max", "min") and isinstance(child, core.Tensor):
+            if len(axes) == child.ndim and core.fold_flat(dst, child._array, _FOLD[kind]):
+                return  # a contiguous leaf's whole max or min: one kernel call, no pass
+            if axes == tuple(range(len(axes))):
+                if child.dtype == _F32:
+                    # NumPy's: the float32 row fold (three selects an element,
+                    # four rows a pass) measured 1.2x its AVX-512 loop at 64^3
+                    # over axis 0 (float64: 0.78x, kept)
+                    _numpy_reduction(kind, child._array, axes, self.keepdims, dst)
+                    return
+                if core.fold_rows(dst, child._array, _FOLD[kind], len(axes)):
+                    return  # its rows folded into dst, no pass
         across_rows = self._across_rows(child)
         direct = self._fold_into(dst, child, across_rows) if one_thread else None
         if direct is not None:
