@@ -222,14 +222,18 @@ def test_whole_contiguous_leaf_in_one_call(dt):
 
 
 def test_whole_leaf_on_forced_threads(threaded):
+    # above ONE_CALL_BYTES the pass's threads fold it; below, one call
     rng = np.random.default_rng(8)
-    for dt in FLOATS:
-        a = rng.standard_normal(BIG).astype(dt)
+    for dt, n in ((np.float32, BIG), (np.float64, BIG),
+                  (np.float32, reductions.ONE_CALL_BYTES // 4 + 4099),
+                  (np.float64, reductions.ONE_CALL_BYTES // 8 + 4099)):
+        a = rng.standard_normal(n).astype(dt)
         for kind in KINDS:
             check(*reduce_both(kind, a))
-        a[BIG - 3] = np.nan
+        a[n - 3] = np.nan
         for kind in KINDS:
             check(*reduce_both(kind, a))
+            check(*reduce_both(kind, a.reshape(-1, 1)[: n - n % 7].reshape(7, -1), 0))
 
 
 @pytest.mark.parametrize("kind", KINDS)
