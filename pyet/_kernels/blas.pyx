@@ -134,9 +134,9 @@ cdef inline int vector_inc(cnp.ndarray v) noexcept:
     cdef Py_ssize_t s = v.strides[0]
     if v.shape[0] <= 1:
         return 1
-    if s <= 0 or s % v.itemsize:
+    if s <= 0 or s % cnp.PyArray_ITEMSIZE(v):
         return 0
-    s //= v.itemsize
+    s //= cnp.PyArray_ITEMSIZE(v)
     if s > INT_LIMIT:
         return 0
     return <int>s
@@ -147,7 +147,7 @@ cdef int blas_layout(cnp.ndarray x, int *ld) except -2:
     0 if column-major, -1 if BLAS cannot take them; sets the leading dimension.
     Misaligned arrays (every stride must be a whole number of elements) and
     leading dimensions beyond INT_LIMIT are refused."""
-    cdef int nd = x.ndim, isz = x.itemsize
+    cdef int nd = x.ndim, isz = cnp.PyArray_ITEMSIZE(x)
     cdef Py_ssize_t r = x.shape[nd - 2], c = x.shape[nd - 1]
     cdef Py_ssize_t s0 = x.strides[nd - 2], s1 = x.strides[nd - 1]
     if not aligned(x) or (nd == 3 and x.shape[0] > 1 and x.strides[0] % isz):
@@ -254,7 +254,7 @@ cdef int check_stacks(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, str fname) ex
 
 cdef inline Py_ssize_t batch_stride(cnp.ndarray x):
     # elements between matrices (0 broadcasts); x is aligned
-    return 0 if x.shape[0] == 1 else x.strides[0] // x.itemsize
+    return 0 if x.shape[0] == 1 else x.strides[0] // cnp.PyArray_ITEMSIZE(x)
 
 
 cdef int gemm_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
@@ -321,7 +321,7 @@ def gemm_into(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha, double 
 
 def _loop_matmul(integral tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b):
     # strides in elements: every operand is aligned here
-    cdef Py_ssize_t isz = c.itemsize
+    cdef Py_ssize_t isz = cnp.PyArray_ITEMSIZE(c)
     cdef Py_ssize_t a0 = batch_stride(a), b0 = batch_stride(b), c0 = batch_stride(c)
     cdef Py_ssize_t a1 = a.strides[1] // isz, a2 = a.strides[2] // isz
     cdef Py_ssize_t b1 = b.strides[1] // isz, b2 = b.strides[2] // isz
@@ -400,7 +400,7 @@ cdef inline bint _disjoint(cnp.ndarray x, cnp.ndarray y):
             ylo += s
         else:
             yhi += s
-    return xhi + x.itemsize <= ylo or yhi + y.itemsize <= xlo
+    return xhi + cnp.PyArray_ITEMSIZE(x) <= ylo or yhi + cnp.PyArray_ITEMSIZE(y) <= xlo
 
 
 cdef int gemm_2d_ready(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b) except -1:
