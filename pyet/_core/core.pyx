@@ -25,7 +25,7 @@ cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
-from libc.math cimport isfinite
+from libc.math cimport INFINITY, isfinite
 
 import contextvars
 import operator

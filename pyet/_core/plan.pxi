@@ -1519,6 +1519,73 @@ def reduce_threads(pyet_intp size):
     return threads_for(size, size)
 
 
+def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
+    """Fold every value of ``src`` into ``dst``'s one element on this thread:
+    a whole float32/float64 max or min (``red``) of an array whose memory is
+    one aligned run (C- or Fortran-contiguous), as one kernel call over it, in
+    any order (max and min do not depend on it).  The plan's set-up (view of
+    dst, program, pass) was ~8 us of a 64^3 float32 max's ~30.  Returns False,
+    nothing written, for anything else; the value lands in dst after the
+    whole of src is read (dst may overlap it)."""
+    cdef int dt = array_dtype_code(src)
+    cdef pyet_intp n = cnp.PyArray_SIZE(src)
+    cdef double acc64
+    cdef float acc32
+    cdef char *acc = <char *>&acc64 if dt == DT_F64 else <char *>&acc32
+    if (red != RED_MAX and red != RED_MIN) or (dt != DT_F32 and dt != DT_F64) or n == 0 \
+            or cnp.PyArray_SIZE(dst) != 1 or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
+            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(src) \
+            or not (cnp.PyArray_IS_C_CONTIGUOUS(src) or cnp.PyArray_IS_F_CONTIGUOUS(src)):
+        return False
+    acc64 = -INFINITY if red == RED_MAX else INFINITY
+    acc32 = <float>acc64
+    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
+    with nogil:
+        pyet_reduce_store(red, dt, n, acc, 0, 0, cnp.PyArray_DATA(src))
+    if quiet and pyet_fs_get() & PYET_FS_INVALID:  # (NaN compares: NumPy's stay quiet)
+        pyet_fs_clear(PYET_FS_INVALID)
+    memcpy(cnp.PyArray_DATA(dst), acc, cnp.PyArray_ITEMSIZE(dst))  # (dst may be unaligned)
+    return True
+
+
+def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
+    """A float32/float64 max or min of a C-contiguous leaf over its k leading
+    axes into C-contiguous ``dst`` (the rest's size, src's dtype, disjoint
+    from it) on this thread: its rows folded into dst in order, four at a
+    time, as the pass's run_items does, without the pass's set-up.  Returns
+    False, nothing written, for anything else."""
+    cdef int dt = array_dtype_code(src), nd = cnp.PyArray_NDIM(src), d
+    cdef pyet_intp nrows = 1, inner = 1, i
+    if (red != RED_MAX and red != RED_MIN) or (dt != DT_F32 and dt != DT_F64) \
+            or k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
+            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_IS_C_CONTIGUOUS(src) \
+            or not cnp.PyArray_IS_C_CONTIGUOUS(dst):
+        return False
+    for d in range(nd):
+        if d < k:
+            nrows *= cnp.PyArray_DIMS(src)[d]
+        else:
+            inner *= cnp.PyArray_DIMS(src)[d]
+    if nrows == 0 or inner == 0 or cnp.PyArray_SIZE(dst) != inner or _bounds_overlap(dst, src):
+        return False
+    cdef char *out = <char *>cnp.PyArray_DATA(dst)
+    cdef double start = -INFINITY if red == RED_MAX else INFINITY
+    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
+    with nogil:
+        if dt == DT_F64:
+            for i in range(inner):
+                (<double *>out)[i] = start
+        else:
+            for i in range(inner):
+                (<float *>out)[i] = <float>start
+        pyet_reduce_rows(red, dt, nrows, inner, out, <const char *>cnp.PyArray_DATA(src),
+                         inner * cnp.PyArray_ITEMSIZE(src))
+    if quiet and pyet_fs_get() & PYET_FS_INVALID:  # (NaN compares: NumPy's stay quiet)
+        pyet_fs_clear(PYET_FS_INVALID)
+    return True
+
+
 def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stride=0,
                 pyet_intp comp=0, cnp.ndarray index=None):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape

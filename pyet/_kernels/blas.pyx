@@ -33,6 +33,11 @@ ctypedef fused integral:
     int32_t
     int64_t
 
+# products of at most this many multiply-adds keep the GIL: releasing and
+# taking it back (~0.1-0.2 us) was a tenth of an 8x8 product's time, and
+# another thread gains nothing in a call this short
+DEF NOGIL_FLOPS = 32768
+
 # BLAS takes int dimensions and leading dimensions; larger ones are split
 # (dimensions) or refused (leading dimensions).  A variable so tests can
 # exercise the splitting with small arrays (``_set_int_limit``).
@@ -129,9 +134,9 @@ cdef inline int vector_inc(cnp.ndarray v) noexcept:
     cdef Py_ssize_t s = v.strides[0]
     if v.shape[0] <= 1:
         return 1
-    if s <= 0 or s % v.itemsize:
+    if s <= 0 or s % cnp.PyArray_ITEMSIZE(v):
         return 0
-    s //= v.itemsize
+    s //= cnp.PyArray_ITEMSIZE(v)
     if s > INT_LIMIT:
         return 0
     return <int>s
@@ -142,7 +147,7 @@ cdef int blas_layout(cnp.ndarray x, int *ld) except -2:
     0 if column-major, -1 if BLAS cannot take them; sets the leading dimension.
     Misaligned arrays (every stride must be a whole number of elements) and
     leading dimensions beyond INT_LIMIT are refused."""
-    cdef int nd = x.ndim, isz = x.itemsize
+    cdef int nd = x.ndim, isz = cnp.PyArray_ITEMSIZE(x)
     cdef Py_ssize_t r = x.shape[nd - 2], c = x.shape[nd - 1]
     cdef Py_ssize_t s0 = x.strides[nd - 2], s1 = x.strides[nd - 1]
     if not aligned(x) or (nd == 3 and x.shape[0] > 1 and x.strides[0] % isz):
@@ -249,7 +254,7 @@ cdef int check_stacks(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, str fname) ex
 
 cdef inline Py_ssize_t batch_stride(cnp.ndarray x):
     # elements between matrices (0 broadcasts); x is aligned
-    return 0 if x.shape[0] == 1 else x.strides[0] // x.itemsize
+    return 0 if x.shape[0] == 1 else x.strides[0] // cnp.PyArray_ITEMSIZE(x)
 
 
 cdef int gemm_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
@@ -269,11 +274,17 @@ cdef int gemm_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
     if k == 0:  # empty sums: BLAS would only scale C
         c[...] = c * beta if beta else 0
         return 0
-    with nogil:
+    if batch * m * n * k <= NOGIL_FLOPS:  # (see NOGIL_FLOPS)
         gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
                    <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
                    <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
                    batch, m, n, k, <real>alpha, <real>beta, lim)
+    else:
+        with nogil:
+            gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
+                       <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
+                       <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
+                       batch, m, n, k, <real>alpha, <real>beta, lim)
     return 0
 
 
@@ -310,7 +321,7 @@ def gemm_into(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha, double 
 
 def _loop_matmul(integral tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b):
     # strides in elements: every operand is aligned here
-    cdef Py_ssize_t isz = c.itemsize
+    cdef Py_ssize_t isz = cnp.PyArray_ITEMSIZE(c)
     cdef Py_ssize_t a0 = batch_stride(a), b0 = batch_stride(b), c0 = batch_stride(c)
     cdef Py_ssize_t a1 = a.strides[1] // isz, a2 = a.strides[2] // isz
     cdef Py_ssize_t b1 = b.strides[1] // isz, b2 = b.strides[2] // isz
@@ -389,7 +400,7 @@ cdef inline bint _disjoint(cnp.ndarray x, cnp.ndarray y):
             ylo += s
         else:
             yhi += s
-    return xhi + x.itemsize <= ylo or yhi + y.itemsize <= xlo
+    return xhi + cnp.PyArray_ITEMSIZE(x) <= ylo or yhi + cnp.PyArray_ITEMSIZE(y) <= xlo
 
 
 cdef int gemm_2d_ready(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b) except -1:
@@ -435,9 +446,13 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
     cdef Py_ssize_t n = a.shape[0]
     if a.ndim == 1 and b.ndim == 1:  # c is 0-d
         incx, incy = vector_inc(a), vector_inc(b)
-        with nogil:
+        if n <= NOGIL_FLOPS:
             r = dot_split(<real *>cnp.PyArray_DATA(a), incx,
                           <real *>cnp.PyArray_DATA(b), incy, n, INT_LIMIT)
+        else:
+            with nogil:
+                r = dot_split(<real *>cnp.PyArray_DATA(a), incx,
+                              <real *>cnp.PyArray_DATA(b), incy, n, INT_LIMIT)
         r = r if alpha == 1 else <real>alpha * r  # (-0.0 stays -0.0)
         pc[0] = r + <real>beta * pc[0] if beta else r
         return 0
@@ -452,10 +467,15 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
         rows, cols = cols, rows
     trans = b"T" if (lay == 1) == (a.ndim == 2) else b"N"
     incx, incy = vector_inc(vec), vector_inc(c)
-    with nogil:
+    if rows * cols <= NOGIL_FLOPS:
         gemv_split(trans, rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
                    <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta,
                    INT_LIMIT)
+    else:
+        with nogil:
+            gemv_split(trans, rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
+                       <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta,
+                       INT_LIMIT)
     return 0
 
 
