@@ -125,7 +125,7 @@ cdef take_args gather_args(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx, pyet
     a.os1 = out.strides[1] if out.ndim > 1 else 0
     a.ws0, a.ws1 = w.strides[0], w.strides[1]
     a.m = m
-    a.itemsize = out.itemsize
+    a.itemsize = cnp.PyArray_ITEMSIZE(out)
     return a
 
 
@@ -391,11 +391,12 @@ cdef softmax_args softmax_operands(cnp.ndarray out, cnp.ndarray x, bint take_log
     # with a contiguous inner axis; aligned: the other strides are whole elements
     cdef softmax_args a
     a.x, a.out = cnp.PyArray_DATA(x), cnp.PyArray_DATA(out)
-    a.xs0, a.os0 = x.strides[0] // x.itemsize, out.strides[0] // out.itemsize
-    a.xs1 = x.strides[1] // x.itemsize if x.ndim > 2 else 1
-    a.os1 = out.strides[1] // out.itemsize if out.ndim > 2 else 1
+    a.xs0 = x.strides[0] // cnp.PyArray_ITEMSIZE(x)
+    a.os0 = out.strides[0] // cnp.PyArray_ITEMSIZE(out)
+    a.xs1 = x.strides[1] // cnp.PyArray_ITEMSIZE(x) if x.ndim > 2 else 1
+    a.os1 = out.strides[1] // cnp.PyArray_ITEMSIZE(out) if out.ndim > 2 else 1
     a.n = x.shape[1]
-    a.take_log, a.f32 = take_log, x.itemsize == 4
+    a.take_log, a.f32 = take_log, cnp.PyArray_ITEMSIZE(x) == 4
     return a
 
 
@@ -409,7 +410,7 @@ def _softmax(real tag, cnp.ndarray out, cnp.ndarray x, bint take_log):
 
 cdef inline bint rows_ok(cnp.ndarray a):
     # aligned, each row contiguous: what softmax.h addresses
-    return aligned(a) and (a.shape[1] <= 1 or a.strides[1] == a.itemsize)
+    return aligned(a) and (a.shape[1] <= 1 or a.strides[1] == cnp.PyArray_ITEMSIZE(a))
 
 
 def softmax_rows(cnp.ndarray x, cnp.ndarray out, bint take_log):
@@ -470,7 +471,7 @@ def _softmax_cols(real tag, cnp.ndarray out, cnp.ndarray x, bint take_log):
 
 cdef inline bint cols_ok(cnp.ndarray a):
     # aligned, the inner axis contiguous: what pyet_softmax_cols addresses
-    return aligned(a) and (a.shape[2] <= 1 or a.strides[2] == a.itemsize)
+    return aligned(a) and (a.shape[2] <= 1 or a.strides[2] == cnp.PyArray_ITEMSIZE(a))
 
 
 def softmax_cols(cnp.ndarray x, cnp.ndarray out, bint take_log):
@@ -545,13 +546,14 @@ def _xent_grad(real tag, cnp.ndarray out, cnp.ndarray logp, object t, object idx
     cdef pyet_intp nrows = logp.shape[0]
     cdef xent_args a
     a.n = logp.shape[1]
-    a.l, a.ls = cnp.PyArray_DATA(logp), logp.strides[0] // logp.itemsize
-    a.out, a.os = cnp.PyArray_DATA(out), out.strides[0] // out.itemsize
-    a.c, a.cs = cnp.PyArray_DATA(c), c.strides[0] // c.itemsize if c.shape[0] > 1 else 0
+    a.l, a.ls = cnp.PyArray_DATA(logp), logp.strides[0] // cnp.PyArray_ITEMSIZE(logp)
+    a.out, a.os = cnp.PyArray_DATA(out), out.strides[0] // cnp.PyArray_ITEMSIZE(out)
+    a.c = cnp.PyArray_DATA(c)
+    a.cs = c.strides[0] // cnp.PyArray_ITEMSIZE(c) if c.shape[0] > 1 else 0
     a.t, a.ts, a.idx = NULL, 0, NULL
     if t is not None:
         a.t, a.ts = cnp.PyArray_DATA(<cnp.ndarray>t), (<cnp.ndarray>t).strides[0] // \
-            (<cnp.ndarray>t).itemsize
+            cnp.PyArray_ITEMSIZE(<cnp.ndarray>t)
     else:
         a.idx = <const pyet_intp *>cnp.PyArray_DATA(<cnp.ndarray>idx)
     a.f32 = real is float
