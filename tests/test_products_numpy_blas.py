@@ -1,4 +1,4 @@
-"""Large 2-D products (at least 262,144 multiply-adds) go through NumPy's
+"""Large 2-D products (at least 1,048,576 multiply-adds) go through NumPy's
 matmul (one BLAS thread pool in a program that also calls np.matmul); every
 layout and root form still gives NumPy's values."""
 
@@ -7,7 +7,7 @@ import pytest
 
 import pyet
 
-M, K, N = 96, 80, 72  # 552,960 multiply-adds
+M, K, N = 128, 96, 100  # 1,228,800 multiply-adds
 
 
 def operands(dtype, layout, rng):

@@ -485,8 +485,10 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
 # call: a program calling np.matmul and pyet.dot in turn had two pools
 # fighting over the same cores (interleaved 256^2 products 4-36x slower than
 # each alone on 2 cores).  Through NumPy's, one pool serves both.  Smaller
-# products stay on SciPy's BLAS, which runs them on the caller's thread.
-DEF NUMPY_BLAS_MIN = 262144
+# products stay on SciPy's BLAS, called directly: np.matmul's own call costs
+# ~1.5 us, a tenth of a 262,144 multiply-add product (MLP b32 0.91 -> 1.01x
+# NumPy with the threshold there); OpenBLAS threads products from 262,144.
+DEF NUMPY_BLAS_MIN = 1048576
 DEF NUMPY_VECTOR_MIN = 10240
 
 
