@@ -54,7 +54,9 @@ class EvalPlan:
 
     def __init__(self):
         self._statements = []
-        self._schedule = None   # a kept plan's recorded run: (actions, KeptSchedule, results)
+        # a kept plan's recorded run: (actions, KeptSchedule over the results or
+        # None, the result handles, the results' scratch when there is no KeptSchedule)
+        self._schedule = None
 
     def __len__(self):
         return len(self._statements)
@@ -104,16 +106,16 @@ class EvalPlan:
         their memory are the same; only the values in it change).
         """
         if keep and self._schedule is not None:
-            actions, kept, results = self._schedule
-            if kept is None:
+            actions, kept, handles, outs = self._schedule
+            if kept is None:  # (not replayable over other memory: copies)
                 core.replay(actions)
-                self._hand_out(results)
+                self._hand_out(list(zip(handles, outs, strict=True)))
                 return
             # the results' memory is written again unless the caller still
             # holds what the last run handed out (then new memory: kept.run)
-            for handle, _ in results:
+            for handle in handles:
                 handle._value = None
-            for (handle, _), arr in zip(results, kept.run([]), strict=True):
+            for handle, arr in zip(handles, kept.run([]), strict=True):
                 handle._value = core.tensor(arr)
             return
         statements = self._statements
@@ -141,8 +143,8 @@ class EvalPlan:
             kept = None
         for handle, out in results:
             handle._value = out
-        self._schedule = (actions, kept, [(handle, None) for handle, _ in results]
-                          if kept is not None else results)
+        self._schedule = (actions, kept, [handle for handle, _ in results],
+                          [out for _, out in results] if kept is None else None)
 
     @staticmethod
     def _hand_out(results):
@@ -196,7 +198,7 @@ def _run_by_structure(statements):
     a schedule recorded for their structure; False when the plan is to be run
     the ordinary way (a structure met for the first time, not replayable, or
     a plan run inside another evaluation)."""
-    if not statements or getattr(core._evaluation, "done", None) is not None:
+    if not statements or core.evaluating():
         return False
     flags = 0
     for _, e, _ in statements:

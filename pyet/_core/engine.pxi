@@ -409,6 +409,18 @@ cdef inline object _recorder():
     return _evaluation.recorder
 
 
+def recording():
+    """Whether a plan is being recorded on this thread (a kernel's into() must
+    then only assign: its replay redoes the recorded passes, nothing else)."""
+    return _recorder() is not None
+
+
+def evaluating():
+    """Whether this thread is inside an evaluation (a plan or an evaluation
+    scope): a nested plan runs the ordinary way."""
+    return getattr(_evaluation, "done", None) is not None
+
+
 cdef _not_recordable():
     # work that cannot be replayed (a user function's pass, which may raise
     # midway): the recording is dropped

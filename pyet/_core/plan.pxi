@@ -824,19 +824,28 @@ for _op in range(OP_COUNT):
         QUIET_FLAGS[_op] = PYET_FS_UNDERFLOW
 
 
+cdef inline bint invalid_unset() noexcept nogil:
+    # before a fold: whether the invalid flag is down (quiet_fold then lowers
+    # what the fold raised: max/min compare NaNs and a compensated sum takes
+    # inf - inf where NumPy's reductions stay quiet)
+    return not (pyet_fs_get() & PYET_FS_INVALID)
+
+
+cdef inline void quiet_fold(bint was_unset) noexcept nogil:
+    if was_unset and pyet_fs_get() & PYET_FS_INVALID:
+        pyet_fs_clear(PYET_FS_INVALID)
+
+
 cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *src,
                             char **leafp) noexcept nogil:
     # argmax/argmin read each value's index from the last leaf (reduce_into's)
-    # folding raises invalid where NumPy's reductions stay quiet (max/min compare NaNs;
-    # a compensated sum takes inf - inf): clear what the fold itself raises
-    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
+    cdef bint quiet = invalid_unset()
     if r.red == RED_ARGMAX or r.red == RED_ARGMIN:
         pyet_reduce_arg(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src,
                         <const int64_t *>leafp[r.nops - 1 - r.ndst])
     else:
         pyet_reduce_store(r.red, dt, n, acc, r.strides[r.nd - 1], r.red_comp, src)
-    if quiet and pyet_fs_get() & PYET_FS_INVALID:
-        pyet_fs_clear(PYET_FS_INVALID)
+    quiet_fold(quiet)
 
 
 cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
@@ -1539,11 +1548,10 @@ def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
         return False
     acc64 = -INFINITY if red == RED_MAX else INFINITY
     acc32 = <float>acc64
-    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
+    cdef bint quiet = invalid_unset()
     with nogil:
         pyet_reduce_store(red, dt, n, acc, 0, 0, cnp.PyArray_DATA(src))
-    if quiet and pyet_fs_get() & PYET_FS_INVALID:  # (NaN compares: NumPy's stay quiet)
-        pyet_fs_clear(PYET_FS_INVALID)
+    quiet_fold(quiet)
     memcpy(cnp.PyArray_DATA(dst), acc, cnp.PyArray_ITEMSIZE(dst))  # (dst may be unaligned)
     return True
 
@@ -1571,7 +1579,7 @@ def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
         return False
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
     cdef double start = -INFINITY if red == RED_MAX else INFINITY
-    cdef bint quiet = not (pyet_fs_get() & PYET_FS_INVALID)
+    cdef bint quiet = invalid_unset()
     with nogil:
         if dt == DT_F64:
             for i in range(inner):
@@ -1581,8 +1589,7 @@ def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
                 (<float *>out)[i] = <float>start
         pyet_reduce_rows(red, dt, nrows, inner, out, <const char *>cnp.PyArray_DATA(src),
                          inner * cnp.PyArray_ITEMSIZE(src))
-    if quiet and pyet_fs_get() & PYET_FS_INVALID:  # (NaN compares: NumPy's stay quiet)
-        pyet_fs_clear(PYET_FS_INVALID)
+    quiet_fold(quiet)
     return True
 
 

@@ -328,7 +328,7 @@ class Concat(Special):
         return out
 
     def into(self, dst, args):
-        if getattr(core._evaluation, "recorder", None) is None and all(
+        if not core.recording() and all(
                 [type(a) is core.Tensor and a.dtype == dst.dtype for a in args]):
             # nothing to fuse: NumPy's own join, straight into dst (not while a
             # plan is recorded: its replays redo only the passes assign() makes)
