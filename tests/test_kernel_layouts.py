@@ -246,7 +246,7 @@ def test_dot_0d_and_empty(dtype):
 
 @pytest.mark.parametrize("ka", OPERAND_KINDS)
 @pytest.mark.parametrize("kind", ["C", "packed", "neg"])
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
 def test_batch_dot_layouts(ka, kind, dtype):
     a = operand(rand((3, 2, 4), dtype, 1), ka)
     b = rand((3, 4, 5), dtype, 2)

@@ -27,7 +27,9 @@ def test_step2_gather_and_scatter(dtype, n):
     np.testing.assert_array_equal(dst, want)
     assert (buf[0] == sentinel) and (buf[2:2 * n + 1:2] == sentinel).all() \
         and (buf[2 * n + 1:] == sentinel).all()
-    # 2-D: a column step of 2 in each row
-    m = src[: 2 * (n // 2) or 2].reshape(-1, 2)[:, ::2] if n > 1 else src[:2, None][::2]
-    np.testing.assert_array_equal(np.asarray(pyet.asarray(m) == pyet.asarray(m)),
-                                  np.ones(m.shape, bool))
+    # 2-D: every other column of each row, rows of odd length
+    rows = (rng.standard_normal((5, 2 * n + 1)) * 100).astype(dtype)
+    m = rows[:, ::2]
+    want = ~m if dtype == np.bool_ else m * 2
+    got = np.asarray(~pyet.asarray(m) if dtype == np.bool_ else pyet.asarray(m) * 2)
+    np.testing.assert_array_equal(got, want)
