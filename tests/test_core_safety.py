@@ -49,6 +49,38 @@ def test_wide_trees_beyond_a_programs_operands():
     np.testing.assert_allclose(np.asarray(pyet.evaluate(e)), np.sum(arrays, axis=0))
 
 
+@pytest.mark.parametrize("join", ["concatenate", "stack"])
+def test_joins_of_more_pieces_than_a_programs_operands(join):
+    # more leaves under one join than a program takes: the join assigns them one
+    # by one (this used to loop forever cutting leaves off)
+    rng = np.random.default_rng(1)
+    pieces = [rng.uniform(size=(2, 3)) for _ in range(300)]
+    ts = [pyet.asarray(p) for p in pieces]
+    want = getattr(np, join)(pieces)
+    build = getattr(pyet, join)
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(build(ts))), want)
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(build(ts) * 2 + 1)), want * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(build([t * 2 for t in ts]))), want * 2)
+    mixed = [t if k % 2 else t - 1 for k, t in enumerate(ts)]
+    np.testing.assert_array_equal(
+        np.asarray(pyet.evaluate(build(mixed).sum(axis=0))),
+        getattr(np, join)([p if k % 2 else p - 1 for k, p in enumerate(pieces)]).sum(axis=0))
+    assert "evaluated in pieces" in pyet.explain(build(ts) * 2)
+
+
+def test_explain_of_a_deep_tree_computes_nothing():
+    # explain cuts a deep tree as evaluation would (it used to recurse
+    # 100,000 levels in C and crash), leaving the pieces unwritten
+    x = pyet.asarray(np.arange(3.0))
+    e = x
+    for _ in range(100_000):
+        e = e + 1.0
+    pyet.stats(reset=True)
+    text = pyet.explain(e)
+    assert "evaluated in pieces (depth 100000" in text and "elementwise pass" in text
+    assert pyet.stats()["elementwise_passes"] == 0
+
+
 def test_deep_tree_pickles():
     x = pyet.asarray(np.arange(3.0))
     e = x

@@ -462,3 +462,27 @@ def test_compute_evaluates_into_a_new_tensor():
     c = t.compute()  # a Tensor: a copy, new memory
     assert not np.shares_memory(c.numpy(), a)
     np.testing.assert_array_equal(pyet.sum(t, axis=1).compute().numpy(), a.sum(1))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_python_divmod_round_and_in(dtype):
+    # Python's divmod(), round() and `in` on expressions, as on ndarrays
+    x = (np.arange(-7, 8).reshape(3, 5) * 3).astype(dtype)
+    t = pyet.asarray(x)
+    for got, want in zip(divmod(t, 4), divmod(x, 4), strict=True):
+        assert isinstance(got, pyet.Expr)
+        np.testing.assert_array_equal(pyet.evaluate(got), want)
+    for got, want in zip(divmod(5, t[:, 1:2] + 100), divmod(5, x[:, 1:2] + 100), strict=True):
+        np.testing.assert_array_equal(pyet.evaluate(got), want)
+    np.testing.assert_array_equal(pyet.evaluate(divmod(t, t * 0 + 3)[1]), x % 3)
+    r = round(t / 4)
+    assert isinstance(r, pyet.Expr)
+    np.testing.assert_array_equal(pyet.evaluate(r), np.round(x / 4))
+    np.testing.assert_array_equal(pyet.evaluate(round(t / 7, 2)), np.round(x / 7, 2))
+    assert 6 in t and 6 in t * 1 and 7 not in t and (-21 in t[0]) and (21 not in t[0])
+    assert 0 not in pyet.asarray(np.zeros((0, 3), dtype))
+
+
+def test_contains_incomparable_value():
+    t = pyet.asarray(np.arange(3.0))
+    assert "a" not in t and None not in t and ("a" in np.arange(3.0)) is False

@@ -433,3 +433,15 @@ def test_tensors_and_exprs_keep_their_memory_alive():
     for x in (ti, tb, tm):
         np.testing.assert_array_equal(x.numpy(), np.arange(1000.0))
     assert len(junk) == 20
+
+
+@pytest.mark.parametrize("cls", ["Tensor", "Expr"])
+@pytest.mark.parametrize("args", [(), (np.zeros(3),), ((2, 3),)])
+def test_direct_construction_refused(cls, args):
+    # a direct call used to return a node with every field empty, failing later far away
+    msg = rf"pyet\.{cls} cannot be created directly: use pyet\.asarray"
+    with pytest.raises(TypeError, match=msg):
+        getattr(pyet, cls)(*args)
+    t = pyet.asarray(np.arange(3.0))     # the ways that make them still work
+    assert isinstance(t, pyet.Tensor) and isinstance(t + 1, pyet.Expr)
+    np.testing.assert_array_equal(pyet.evaluate(t * 2), [0.0, 2.0, 4.0])

@@ -716,9 +716,10 @@ def overlaps(e, dst):
 
 # ------------------------------------------------------- evaluation guards
 
-cdef Expr split(Expr root):
+cdef Expr split(Expr root, bint compute=True):
     """root with pieces computed into scratch leaves, bottom up, wherever a
-    subtree is deeper than MAX_DEPTH or has more than MAX_LEAVES leaves."""
+    subtree is deeper than MAX_DEPTH or has more than MAX_LEAVES leaves
+    (compute off: the leaves are left unwritten, for explain)."""
     cdef dict new = {}
     cdef list stack = [(root, False)]
     cdef Expr e, c
@@ -742,8 +743,13 @@ cdef Expr split(Expr root):
                 if ((<Expr>args[i])._depth, (<Expr>args[i])._nleaves) > \
                         ((<Expr>args[k])._depth, (<Expr>args[k])._nleaves):
                     k = i
+            if (<Expr>args[k])._depth == 0:
+                # operands all leaves: only a special node (a join) has this
+                # many, and its kernel assigns them one by one
+                break
             piece = np.empty(args[k].shape, DTYPES[(<Expr>args[k])._dt])
-            assign(piece, args[k])
+            if compute:
+                assign(piece, args[k])
             args[k] = wrap(piece)
             c = _rebuilt(e, tuple(args))
         new[id(e)] = c
@@ -784,7 +790,8 @@ def explain_assignment(object dst, object value):
     lines = []
     if e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES:
         lines.append(f"evaluated in pieces (depth {e._depth}, {e._nleaves} leaves; "
-                     f"limits {MAX_DEPTH}, {MAX_LEAVES})")
+                     f"limits {MAX_DEPTH}, {MAX_LEAVES}); the last piece:")
+        e = split(e, False)
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
         lines.append(form)

@@ -56,6 +56,15 @@ cdef class Expr:
 
     __array_priority__ = 1000
 
+    def __init__(self, *args, **kwargs):
+        # nodes are made by the functions that build trees (through __new__,
+        # which skips this); a direct call would leave every field empty
+        name = type(self).__name__
+        raise TypeError(
+            f"pyet.{name} cannot be created directly: use pyet.asarray(obj) to view an "
+            f"array as a Tensor, pyet.empty/zeros/full for new memory, and arithmetic "
+            f"or pyet's functions on Tensors to build expressions")
+
     @property
     def dtype(self):
         """Result dtype, by NumPy 2's promotion rules."""
@@ -183,6 +192,16 @@ cdef class Expr:
         """Lazy round half to even to ``decimals`` digits, as ``ndarray.round``."""
         return array_api().round(self, decimals, out)
 
+    def __round__(self, ndigits=None):
+        # round(e): lazy, as round(ndarray) gives an array
+        return self.round(0 if ndigits is None else ndigits)
+
+    def __contains__(self, value):
+        # ``value in e``: ndarray's (e == value).any(), computed now; a value
+        # pyet cannot compare (a str, None) equals no element, as in NumPy
+        equal = self == value
+        return bool(equal.any()) if isinstance(equal, Expr) else bool(equal)
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of unsized object")
@@ -258,6 +277,12 @@ cdef class Expr:
 
     def __rmod__(self, other):
         return binary(OP_remainder, other, self)
+
+    def __divmod__(self, other):
+        return binary(OP_floor_divide, self, other), binary(OP_remainder, self, other)
+
+    def __rdivmod__(self, other):
+        return binary(OP_floor_divide, other, self), binary(OP_remainder, other, self)
 
     def __pow__(self, other, modulo):
         if modulo is not None:
