@@ -41,6 +41,7 @@ from pyet._core import core
 from pyet._core.core import Product, Special, View, node
 from pyet._kernels import parallel
 from pyet._nodes.reductions import Reduction, _accumulator, _result_dtype, reduction
+from pyet._nodes.softmax import Softmax, log_softmax, softmax
 from pyet._nodes.views import Concat, Index, Pad
 
 __all__ = ["DaskArray", "asarray", "compute", "evaluate", "is_dask_array", "store", "to_dask"]
@@ -226,6 +227,11 @@ def _reduce_block(order, kind, axes, dtype, *blocks):
         return core.array_of(reduction(kind, tree, axes, keepdims=True))
 
 
+def _softmax_block(x, axis, log):
+    with _task_threads():
+        return core.array_of((log_softmax if log else softmax)(core.tensor(x), axis))
+
+
 def _identity(kind, dtype):
     return _accumulator(kind, np.dtype(dtype))[1]
 
@@ -273,8 +279,9 @@ def to_dask(expr):
     Raises
     ------
     TypeError
-        For a special node Dask has no blocked form of here (softmax and the
-        neural-network blocks): compute it from NumPy data instead.
+        For a special node Dask has no blocked form of here (the
+        neural-network blocks but softmax and log_softmax, whose axis is
+        rechunked into one chunk): compute it from NumPy data instead.
     """
     if is_dask_array(expr):
         return expr
@@ -331,6 +338,12 @@ class _Converter:
             return self.array(e._args[0])[k.key]
         if isinstance(k, Concat):
             return da.concatenate([self.array(a).astype(e.dtype) for a in e._args], axis=k.axis)
+        if isinstance(k, Softmax):
+            # rows are whole in every chunk: the axis in one chunk, a task per chunk
+            x = self.array(e._args[0]).rechunk({k.axis: -1})
+            return x.map_blocks(_softmax_block, axis=k.axis, log=k.log, dtype=e.dtype,
+                                meta=np.empty((0,) * e.ndim, e.dtype),
+                                name="pyet-" + k.name + "-" + tokenize(x, k.axis, k.log))
         if isinstance(k, Pad):
             x = self.array(e._args[0])
             widths = ((0, 0),) * (x.ndim - 2) + tuple(k.widths)

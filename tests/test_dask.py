@@ -372,8 +372,45 @@ def test_views_and_shape_changes_map_to_dask():
 
 def test_nodes_without_a_blocked_form_raise():
     _, x = darr((4, 5), (2, 5))
-    with pytest.raises(TypeError, match="pyet.dask: no blocked form of softmax nodes"):
-        pd.to_dask(pyet.softmax(pyet.asarray(x)))
+    with pytest.raises(TypeError, match="pyet.dask: no blocked form of take nodes"):
+        pd.to_dask(pyet.take(pyet.asarray(np.array([0, 2])), pyet.asarray(x)))
+
+
+def test_gradients_over_dask_leaves_refused_by_name():
+    _, x = darr((4, 5), (2, 5))
+    X = pyet.asarray(x)
+    with pytest.raises(TypeError, match="pyet.grad: wrt must be a pyet.Tensor .a leaf., "
+                       "got a Dask-backed leaf"):
+        pyet.grad(pyet.sum(X * X), X)
+
+
+def _softmax_ref(a, axis, log):
+    z = a - a.max(axis=axis, keepdims=True)
+    lse = np.log(np.exp(z).sum(axis=axis, keepdims=True))
+    return z - lse if log else np.exp(z - lse)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("chunks", [(2, 3, 4), (6, 5, 8), (1, 5, 3)])
+def test_softmax_over_chunks_of_any_axis(axis, log, chunks):
+    # the softmax axis is rechunked whole; the tree below and above stays blocked
+    a, x = darr((6, 5, 8), chunks, low=-3.0, high=3.0)
+    X = pyet.asarray(x)
+    fn = pyet.log_softmax if log else pyet.softmax
+    e = fn(X * 2 - 1, axis=axis) + 1
+    d = pd.to_dask(e)
+    assert d.chunks[axis if axis >= 0 else 2] == ((6, 5, 8)[axis],)
+    close(pd.compute(e), _softmax_ref(a * 2 - 1, axis, log) + 1)
+    close(pd.compute(fn(X, axis=axis).sum(axis=0)), _softmax_ref(a, axis, log).sum(axis=0))
+
+
+def test_softmax_of_integers_over_chunks():
+    a = np.arange(24).reshape(4, 6) % 5
+    x = da.from_array(a, chunks=(3, 2))
+    got = pd.compute(pyet.softmax(pyet.asarray(x)))
+    assert got.dtype == np.float64
+    close(got, _softmax_ref(a.astype(np.float64), -1, False))
 
 
 # ------------------------------------------------------ evaluate, store

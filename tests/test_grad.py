@@ -355,8 +355,11 @@ def test_errors_and_zero_gradients():
     i = pyet.asarray(np.arange(3))
     with pytest.raises(TypeError, match=r"wrt\[1\], a Tensor of shape \(3,\) and dtype int64"):
         pyet.grad(pyet.sum(x * i), [x, i])
-    with pytest.raises(TypeError, match="must be a pyet.Tensor"):
+    with pytest.raises(TypeError, match="must be a pyet.Tensor .a leaf., got an expression: "
+                       "take the gradient with respect to the leaves it reads"):
         pyet.grad(pyet.sum(x), x * 2)
+    with pytest.raises(TypeError, match=r"wrt\[0\] must be a pyet.Tensor .a leaf., got list"):
+        pyet.grad(pyet.sum(x), [[x]])
     with pytest.raises(ValueError, match=r"y has shape \(3,\)"):
         pyet.grad(x * 2, x)
     with pytest.raises(ValueError, match="does not broadcast"):

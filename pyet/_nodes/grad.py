@@ -168,8 +168,14 @@ def _check_wrt(wrt):
     for i, w in enumerate(leaves):
         what = "wrt" if single else f"wrt[{i}]"
         if not isinstance(w, Tensor):
-            raise TypeError(f"pyet.grad: {what} must be a pyet.Tensor (a leaf), got "
-                            f"{type(w).__name__}")
+            kernel = getattr(w, "_kernel", None)
+            if kernel is not None and kernel.name == "dask_array":
+                got = "a Dask-backed leaf: gradients are taken over NumPy-backed Tensors"
+            elif isinstance(w, Expr):
+                got = "an expression: take the gradient with respect to the leaves it reads"
+            else:
+                got = type(w).__name__
+            raise TypeError(f"pyet.grad: {what} must be a pyet.Tensor (a leaf), got {got}")
         if not _is_float(w):
             raise TypeError(f"pyet.grad: {what}, a Tensor of shape {_fmt(w.shape)} and dtype "
                             f"{w.dtype}, is not differentiable: gradients need float32 or "
