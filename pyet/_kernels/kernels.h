@@ -102,6 +102,8 @@ typedef struct {
  * includer sees only the tables and the declarations at the end of this file. */
 #ifdef PYET_KERNELS_IMPL
 
+#include "fpstatus.h"
+
 /* ---------------------------------------------------------------- loops */
 
 /* Where the toolchain can, compile each kernel twice, for the x86-64
@@ -1904,8 +1906,39 @@ static int pyet_have_avx512(void)
 }
 #endif
 
+/* NumPy's flags for integer //, % and fmod: divide by zero for a zero
+ * divisor, overflow for MIN // -1 (the kernels give 0 and MIN quietly) */
+#define PYET_IDIV_FLAGS(T, MIN)                                             \
+    do {                                                                    \
+        const T *A_ = (const T *)in[0], *B_ = (const T *)in[1];             \
+        const pyet_intp na_ = (sflags & 1) ? 1 : n, nb_ = (sflags & 2) ? 1 : n; \
+        int zero_ = 0, over_ = 0;                                           \
+        for (pyet_intp i = 0; i < nb_; i++) zero_ |= B_[i] == 0;            \
+        if (op == OP_floor_divide) {                                        \
+            if (sflags & 2) {                                               \
+                if (B_[0] == -1)                                            \
+                    for (pyet_intp i = 0; i < na_; i++) over_ |= A_[i] == MIN; \
+            } else {                                                        \
+                for (pyet_intp i = 0; i < n; i++)                           \
+                    over_ |= (A_[(sflags & 1) ? 0 : i] == MIN) & (B_[i] == -1); \
+            }                                                               \
+        }                                                                   \
+        if (zero_ | over_)                                                  \
+            pyet_fs_raise((zero_ ? PYET_FS_DIVIDE : 0) | (over_ ? PYET_FS_OVERFLOW : 0)); \
+    } while (0)
+
+static void pyet_idiv_flags(int op, int dt, int sflags, pyet_intp n, void *const *in)
+{
+    if (dt == DT_I32)
+        PYET_IDIV_FLAGS(int32_t, INT32_MIN);
+    else
+        PYET_IDIV_FLAGS(int64_t, INT64_MIN);
+}
+
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
+    if ((dt == DT_I32 || dt == DT_I64) && n > 0 && PYET_IS_DIV(op))
+        pyet_idiv_flags(op, dt, sflags, n, in);
     if ((dt == DT_I32 || dt == DT_I64) && (sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
 #ifdef PYET_IDIV_AVX512
         if (pyet_have_avx512() && pyet_idiv_avx512(op, dt, n, out, in)) return 1;
