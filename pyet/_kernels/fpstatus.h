@@ -11,6 +11,7 @@ enum { PYET_FS_INVALID = 1, PYET_FS_DIVIDE = 2, PYET_FS_OVERFLOW = 4, PYET_FS_UN
 static inline int pyet_fs_get(void) { return 0; }
 static inline void pyet_fs_clear(int f) { (void)f; }
 static inline void pyet_fs_set(int f) { (void)f; }
+static inline void pyet_fs_raise(int f) { (void)f; }
 #elif defined(__SSE__) || defined(__x86_64__) || defined(_M_X64)
 #include <xmmintrin.h>
 static inline int pyet_fs_get(void) {
@@ -33,6 +34,8 @@ static inline void pyet_fs_clear(int f) {
 static inline void pyet_fs_set(int f) {
     _mm_setcsr((_mm_getcsr() & ~(unsigned)_MM_EXCEPT_MASK) | pyet_fs_csr_bits(f));
 }
+/* the flags f raised too (the integer kernels' division by zero and MIN // -1) */
+static inline void pyet_fs_raise(int f) { _mm_setcsr(_mm_getcsr() | pyet_fs_csr_bits(f)); }
 #else
 #include <fenv.h>
 static inline int pyet_fs_get(void) {
@@ -46,6 +49,10 @@ static inline void pyet_fs_clear(int f) {
 }
 static inline void pyet_fs_set(int f) {
     feclearexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);
+    feraiseexcept(((f & PYET_FS_INVALID) ? FE_INVALID : 0) | ((f & PYET_FS_DIVIDE) ? FE_DIVBYZERO : 0) |
+                  ((f & PYET_FS_OVERFLOW) ? FE_OVERFLOW : 0) | ((f & PYET_FS_UNDERFLOW) ? FE_UNDERFLOW : 0));
+}
+static inline void pyet_fs_raise(int f) {
     feraiseexcept(((f & PYET_FS_INVALID) ? FE_INVALID : 0) | ((f & PYET_FS_DIVIDE) ? FE_DIVBYZERO : 0) |
                   ((f & PYET_FS_OVERFLOW) ? FE_OVERFLOW : 0) | ((f & PYET_FS_UNDERFLOW) ? FE_UNDERFLOW : 0));
 }
