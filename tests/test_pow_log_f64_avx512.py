@@ -219,3 +219,24 @@ def test_pow_and_log_into_their_operand():
     V = pyet.asarray(x.copy())
     V[1:] = V[:-1] ** 3.0   # overlapping source and destination
     assert ulps(V[1:], x[:-1].astype(LD) ** 3).max() < 0.8 and V[0] == x[0]
+
+
+@pytest.mark.parametrize("k", [3, 4, 5, 7, 13, 63, 64, 1000])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 255, 256, 257, 1001])
+def test_int64_power_by_scalar_exponent(k, n):
+    """int64 x ** k (k >= 3, a scalar): AVX-512's vectorized square-and-multiply, products
+    wrapping as NumPy's, on contiguous, strided, reversed and aliased operands."""
+    rng = np.random.default_rng(k * 1000 + n)
+    x = rng.integers(-(2 ** 40), 2 ** 40, n)
+    x[: n // 3] = rng.integers(-5, 5, n // 3)          # small bases, exact powers
+    X = pyet.asarray(x)
+    np.testing.assert_array_equal(pyet.evaluate(X ** k), np.power(x, k))
+    np.testing.assert_array_equal(pyet.evaluate(X[::-2] ** k), np.power(x[::-2], k))
+    y = x.copy()
+    Y = pyet.asarray(y)
+    Y[...] = Y ** k
+    np.testing.assert_array_equal(y, np.power(x, k))
+    z = np.zeros(2 * n, np.int64)
+    pyet.asarray(z)[::2] = X ** k
+    np.testing.assert_array_equal(z[::2], np.power(x, k))
+    assert not z[1::2].any()

@@ -1143,7 +1143,9 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
  * double-double (fma), the rest of the series, under 2^-12 of the whole, in
  * double: |hi + lo - log x| < 2^-64 |log x|.  Branch-free, so its loops
  * vectorize (no table: no gathers).  (float64 log itself is pyet_log_fd's,
- * within 1 ulp and faster.)  pow(x, y) = exp(y log x): y
+ * within 1 ulp and faster.)  These are the kernels without AVX-512, and
+ * those of lanes pyet_log_avx512 and pyet_pow_avx512 hand to libm are
+ * libm's.  pow(x, y) = exp(y log x): y
  * times hi + lo in double-double, then pyet_exp's reduction and polynomial
  * with the low parts carried: correctly rounded but for near-ties (|y log x|
  * <= 708).
@@ -1969,9 +1971,10 @@ PYET_AVX512 static void pyet_pow_avx512(int sflags, pyet_intp n, void *out, void
     const __m512d xb = _mm512_set1_pd(X_[0]), yb = _mm512_set1_pd(Y_[0]);
     /* a scalar operand's checks (and x's log) once */
     const __mmask8 slx = PYET_X_SLOW(_mm512_castpd_si512(xb));
-    __m512d lob;
-    const __m512d hib = pyet_log8_dd(
-        slx ? _mm512_set1_epi64(0x3ff0000000000000ll) : _mm512_castpd_si512(xb), &lob);
+    __m512d lob = _mm512_setzero_pd(), hib = lob;
+    if (sflags & 1)
+        hib = pyet_log8_dd(slx ? _mm512_set1_epi64(0x3ff0000000000000ll)
+                               : _mm512_castpd_si512(xb), &lob);
     if ((sflags & 2) && PYET_Y_SLOW(yb)) {  /* every lane slow */
         const double y = Y_[0];
         for (pyet_intp i = 0; i < n; i++) O_[i] = pow(X_[(sflags & 1) ? 0 : i], y);
@@ -1987,6 +1990,31 @@ PYET_AVX512 static void pyet_pow_avx512(int sflags, pyet_intp n, void *out, void
 #undef PYET_POW64_STEP
 #undef PYET_Y_SLOW
 #undef PYET_X_SLOW
+#endif
+
+#ifdef PYET_EXP_AVX512
+/* int64 x ** k, k >= 3 a scalar, at AVX-512: PYET_IPOW_BY_SCALAR's chunked
+ * square-and-multiply, which gcc vectorizes with vpmullq (without a 64-bit
+ * vector multiply it runs per element: 1.1-1.6x NumPy's loop); products
+ * wrap (-fwrapv), as the per-element pyet_power_i64's, in any order */
+PYET_AVX512 static void pyet_ipow_i64_avx512(pyet_intp n, void *out, void *const *in)
+{
+    const int64_t *X_ = (const int64_t *)in[0];
+    const int64_t k = *(const int64_t *)in[1];
+    int64_t *O_ = (int64_t *)out;
+    for (pyet_intp i0 = 0; i0 < n; i0 += 256) {
+        const pyet_intp m = n - i0 < 256 ? n - i0 : 256;
+        int64_t base[256], r[256];
+        for (pyet_intp i = 0; i < m; i++) { base[i] = X_[i0 + i]; r[i] = 1; }
+        for (int64_t e = k; e > 0; e >>= 1) {
+            if (e & 1)
+                for (pyet_intp i = 0; i < m; i++) r[i] *= base[i];
+            if (e > 1)
+                for (pyet_intp i = 0; i < m; i++) base[i] *= base[i];
+        }
+        memcpy(O_ + i0, r, (size_t)m * sizeof(int64_t));
+    }
+}
 #endif
 
 /* a scalar exponent NumPy's loop computes directly (pyet_kernel_narrow) */
@@ -2009,6 +2037,13 @@ static int pyet_have_avx512(void)
 
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
+#ifdef PYET_EXP_AVX512
+    if (dt == DT_I64 && op == OP_power && (sflags & 3) == 2 && n > 0
+        && *(const int64_t *)in[1] > 2 && pyet_have_avx512()) {
+        pyet_ipow_i64_avx512(n, out, in);
+        return 1;
+    }
+#endif
     if ((dt == DT_I32 || dt == DT_I64) && (sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op))
         return pyet_kernel_idiv(op, dt, n, out, in);
     if (dt == DT_F32 && op == OP_power && !pyet_pow_direct(dt, sflags, n, in)) {
