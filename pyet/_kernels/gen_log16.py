@@ -1,5 +1,5 @@
 """Prints kernels.h's float64 log tables (pyet_log16_invc, _logc, _tail) and the coefficients
-of its two polynomials (pyet_log8_avx512's P, degree 8; pyet_log8_dd's, degree 10), with each
+of its two polynomials (pyet_log8_avx512's P, degree 8; pyet_log8_dd's, degree 8), with each
 fit's maximum error.  A development tool, not built or installed; needs mpmath:
 
     python pyet/_kernels/gen_log16.py
@@ -54,7 +54,7 @@ def main():
     # log1p(r) - r = r^2 P2(r); log1p(r) - r + r^2/2 = r^3 P3(r) (series: no cancellation)
     p2 = lambda r: mp.fsum((-1) ** (k + 1) * r**k / (k + 2) for k in range(80))  # noqa: E731
     p3 = lambda r: mp.fsum((-1) ** k * r**k / (k + 3) for k in range(80))  # noqa: E731
-    for label, g, deg in (("P2 (log)", p2, 8), ("P3 (pow)", p3, 10)):
+    for label, g, deg in (("P2 (log)", p2, 8), ("P3 (pow)", p3, 8)):
         cd, err = fit(g, deg, a)
         print(f"{label}, max error 2^{float(mp.log(err, 2)):.2f}:")
         print("    " + ", ".join(float.hex(v) for v in cd))

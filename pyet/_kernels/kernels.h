@@ -1832,18 +1832,17 @@ pyet_log8_dd(__m512i ix, __m512d *lo)
     const __m512d w = _mm512_fnmadd_pd(r, _mm512_fnmadd_pd(r, _mm512_sub_pd(PYET_C(1.0), r),
                                                           PYET_C(1.0)), PYET_C(1.0));
     const __m512d lo5 = _mm512_mul_pd(plo, w);
-    /* log1p(r) - r + r^2/2 = r^3 P(r), P of degree 10 */
+    /* log1p(r) - r + r^2/2 = r^3 P(r), P of degree 8 (2^-55.2: its first
+     * coefficient's rounding, 2^-55.6, bounds any degree) */
     const __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2);
     const __m512d r3 = _mm512_mul_pd(r2, r), r8 = _mm512_mul_pd(r4, r4);
-    const __m512d q01 = _mm512_fmadd_pd(r, PYET_C(-0x1.0000000000000p-2), PYET_C(0x1.5555555555555p-2));
-    const __m512d q23 = _mm512_fmadd_pd(r, PYET_C(-0x1.5555555555403p-3), PYET_C(0x1.999999999999ap-3));
-    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(-0x1.000000020b49ap-3), PYET_C(0x1.2492492492356p-3));
-    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(-0x1.999970517c847p-4), PYET_C(0x1.c71c71caed43ap-4));
-    const __m512d q89 = _mm512_fmadd_pd(r, PYET_C(-0x1.560baa1550dbdp-4), PYET_C(0x1.745cf0be18deep-4));
+    const __m512d q01 = _mm512_fmadd_pd(r, PYET_C(-0x1.fffffffffffbfp-3), PYET_C(0x1.5555555555555p-2));
+    const __m512d q23 = _mm512_fmadd_pd(r, PYET_C(-0x1.55555556431c3p-3), PYET_C(0x1.999999999995ep-3));
+    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(-0x1.ffffe2746b481p-4), PYET_C(0x1.249249256dc6bp-3));
+    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(-0x1.9a479b00d0cc6p-4), PYET_C(0x1.c71c56813a65ep-4));
     const __m512d q03 = _mm512_fmadd_pd(r2, q23, q01);
     const __m512d q47 = _mm512_fmadd_pd(r2, q67, q45);
-    const __m512d q8a = _mm512_fmadd_pd(r2, PYET_C(0x1.3bbddeb179e7cp-4), q89);
-    const __m512d q = _mm512_fmadd_pd(r8, q8a, _mm512_fmadd_pd(r4, q47, q03));
+    const __m512d q = _mm512_fmadd_pd(r8, PYET_C(0x1.74fdb6a043c5dp-4), _mm512_fmadd_pd(r4, q47, q03));
     const __m512d l = _mm512_fmadd_pd(
         r3, q, _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(lo1, lo2), _mm512_add_pd(lo3, lo4)), lo5));
     const __m512d y = _mm512_add_pd(hi, l);
