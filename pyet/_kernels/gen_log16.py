@@ -17,16 +17,28 @@ def bits2d(b):
     return struct.unpack("<d", struct.pack("<Q", b))[0]
 
 
+def near_centre(centre):
+    """1/c near 1/centre, with log c within 2^-66 of a multiple of 2^-43 (logc: then k ln2hi +
+    logc is exact, and log alone needs no tail): tried for logc = m 2^-43 outwards from the
+    centre's, 1/c = exp(-logc) rounded to double."""
+    m0 = int(mp.nint(mp.log(centre) * 2**43))
+    for d in range(100_000):
+        for m in (m0 + d, m0 - d):
+            ic = float(mp.exp(-mp.mpf(m) / 2**43))
+            tail = -mp.log(mp.mpf(ic)) - mp.mpf(m) / 2**43
+            if abs(tail) < mp.mpf(2) ** -66:
+                return ic, float(mp.mpf(m) / 2**43), float(tail)
+    raise RuntimeError("no candidate")
+
+
 def tables():
     invc, logc, tail, rmax = [], [], [], mp.mpf(0)
     for j in range(16):
         lo, hi = bits2d(OFF + (j << 48)), bits2d(OFF + ((j + 1) << 48) - 1)
-        ic = 1.0 if lo < 1 < hi else float(2 / (mp.mpf(lo) + mp.mpf(hi)))
-        exact = -mp.log(mp.mpf(ic))
-        lc = float(mp.nint(exact * 2**43) / 2**43)  # so that k ln2hi + logc is exact
+        ic, lc, tl = (1.0, 0.0, 0.0) if lo < 1 < hi else near_centre((mp.mpf(lo) + mp.mpf(hi)) / 2)
         invc.append(ic)
         logc.append(lc)
-        tail.append(float(exact - lc))
+        tail.append(tl)
         rmax = max(rmax, abs(mp.mpf(lo) * ic - 1), abs(mp.mpf(hi) * ic - 1))
     return invc, logc, tail, rmax
 

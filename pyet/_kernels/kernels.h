@@ -1737,9 +1737,11 @@ PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const vo
  * x = 2^k z, z in [0.698, 1.396) split into 16 intervals by 4 mantissa
  * bits, c the centre of z's (c = 1 on the one holding 1, in its middle),
  * log x = k ln2 + log c + log1p(r), r = z/c - 1 = (p - 1) + plo, |r| <
- * 0.0298 (z/c = p + plo by fma; p - 1 exact), log c as logc + tail (logc
- * with 43 fractional bits, so k ln2hi + logc is exact).  1/c, logc and
- * tail by vpermt2pd from 16-entry tables (pyet/_kernels/gen_log16.py makes them):
+ * 0.0298 (z/c = p + plo by fma; p - 1 exact), log c as logc + tail, logc
+ * with 43 fractional bits (so k ln2hi + logc is exact) and c near the
+ * centre chosen so that |tail| < 2^-66 (log alone leaves it out: one table
+ * fewer, 5-10 % of its time).  1/c, logc and tail by vpermt2pd from
+ * 16-entry tables (pyet/_kernels/gen_log16.py makes them):
  * gathers from ARM's 128-entry ones measured 1.4x the whole log's time.
  * No cancellation near 1: k ln2 + log c is 0 there, else |log x| > 0.0206.
  * log: log1p(r) - r = r^2 P(r), P of degree 8 (Chebyshev fit, 2^-57 on
@@ -1757,22 +1759,22 @@ PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const vo
 
 /* 1/c, c the centre of interval j (1 on the one holding 1) */
 static const double pyet_log16_invc[16] __attribute__((aligned(64))) = {
-    0x1.66c612afa64e9p+0, 0x1.57b864407292ep+0, 0x1.49e112e63a6a9p+0, 0x1.3d1c13d1c13d2p+0,
-    0x1.314abba098a56p+0, 0x1.2652c7480c438p+0, 0x1.1c1d986a8b193p+0, 0x1.12979907269d6p+0,
-    0x1.09afbd94109b0p+0, 0x1.0000000000000p+0, 0x1.e6a74981446fap-1, 0x1.cb5d4ef409920p-1,
-    0x1.b2f9341b2f935p-1, 0x1.9d0ac19d0ac1bp-1, 0x1.89374bc6a7efbp-1, 0x1.7734c36b7b1d6p-1};
+    0x1.66c612a88725ep+0, 0x1.57b8643a5cc98p+0, 0x1.49e112de3aac5p+0, 0x1.3d1c13d1ccef0p+0,
+    0x1.314abba8178e4p+0, 0x1.2652c740ef788p+0, 0x1.1c1d986660eb7p+0, 0x1.1297990187521p+0,
+    0x1.09afbd976210ap+0, 0x1.0000000000000p+0, 0x1.e6a7497c7fde1p-1, 0x1.cb5d4ef8175a0p-1,
+    0x1.b2f9342272ff4p-1, 0x1.9d0ac19d09e40p-1, 0x1.89374bc3cc017p-1, 0x1.7734c37202d6dp-1};
 /* log c rounded to 43 fractional bits (k ln2hi + logc exact) */
 static const double pyet_log16_logc[16] __attribute__((aligned(64))) = {
-    -0x1.599d63116b800p-2, -0x1.2db8ec8e8a800p-2, -0x1.03a25dcb05000p-2, -0x1.b66a7745e6000p-3,
-    -0x1.68a266e2f7000p-3, -0x1.1db2fe622a000p-3, -0x1.aad19489c6000p-4, -0x1.1f2b355e90000p-4,
-    -0x1.303f467128000p-5, 0.0, 0x1.9fed48a0a8000p-5, 0x1.bc5632de8a000p-4,
-    0x1.4de7b857bd000p-3, 0x1.b7dc1d0463000p-3, 0x1.0e4cfbea85000p-2, 0x1.3e4f3c1b23800p-2};
+    -0x1.599d62fd18000p-2, -0x1.2db8ec7c69800p-2, -0x1.03a25db230800p-2, -0x1.b66a774632000p-3,
+    -0x1.68a2671540000p-3, -0x1.1db2fe30ac000p-3, -0x1.aad1944dbc000p-4, -0x1.1f2b350ab2000p-4,
+    -0x1.303f46d778000p-5, 0.0, 0x1.9fed48f0ec000p-5, 0x1.bc5632ba64000p-4,
+    0x1.4de7b8358a000p-3, 0x1.b7dc1d0467000p-3, 0x1.0e4cfbf1f7000p-2, 0x1.3e4f3c0951000p-2};
 /* log c - logc */
 static const double pyet_log16_tail[16] __attribute__((aligned(64))) = {
-    -0x1.97689df6709fdp-46, 0x1.811d69a3301bcp-46, -0x1.27899f8427805p-47, -0x1.e23aa899d02d8p-45,
-    -0x1.41dd21ae0c640p-45, 0x1.432849deefc41p-45, -0x1.7c7638931340cp-45, 0x1.0e80f214a9cf3p-45,
-    -0x1.54ed41665ce99p-47, 0.0, 0x1.c307941daabe5p-45, -0x1.cd560761054d1p-46,
-    -0x1.c907a4cb12d45p-46, -0x1.2ccd57207e2cdp-45, -0x1.1c6b2873f2ad7p-46, -0x1.5e9286ea8a178p-46};
+    -0x1.c953e88f2f6dcp-67, -0x1.44cc07ef86b49p-68, 0x1.523df6b758639p-70, 0x1.0b3654f43a63bp-68,
+    0x1.1aece3d099272p-69, 0x1.c5770f6a7f02fp-68, -0x1.ed27612dd8783p-69, -0x1.004b588d4f1e2p-69,
+    -0x1.104bbbbb76ecdp-68, 0.0, -0x1.cf1f20a202045p-67, -0x1.d72126a5aeeacp-67,
+    -0x1.ac906e28084fdp-68, -0x1.cb243c55ad5c3p-69, -0x1.dd3684da8af05p-67, -0x1.758d6fca848e7p-67};
 
 /* x = 2^k z as kd, z, and the table index j in the low bits of idx */
 #define PYET_LOG16_REDUCE(ix)                                               \
@@ -1785,14 +1787,11 @@ static const double pyet_log16_tail[16] __attribute__((aligned(64))) = {
                                                 _mm512_load_pd(pyet_log16_invc + 8)); \
     const __m512d logc = _mm512_permutex2var_pd(_mm512_load_pd(pyet_log16_logc), idx, \
                                                 _mm512_load_pd(pyet_log16_logc + 8)); \
-    const __m512d ltail = _mm512_permutex2var_pd(_mm512_load_pd(pyet_log16_tail), idx, \
-                                                 _mm512_load_pd(pyet_log16_tail + 8)); \
     const __m512d pz = _mm512_mul_pd(z, invc);                              \
     const __m512d plo = _mm512_fmsub_pd(z, invc, pz);                       \
     const __m512d r = _mm512_sub_pd(pz, _mm512_set1_pd(1.0));  /* exact */  \
     /* exact: ln2hi has 42 bits, logc 43 fractional ones */                 \
-    const __m512d t1 = _mm512_fmadd_pd(kd, _mm512_set1_pd(0x1.62e42fefa3800p-1), logc); \
-    const __m512d lo1 = _mm512_fmadd_pd(kd, _mm512_set1_pd(0x1.ef35793c76730p-45), ltail)
+    const __m512d t1 = _mm512_fmadd_pd(kd, _mm512_set1_pd(0x1.62e42fefa3800p-1), logc)
 
 #define PYET_C(v) _mm512_set1_pd(v)
 
@@ -1800,15 +1799,16 @@ static const double pyet_log16_tail[16] __attribute__((aligned(64))) = {
 PYET_AVX512 static inline __attribute__((always_inline)) __m512d pyet_log8_avx512(__m512i ix)
 {
     PYET_LOG16_REDUCE(ix);
+    const __m512d lo1 = _mm512_mul_pd(kd, PYET_C(0x1.ef35793c76730p-45));  /* tail < 2^-66 */
     const __m512d hi = _mm512_add_pd(t1, r);
     const __m512d lo2 = _mm512_add_pd(_mm512_sub_pd(t1, hi), r);  /* |t1| > |r| or t1 = 0 */
     const __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2);
     const __m512d q01 = _mm512_fmadd_pd(r, PYET_C(0x1.5555555555532p-2), PYET_C(-0x1.0000000000000p-1));
     const __m512d q23 = _mm512_fmadd_pd(r, PYET_C(0x1.9999999a9cfcdp-3), PYET_C(-0x1.fffffffffffbfp-3));
-    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(0x1.249239070f977p-3), PYET_C(-0x1.55555556431c3p-3));
-    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(0x1.c7da440df7257p-4), PYET_C(-0x1.ffffe2746b481p-4));
+    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(0x1.249239070f82cp-3), PYET_C(-0x1.55555556431c3p-3));
+    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(0x1.c7da440e70c8dp-4), PYET_C(-0x1.ffffe2746b223p-4));
     const __m512d q47 = _mm512_fmadd_pd(r2, q67, q45);
-    const __m512d q48 = _mm512_fmadd_pd(r4, PYET_C(-0x1.9a479b00d0cc6p-4), q47);
+    const __m512d q48 = _mm512_fmadd_pd(r4, PYET_C(-0x1.9a479b01404dap-4), q47);
     const __m512d q = _mm512_fmadd_pd(r4, q48, _mm512_fmadd_pd(r2, q23, q01));
     /* plo/(1 + r) to 2^-63 */
     const __m512d tail = _mm512_add_pd(_mm512_add_pd(lo1, lo2), _mm512_fnmadd_pd(plo, r, plo));
@@ -1820,6 +1820,9 @@ PYET_AVX512 static inline __attribute__((always_inline)) __m512d
 pyet_log8_dd(__m512i ix, __m512d *lo)
 {
     PYET_LOG16_REDUCE(ix);
+    const __m512d ltail = _mm512_permutex2var_pd(_mm512_load_pd(pyet_log16_tail), idx,
+                                                 _mm512_load_pd(pyet_log16_tail + 8));
+    const __m512d lo1 = _mm512_fmadd_pd(kd, PYET_C(0x1.ef35793c76730p-45), ltail);
     const __m512d t2 = _mm512_add_pd(t1, r);
     const __m512d lo2 = _mm512_add_pd(_mm512_sub_pd(t1, t2), r);
     /* -r^2/2 = ar2 + lo3 exactly, added to t2 as hi + lo4 */
@@ -1838,11 +1841,11 @@ pyet_log8_dd(__m512i ix, __m512d *lo)
     const __m512d r3 = _mm512_mul_pd(r2, r), r8 = _mm512_mul_pd(r4, r4);
     const __m512d q01 = _mm512_fmadd_pd(r, PYET_C(-0x1.fffffffffffbfp-3), PYET_C(0x1.5555555555555p-2));
     const __m512d q23 = _mm512_fmadd_pd(r, PYET_C(-0x1.55555556431c3p-3), PYET_C(0x1.999999999995ep-3));
-    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(-0x1.ffffe2746b481p-4), PYET_C(0x1.249249256dc6bp-3));
-    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(-0x1.9a479b00d0cc6p-4), PYET_C(0x1.c71c56813a65ep-4));
+    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(-0x1.ffffe2746b223p-4), PYET_C(0x1.249249256dc6bp-3));
+    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(-0x1.9a479b01404dap-4), PYET_C(0x1.c71c56813a42fp-4));
     const __m512d q03 = _mm512_fmadd_pd(r2, q23, q01);
     const __m512d q47 = _mm512_fmadd_pd(r2, q67, q45);
-    const __m512d q = _mm512_fmadd_pd(r8, PYET_C(0x1.74fdb6a043c5dp-4), _mm512_fmadd_pd(r4, q47, q03));
+    const __m512d q = _mm512_fmadd_pd(r8, PYET_C(0x1.74fdb6a0aab40p-4), _mm512_fmadd_pd(r4, q47, q03));
     const __m512d l = _mm512_fmadd_pd(
         r3, q, _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(lo1, lo2), _mm512_add_pd(lo3, lo4)), lo5));
     const __m512d y = _mm512_add_pd(hi, l);
