@@ -1145,7 +1145,9 @@ PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *ou
  * double-double (fma), the rest of the series, under 2^-12 of the whole, in
  * double: |hi + lo - log x| < 2^-64 |log x|.  Branch-free, so its loops
  * vectorize (no table: no gathers).  (float64 log itself is pyet_log_fd's,
- * within 1 ulp and faster.)  pow(x, y) = exp(y log x): y
+ * within 1 ulp and faster.)  These are the kernels without AVX-512, and
+ * those of lanes pyet_log_avx512 and pyet_pow_avx512 hand to libm are
+ * libm's.  pow(x, y) = exp(y log x): y
  * times hi + lo in double-double, then pyet_exp's reduction and polynomial
  * with the low parts carried: correctly rounded but for near-ties (|y log x|
  * <= 708).
@@ -1731,6 +1733,267 @@ PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const vo
         _mm512_mask_storeu_pd(O_ + i, lm, res);
     }
 }
+
+/* float64 log and pow at AVX-512 (8 lanes, FMA, tables in registers), as
+ * ARM's optimized-routines log.c and pow.c (glibc's) with smaller tables:
+ * x = 2^k z, z in [0.698, 1.396) split into 16 intervals by 4 mantissa
+ * bits, c the centre of z's (c = 1 on the one holding 1, in its middle),
+ * log x = k ln2 + log c + log1p(r), r = z/c - 1 = (p - 1) + plo, |r| <
+ * 0.0298 (z/c = p + plo by fma; p - 1 exact), log c as logc + tail, logc
+ * with 43 fractional bits (so k ln2hi + logc is exact) and c near the
+ * centre chosen so that |tail| < 2^-66 (log alone leaves it out: one table
+ * fewer, 5-10 % of its time).  1/c, logc and tail by vpermt2pd from
+ * 16-entry tables (pyet/_kernels/gen_log16.py makes them):
+ * gathers from ARM's 128-entry ones measured 1.4x the whole log's time.
+ * No cancellation near 1: k ln2 + log c is 0 there, else |log x| > 0.0206.
+ * log: log1p(r) - r = r^2 P(r), P of degree 8 (Chebyshev fit, 2^-57 on
+ * |r| < 0.0298), k ln2hi + logc + r exact by Fast2Sum, one rounding at
+ * the end: within 0.54 ulp (2e6 random inputs per range against logl).
+ * pow: log x as hi + lo within 2^-62.3 relative (measured; the r^3 P(r)
+ * term's roundings, r^3/3 being up to 2^-11.2 of log x, bound it), y
+ * (hi + lo) in double-double, exp of it as pyet_exp8_avx512 with the low
+ * part added to the reduced argument: within 0.52 + |y log x| 2^-9.3 ulp,
+ * so lanes with |y log x| > 128 (results outside [2^-184, 2^184]) take
+ * libm's pow, as do x not positive, normal and finite and |y| not in
+ * [2^-65, 2^63) (inf, nan, 0: there y log x could underflow).  Measured
+ * within 0.56 ulp. */
+#define PYET_LOG64_AVX512 1
+
+/* 1/c, c the centre of interval j (1 on the one holding 1) */
+static const double pyet_log16_invc[16] __attribute__((aligned(64))) = {
+    0x1.66c612a88725ep+0, 0x1.57b8643a5cc98p+0, 0x1.49e112de3aac5p+0, 0x1.3d1c13d1ccef0p+0,
+    0x1.314abba8178e4p+0, 0x1.2652c740ef788p+0, 0x1.1c1d986660eb7p+0, 0x1.1297990187521p+0,
+    0x1.09afbd976210ap+0, 0x1.0000000000000p+0, 0x1.e6a7497c7fde1p-1, 0x1.cb5d4ef8175a0p-1,
+    0x1.b2f9342272ff4p-1, 0x1.9d0ac19d09e40p-1, 0x1.89374bc3cc017p-1, 0x1.7734c37202d6dp-1};
+/* log c rounded to 43 fractional bits (k ln2hi + logc exact) */
+static const double pyet_log16_logc[16] __attribute__((aligned(64))) = {
+    -0x1.599d62fd18000p-2, -0x1.2db8ec7c69800p-2, -0x1.03a25db230800p-2, -0x1.b66a774632000p-3,
+    -0x1.68a2671540000p-3, -0x1.1db2fe30ac000p-3, -0x1.aad1944dbc000p-4, -0x1.1f2b350ab2000p-4,
+    -0x1.303f46d778000p-5, 0.0, 0x1.9fed48f0ec000p-5, 0x1.bc5632ba64000p-4,
+    0x1.4de7b8358a000p-3, 0x1.b7dc1d0467000p-3, 0x1.0e4cfbf1f7000p-2, 0x1.3e4f3c0951000p-2};
+/* log c - logc */
+static const double pyet_log16_tail[16] __attribute__((aligned(64))) = {
+    -0x1.c953e88f2f6dcp-67, -0x1.44cc07ef86b49p-68, 0x1.523df6b758639p-70, 0x1.0b3654f43a63bp-68,
+    0x1.1aece3d099272p-69, 0x1.c5770f6a7f02fp-68, -0x1.ed27612dd8783p-69, -0x1.004b588d4f1e2p-69,
+    -0x1.104bbbbb76ecdp-68, 0.0, -0x1.cf1f20a202045p-67, -0x1.d72126a5aeeacp-67,
+    -0x1.ac906e28084fdp-68, -0x1.cb243c55ad5c3p-69, -0x1.dd3684da8af05p-67, -0x1.758d6fca848e7p-67};
+
+/* x = 2^k z as kd, z, and the table index j in the low bits of idx */
+#define PYET_LOG16_REDUCE(ix)                                               \
+    const __m512i tmp = _mm512_sub_epi64(ix, _mm512_set1_epi64(0x3fe6555555555555ll)); \
+    const __m512i idx = _mm512_srli_epi64(tmp, 48);                         \
+    const __m512d kd = _mm512_cvtepi64_pd(_mm512_srai_epi64(tmp, 52));     \
+    const __m512d z = _mm512_castsi512_pd(_mm512_sub_epi64(                 \
+        ix, _mm512_and_si512(tmp, _mm512_set1_epi64((long long)0xfff0000000000000ull)))); \
+    const __m512d invc = _mm512_permutex2var_pd(_mm512_load_pd(pyet_log16_invc), idx, \
+                                                _mm512_load_pd(pyet_log16_invc + 8)); \
+    const __m512d logc = _mm512_permutex2var_pd(_mm512_load_pd(pyet_log16_logc), idx, \
+                                                _mm512_load_pd(pyet_log16_logc + 8)); \
+    const __m512d pz = _mm512_mul_pd(z, invc);                              \
+    const __m512d plo = _mm512_fmsub_pd(z, invc, pz);                       \
+    const __m512d r = _mm512_sub_pd(pz, _mm512_set1_pd(1.0));  /* exact */  \
+    /* exact: ln2hi has 42 bits, logc 43 fractional ones */                 \
+    const __m512d t1 = _mm512_fmadd_pd(kd, _mm512_set1_pd(0x1.62e42fefa3800p-1), logc)
+
+#define PYET_C(v) _mm512_set1_pd(v)
+
+/* log x, ix the bits of x positive, normal and finite */
+PYET_AVX512 static inline __attribute__((always_inline)) __m512d pyet_log8_avx512(__m512i ix)
+{
+    PYET_LOG16_REDUCE(ix);
+    const __m512d lo1 = _mm512_mul_pd(kd, PYET_C(0x1.ef35793c76730p-45));  /* tail < 2^-66 */
+    const __m512d hi = _mm512_add_pd(t1, r);
+    const __m512d lo2 = _mm512_add_pd(_mm512_sub_pd(t1, hi), r);  /* |t1| > |r| or t1 = 0 */
+    const __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2);
+    const __m512d q01 = _mm512_fmadd_pd(r, PYET_C(0x1.5555555555532p-2), PYET_C(-0x1.0000000000000p-1));
+    const __m512d q23 = _mm512_fmadd_pd(r, PYET_C(0x1.9999999a9cfcdp-3), PYET_C(-0x1.fffffffffffbfp-3));
+    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(0x1.249239070f82cp-3), PYET_C(-0x1.55555556431c3p-3));
+    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(0x1.c7da440e70c8dp-4), PYET_C(-0x1.ffffe2746b223p-4));
+    const __m512d q47 = _mm512_fmadd_pd(r2, q67, q45);
+    const __m512d q48 = _mm512_fmadd_pd(r4, PYET_C(-0x1.9a479b01404dap-4), q47);
+    const __m512d q = _mm512_fmadd_pd(r4, q48, _mm512_fmadd_pd(r2, q23, q01));
+    /* plo/(1 + r) to 2^-63 */
+    const __m512d tail = _mm512_add_pd(_mm512_add_pd(lo1, lo2), _mm512_fnmadd_pd(plo, r, plo));
+    return _mm512_add_pd(hi, _mm512_fmadd_pd(r2, q, tail));
+}
+
+/* log x as hi + lo, ix the bits of x positive, normal and finite */
+PYET_AVX512 static inline __attribute__((always_inline)) __m512d
+pyet_log8_dd(__m512i ix, __m512d *lo)
+{
+    PYET_LOG16_REDUCE(ix);
+    const __m512d ltail = _mm512_permutex2var_pd(_mm512_load_pd(pyet_log16_tail), idx,
+                                                 _mm512_load_pd(pyet_log16_tail + 8));
+    const __m512d lo1 = _mm512_fmadd_pd(kd, PYET_C(0x1.ef35793c76730p-45), ltail);
+    const __m512d t2 = _mm512_add_pd(t1, r);
+    const __m512d lo2 = _mm512_add_pd(_mm512_sub_pd(t1, t2), r);
+    /* -r^2/2 = ar2 + lo3 exactly, added to t2 as hi + lo4 */
+    const __m512d ar = _mm512_mul_pd(PYET_C(-0.5), r);
+    const __m512d ar2 = _mm512_mul_pd(r, ar);
+    const __m512d lo3 = _mm512_fmsub_pd(ar, r, ar2);
+    const __m512d hi = _mm512_add_pd(t2, ar2);
+    const __m512d lo4 = _mm512_add_pd(_mm512_sub_pd(t2, hi), ar2);
+    /* plo/(1 + r) = plo (1 - r + r^2 - r^3) to 2^-73 */
+    const __m512d w = _mm512_fnmadd_pd(r, _mm512_fnmadd_pd(r, _mm512_sub_pd(PYET_C(1.0), r),
+                                                          PYET_C(1.0)), PYET_C(1.0));
+    const __m512d lo5 = _mm512_mul_pd(plo, w);
+    /* log1p(r) - r + r^2/2 = r^3 P(r), P of degree 8 (2^-55.2: its first
+     * coefficient's rounding, 2^-55.6, bounds any degree) */
+    const __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2);
+    const __m512d r3 = _mm512_mul_pd(r2, r), r8 = _mm512_mul_pd(r4, r4);
+    const __m512d q01 = _mm512_fmadd_pd(r, PYET_C(-0x1.fffffffffffbfp-3), PYET_C(0x1.5555555555555p-2));
+    const __m512d q23 = _mm512_fmadd_pd(r, PYET_C(-0x1.55555556431c3p-3), PYET_C(0x1.999999999995ep-3));
+    const __m512d q45 = _mm512_fmadd_pd(r, PYET_C(-0x1.ffffe2746b223p-4), PYET_C(0x1.249249256dc6bp-3));
+    const __m512d q67 = _mm512_fmadd_pd(r, PYET_C(-0x1.9a479b01404dap-4), PYET_C(0x1.c71c56813a42fp-4));
+    const __m512d q03 = _mm512_fmadd_pd(r2, q23, q01);
+    const __m512d q47 = _mm512_fmadd_pd(r2, q67, q45);
+    const __m512d q = _mm512_fmadd_pd(r8, PYET_C(0x1.74fdb6a0aab40p-4), _mm512_fmadd_pd(r4, q47, q03));
+    const __m512d l = _mm512_fmadd_pd(
+        r3, q, _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(lo1, lo2), _mm512_add_pd(lo3, lo4)), lo5));
+    const __m512d y = _mm512_add_pd(hi, l);
+    *lo = _mm512_add_pd(_mm512_sub_pd(hi, y), l);
+    return y;
+}
+#undef PYET_C
+#undef PYET_LOG16_REDUCE
+
+/* x: zero, subnormal, negative, inf or nan */
+#define PYET_X_SLOW(ix)                                                     \
+    _mm512_cmpge_epu64_mask(_mm512_sub_epi64(ix, _mm512_set1_epi64(0x0010000000000000ll)), \
+                            _mm512_set1_epi64(0x7fe0000000000000ll))
+
+PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in)
+{
+    const double *X_ = (const double *)in;
+    double *O_ = (double *)out;
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = _mm512_maskz_loadu_pd(lm, X_ + i);
+        __m512i ix = _mm512_castpd_si512(x);
+        const __mmask8 sl = PYET_X_SLOW(ix);
+        if (sl) ix = _mm512_mask_mov_epi64(ix, sl, _mm512_set1_epi64(0x3ff0000000000000ll));
+        __m512d res = pyet_log8_avx512(ix);
+        if (sl & lm) {
+            double xs[8], rs[8];
+            _mm512_storeu_pd(xs, x);
+            _mm512_storeu_pd(rs, res);
+            for (int j = 0; j < 8; j++)
+                if (((sl & lm) >> j) & 1) rs[j] = log(xs[j]);
+            res = _mm512_loadu_pd(rs);
+        }
+        _mm512_mask_storeu_pd(O_ + i, lm, res);
+    }
+}
+
+/* exp(t + tl) for |t| in [2^-54, 708] (or t = tl = 0), |tl| < 2^-40 |t|:
+ * pyet_exp8_avx512's reduction, table and polynomial, tl added to r */
+PYET_AVX512 static inline __attribute__((always_inline)) __m512d
+pyet_exp8_dd(__m512d t, __m512d tl)
+{
+    const __m512d zz = _mm512_fmadd_pd(t, _mm512_set1_pd(0x1.71547652b82fep+4),
+                                       _mm512_set1_pd(0x1.8p52));
+    const __m512i ki = _mm512_castpd_si512(zz);
+    const __m512d kd = _mm512_sub_pd(zz, _mm512_set1_pd(0x1.8p52));
+    __m512d r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(0x1.62e42fefa39efp-5), t);
+    r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(0x1.abc9e3b39803fp-60), r);
+    r = _mm512_add_pd(r, tl);
+    const __m512d sc = _mm512_castsi512_pd(_mm512_add_epi64(
+        _mm512_permutex2var_epi64(_mm512_load_si512(pyet_powf_exp2t), ki,
+                                  _mm512_load_si512(pyet_powf_exp2t + 8)),
+        _mm512_slli_epi64(ki, 48)));
+    const __m512d tt = _mm512_permutex2var_pd(_mm512_load_pd(pyet_exp_tail), ki,
+                                              _mm512_load_pd(pyet_exp_tail + 8));
+    const __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2);
+    const __m512d a = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.5555555555555p-3),
+                                      _mm512_set1_pd(0.5));
+    const __m512d b = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.1111111111111p-7),
+                                      _mm512_set1_pd(0x1.5555555555555p-5));
+    const __m512d c = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.a01a01a01a01ap-13),
+                                      _mm512_set1_pd(0x1.6c16c16c16c17p-10));
+    const __m512d q = _mm512_fmadd_pd(r4, c, _mm512_fmadd_pd(r2, b, a));
+    const __m512d p = _mm512_fmadd_pd(r2, q, _mm512_add_pd(r, tt));
+    return _mm512_fmadd_pd(sc, p, sc);
+}
+
+/* x ** y of 8 lanes; slow lanes (x not positive, normal and finite; |y| not
+ * in [2^-65, 2^63), inf, nan; |y log x| > 128) take libm's pow */
+#define PYET_POW64_STEP(FX, FY)                                             \
+    do {                                                                    \
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1); \
+        const __m512d x = FX ? xb : _mm512_maskz_loadu_pd(lm, X_ + i);      \
+        const __m512d y = FY ? yb : _mm512_maskz_loadu_pd(lm, Y_ + i);      \
+        __m512d hi, lo, ys = y;                                             \
+        __mmask8 sl = FX ? slx : PYET_X_SLOW(_mm512_castpd_si512(x));       \
+        if (!FY) sl |= PYET_Y_SLOW(y);                                      \
+        if (FX) {                                                           \
+            hi = hib; lo = lob;                                             \
+        } else {                                                            \
+            __m512i ix = _mm512_castpd_si512(x);                            \
+            if (sl) ix = _mm512_mask_mov_epi64(ix, sl, _mm512_set1_epi64(0x3ff0000000000000ll)); \
+            hi = pyet_log8_dd(ix, &lo);                                     \
+        }                                                                   \
+        if (sl && !FY) ys = _mm512_mask_mov_pd(y, sl, _mm512_setzero_pd()); \
+        __m512d th = _mm512_mul_pd(ys, hi);                                 \
+        __m512d tl = _mm512_fmadd_pd(ys, lo, _mm512_fmsub_pd(ys, hi, th));  \
+        /* |th| as bits - 2^-54's, unsigned: at most 128's - 2^-54's */     \
+        const __mmask8 out_ = _mm512_cmpgt_epu64_mask(                      \
+            _mm512_sub_epi64(_mm512_castpd_si512(_mm512_abs_pd(th)),        \
+                             _mm512_set1_epi64(0x3c90000000000000ll)),      \
+            _mm512_set1_epi64(0x4060000000000000ll - 0x3c90000000000000ll)); \
+        if (out_) {                                                         \
+            sl |= _mm512_cmp_pd_mask(_mm512_abs_pd(th), _mm512_set1_pd(128.0), _CMP_GT_OQ); \
+            th = _mm512_mask_mov_pd(th, out_, _mm512_setzero_pd());         \
+            tl = _mm512_mask_mov_pd(tl, out_, _mm512_setzero_pd());         \
+        }                                                                   \
+        __m512d res = pyet_exp8_dd(th, tl);                                 \
+        sl &= lm;                                                           \
+        if (sl) {                                                           \
+            double xs[8], yl[8], rs[8];                                     \
+            _mm512_storeu_pd(xs, x);                                        \
+            _mm512_storeu_pd(yl, y);                                        \
+            _mm512_storeu_pd(rs, res);                                      \
+            for (int j = 0; j < 8; j++)                                     \
+                if ((sl >> j) & 1) rs[j] = pow(xs[j], yl[j]);               \
+            res = _mm512_loadu_pd(rs);                                      \
+        }                                                                   \
+        _mm512_mask_storeu_pd(O_ + i, lm, res);                             \
+    } while (0)
+
+/* |y| not in [2^-65, 2^63) (so y log x neither underflows nor needs more
+ * than double-double), inf or nan */
+#define PYET_Y_SLOW(y)                                                      \
+    _mm512_cmpge_epu64_mask(                                                \
+        _mm512_sub_epi64(_mm512_castpd_si512(_mm512_abs_pd(y)),             \
+                         _mm512_set1_epi64(0x3be0000000000000ll)),          \
+        _mm512_set1_epi64(0x43e0000000000000ll - 0x3be0000000000000ll))
+
+PYET_AVX512 static void pyet_pow_avx512(int sflags, pyet_intp n, void *out, void *const *in)
+{
+    const double *X_ = (const double *)in[0], *Y_ = (const double *)in[1];
+    double *O_ = (double *)out;
+    if (n <= 0) return;
+    const __m512d xb = _mm512_set1_pd(X_[0]), yb = _mm512_set1_pd(Y_[0]);
+    /* a scalar operand's checks (and x's log) once */
+    const __mmask8 slx = PYET_X_SLOW(_mm512_castpd_si512(xb));
+    __m512d lob = _mm512_setzero_pd(), hib = lob;
+    if (sflags & 1)
+        hib = pyet_log8_dd(slx ? _mm512_set1_epi64(0x3ff0000000000000ll)
+                               : _mm512_castpd_si512(xb), &lob);
+    if ((sflags & 2) && PYET_Y_SLOW(yb)) {  /* every lane slow */
+        const double y = Y_[0];
+        for (pyet_intp i = 0; i < n; i++) O_[i] = pow(X_[(sflags & 1) ? 0 : i], y);
+        return;
+    }
+    switch (sflags & 3) {
+    case 0: for (pyet_intp i = 0; i < n; i += 8) PYET_POW64_STEP(0, 0); break;
+    case 1: for (pyet_intp i = 0; i < n; i += 8) PYET_POW64_STEP(1, 0); break;
+    case 2: for (pyet_intp i = 0; i < n; i += 8) PYET_POW64_STEP(0, 1); break;
+    default: for (pyet_intp i = 0; i < n; i += 8) PYET_POW64_STEP(1, 1); break;
+    }
+}
+#undef PYET_POW64_STEP
+#undef PYET_Y_SLOW
+#undef PYET_X_SLOW
 #endif
 
 #ifdef PYET_POWF_AVX512
@@ -1965,6 +2228,14 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
     }
 #ifdef PYET_EXP_AVX512
     if (dt == DT_F64 && pyet_have_avx512()) {
+        if (op == OP_log && !(sflags & 1)) {
+            pyet_log_avx512(n, out, in[0]);
+            return 1;
+        }
+        if (op == OP_power && !pyet_pow_direct(dt, sflags, n, in)) {
+            pyet_pow_avx512(sflags, n, out, in);
+            return 1;
+        }
         if ((op == OP_exp || op == OP_sigmoid) && !(sflags & 1)) {
             pyet_exp_avx512(op, n, out, in[0], 1.0, 1.0);
             return 1;
