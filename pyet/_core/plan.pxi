@@ -898,6 +898,12 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     cdef pyet_intp step[MAX_PREFETCH]
     cdef pyet_instr *ins
     cdef char *gathered = regs + prog.nregs * regbytes
+    if prog.copies_leaf and r.red == RED_NONE and not r.packed and r.tile == 0 \
+            and r.itemsize[0] == r.itemsize[1]:
+        # dst = leaf along strided rows: one strided copy, no block between
+        pyet_copy_strided(ptr[0], r.strides[r.nd - 1], ptr[1], r.strides[MAXD + r.nd - 1], n,
+                          r.itemsize[0])
+        return 0
     for k in range(nd):  # a strided destination row is written in a block, then scattered
         dstp[k] = ptr[k] if r.gather[k] < 0 or r.packed else gathered + r.gather[k] * regbytes
     for k in range(nd, r.nops):
@@ -1320,6 +1326,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # so it takes long blocks: less per-block overhead; a user function
         # is called on long blocks (each call costs microseconds)
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
+        if not prog.copies_leaf:
+            # a strided row is gathered into (scattered from) a block that
+            # stays in L1 too (8192 float64 were 64 KiB: sqrt of a[::3]
+            # 1.66x NumPy, 1.41x with blocks of 512)
+            for k in range(nops):
+                if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                    blocklen = BLOCK
         if prog.has_pyfunc:
             blocklen = max(BLOCK, PYFUNC_BLOCK)
         r.total = 1
