@@ -46,6 +46,9 @@ def test_strided_leaves_into_blocks(dtype, step, n):
         np.testing.assert_array_equal(np.asarray(pyet.sqrt(A)), np.sqrt(a))
         np.testing.assert_array_equal(np.asarray(A / B), a / b)
         np.testing.assert_array_equal(np.asarray(pyet.maximum(A, B * 2)), np.maximum(a, b * 2))
+        # one compute-bound kernel with a scalar operand (float64: gathered in pieces)
+        np.testing.assert_array_equal(np.asarray(2.5 / A), 2.5 / a)
+        np.testing.assert_array_equal(np.asarray(B / 3.0), b / 3.0)
     else:
         np.testing.assert_array_equal(np.asarray(abs(A)), np.abs(a))
         np.testing.assert_array_equal(np.asarray(A ^ B), a ^ b)
@@ -68,6 +71,15 @@ def test_strided_destinations_inside_sentinels(dtype, step, n):
     before = buf.copy()
     want = a * 2 + c
     pyet.asarray(dst)[...] = pyet.asarray(a) * 2 + pyet.asarray(c)
+    np.testing.assert_array_equal(dst, want)
+    check_written(buf, before, mask)
+    # one compute-bound kernel from a strided leaf into the strided destination
+    buf[...] = sentinel
+    if np.dtype(dtype).kind == "f":
+        want, expr = np.sqrt(c), pyet.sqrt(pyet.asarray(c))
+    else:
+        want, expr = c // 7, pyet.asarray(c) // 7
+    pyet.asarray(dst)[...] = expr
     np.testing.assert_array_equal(dst, want)
     check_written(buf, before, mask)
     # dst = leaf: one strided copy, contiguous into strided and strided into strided
