@@ -2335,6 +2335,30 @@ PYET_DISPATCH void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, cons
             T *D_ = (T *)dst;                                               \
             const T *S_ = (const T *)src;                                   \
             PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[2 * i] = S_[i]; \
+        } else if (ds == (pyet_intp)sizeof(T) && ss == 3 * (pyet_intp)sizeof(T)) { \
+            T *D_ = (T *)dst;                                               \
+            const T *S_ = (const T *)src;                                   \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) D_[i] = S_[3 * i]; \
+        } else if (ds == (pyet_intp)sizeof(T)) {                            \
+            /* any other step into a block: four loads in flight per turn   \
+             * (one at a time, each waited for its address, ~0.4 ns/item) */ \
+            T *D_ = (T *)dst;                                               \
+            pyet_intp i = 0;                                                \
+            for (; i + 4 <= n; i += 4, src += 4 * ss) {                     \
+                T a_ = *(const T *)src, b_ = *(const T *)(src + ss);        \
+                T c_ = *(const T *)(src + 2 * ss), d_ = *(const T *)(src + 3 * ss); \
+                D_[i] = a_; D_[i + 1] = b_; D_[i + 2] = c_; D_[i + 3] = d_;  \
+            }                                                               \
+            for (; i < n; i++, src += ss) D_[i] = *(const T *)src;          \
+        } else if (ss == (pyet_intp)sizeof(T)) {                            \
+            const T *S_ = (const T *)src;                                   \
+            pyet_intp i = 0;                                                \
+            for (; i + 4 <= n; i += 4, dst += 4 * ds) {                     \
+                T a_ = S_[i], b_ = S_[i + 1], c_ = S_[i + 2], d_ = S_[i + 3]; \
+                *(T *)dst = a_; *(T *)(dst + ds) = b_;                      \
+                *(T *)(dst + 2 * ds) = c_; *(T *)(dst + 3 * ds) = d_;        \
+            }                                                               \
+            for (; i < n; i++, dst += ds) *(T *)dst = S_[i];                \
         } else {                                                            \
             for (pyet_intp i = 0; i < n; i++)                               \
                 *(T *)(dst + i * ds) = *(const T *)(src + i * ss);          \
