@@ -672,6 +672,8 @@ cdef struct Run:
     int red                   # RED_*: fold each block into dst instead of storing it
     pyet_intp red_stride      # bytes between the threads' private accumulators
     pyet_intp red_comp        # bytes from an accumulator to its compensation (0: none)
+    pyet_intp red_units       # >0: the threads share one set of accumulators; a chunk is
+    pyet_intp unit_items      # whole units (unit_items items each) none of the others touch
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
     pyet_intp nchunks         # the work items split into this many chunks (threads claim them)
@@ -1035,6 +1037,10 @@ cdef int run_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     # reduction's chunk c folds into accumulator set c: a fixed split, so the
     # order of additions is the same every run, whichever thread runs it
     cdef Run *r = <Run *>ctx
+    if r.red_units:  # shared accumulators: chunk c's units are its alone
+        return run_items(r, <Program>r.prog, r.red_units * c // r.nchunks * r.unit_items,
+                         r.red_units * (c + 1) // r.nchunks * r.unit_items,
+                         r.scratch + slot * r.scratch_bytes, 0)
     return run_items(r, <Program>r.prog, r.nitems * c // r.nchunks,
                      r.nitems * (c + 1) // r.nchunks, r.scratch + slot * r.scratch_bytes,
                      c * r.red_stride if r.red != RED_NONE else 0)
@@ -1222,6 +1228,8 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
     time (threads.h), the caller waiting only for chunks others claimed."""
     if nthreads <= 1:
         r.nchunks = 1
+    elif r.red_units:
+        r.nchunks = min(r.red_units, 8 * nthreads)
     elif r.red != RED_NONE:
         r.nchunks = nthreads
     else:
@@ -1255,10 +1263,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                        int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
                        pyet_intp red_comp=0) except -1:
     """Run prog over destinations of one shape (several: a multi-output pass,
-    each written in statement order within a block)."""
+    each written in statement order within a block).  A reduction returns the
+    accumulator sets it folded into (see reduce_into), 0 when it refused."""
     cdef cnp.ndarray dst = <cnp.ndarray>dsts[0]
     cdef int ndst = len(dsts)
     cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, nthreads
+    cdef int nsets = 1
+    cdef pyet_intp units
     cdef int ngather, ntiled
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
@@ -1310,12 +1321,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                           r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else -1,
                           r.base)
         if r.nd == 0:
-            return 0
+            return 1 if red else 0
         r.nops = nops
         r.ndst = ndst
         r.red = red
         r.red_stride = red_stride
         r.red_comp = red_comp
+        r.red_units = 0
         # one kernel reading leaves straight into dst keeps no block in L1,
         # so it takes long blocks: less per-block overhead; a user function
         # is called on long blocks (each call costs microseconds)
@@ -1367,6 +1379,26 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             r.nitems = r.nblocks * (r.nrows if not r.tile else (r.nrows + r.tile - 1) // r.tile)
         if red:  # as many threads as the caller made accumulators for
             nthreads = max(1, min(red_threads, r.nitems))
+            if nthreads > 1:
+                # units: the outer dimensions along which no accumulator is
+                # shared (the leading ones of nonzero stride in dst); split in
+                # whole units, the threads share one set of accumulators, each
+                # folded by one thread in the order one thread folds it
+                units = 1
+                for d in range(r.nd - 1):
+                    if r.strides[d] == 0:
+                        break
+                    units *= r.shape[d]
+                if units % nthreads == 0 or units >= 4 * nthreads:
+                    r.red_units = units
+                    r.unit_items = r.nitems // units
+                elif red_stride == 0:
+                    return 0  # no accumulators per thread to fold into: refused
+                else:
+                    nsets = nthreads  # per thread: set 0's starting values copied
+                    for k in range(1, nthreads):
+                        memcpy(<char *>cnp.PyArray_DATA(dst) + k * red_stride,
+                               cnp.PyArray_DATA(dst), red_stride)
         else:
             nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
         r.npf = 0
@@ -1404,7 +1436,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             raise RuntimeError("pyet: an elementwise pass failed")
         if r.fpflags:  # np.errstate's answer to the pass's floating-point errors
             report_fp(r.fpflags)
-        return 0
+        return nsets if red else 0
     finally:
         if mem != <char *>small_meta:
             free(mem)
@@ -1523,9 +1555,9 @@ def add_compensations(cnp.ndarray accs, pyet_intp size, int nthreads):
 
 
 def reduce_threads(pyet_intp size):
-    """How many threads (each with its own accumulators) a reduction of size
-    elements should use."""
-    return threads_for(size, size)
+    """How many threads a reduction of size elements should use: as many as
+    the thread pool would run it on now (fewer on a busy machine)."""
+    return pool_threads(threads_for(size, size))
 
 
 def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
@@ -1597,8 +1629,14 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
                 pyet_intp comp=0, cnp.ndarray index=None):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape
     and zero strides along the reduced axes (the caller initializes them).
-    With nthreads > 1, thread t folds into the accumulators ``t * stride``
-    bytes further on; the caller combines them.  Float64 sums take a
+    With nthreads > 1, the threads share acc when each accumulator is folded
+    by one of them (the pass splits outer dimensions of acc's nonzero
+    strides: the result is one thread's, bit for bit); else thread t folds
+    into the accumulators ``t * stride`` bytes further on, which start as a
+    copy of the first ``stride`` bytes at acc (the caller initializes those
+    only, and combines the sets after).  Returns the number of sets folded
+    into (1: shared or one thread), 0 when stride is 0 and the threads could
+    not share (nothing is read or written then).  Float64 sums take a
     compensation term ``comp`` bytes after each accumulator (zeroed by the
     caller, added to it after); argmax and argmin keep there the int64 index
     of the accumulated value, read from ``index`` (int64, broadcast to e's
@@ -1613,4 +1651,4 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
         if index is None or index.dtype != np.int64:
             raise TypeError("argmax and argmin fold an int64 index array")
         leaves.append(index)
-    execute(prog, acc, leaves, scalars, pyfuncs, red, nthreads, stride, comp)
+    return execute(prog, acc, leaves, scalars, pyfuncs, red, nthreads, stride, comp)

@@ -177,6 +177,7 @@ class _Fold:
         self.nthreads = nthreads
         self.accs, self.slots, (self.thread_stride, self.comp_stride) = _slots(
             nthreads, 1 + self.compensated, self.kept, self.acc_dtype)
+        self.first = self.accs[:len(self.accs) // nthreads]
         # the accumulators seen with the child's shape
         self.view = np.ndarray(self.child.shape, self.acc_dtype, self.accs, 0, self.strides)
 
@@ -187,15 +188,18 @@ class _Fold:
         nthreads = core.reduce_threads(child.size)
         if nthreads != self.nthreads:
             self._make_slots(nthreads)
-        self.accs.fill(self.start)
+        # the first thread's set: reduce_into copies it to the others it uses
+        self.first.fill(self.start)
+        nsets = 1
         if child.size:
-            core.reduce_into(self.view, child, _FOLD[kind], nthreads, self.thread_stride,
-                             self.comp_stride if self.compensated else 0)
+            nsets = core.reduce_into(self.view, child, _FOLD[kind], nthreads,
+                                     self.thread_stride,
+                                     self.comp_stride if self.compensated else 0)
         slots = self.slots
         if self.compensated:
-            core.add_compensations(self.accs, self.size, nthreads)
+            core.add_compensations(self.accs, self.size, nsets)
         acc = slots[0][0]
-        for t in range(1, nthreads):
+        for t in range(1, nsets):
             acc = _COMBINE[kind](acc, slots[t][0])
         if kind == "mean":
             if self.count == 0:
@@ -237,9 +241,9 @@ class Reduction(Special):
             _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
                              dst)
             return
-        one_thread = core.reduce_threads(child.size) == 1
+        nthreads = core.reduce_threads(child.size)
         if kind in ("max", "min") and isinstance(child, core.Tensor) and (
-                one_thread or child._array.nbytes <= ONE_CALL_BYTES):
+                nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES):
             if len(axes) == child.ndim and core.fold_flat(dst, child._array, _FOLD[kind]):
                 return  # a contiguous leaf's whole max or min: one kernel call, no pass
             if axes == tuple(range(len(axes))):
@@ -252,15 +256,17 @@ class Reduction(Special):
                 if core.fold_rows(dst, child._array, _FOLD[kind], len(axes)):
                     return  # its rows folded into dst, no pass
         across_rows = self._across_rows(child)
-        direct = self._fold_into(dst, child, across_rows) if one_thread else None
+        direct = self._fold_into(dst, child, across_rows)
         if direct is not None:
+            # straight into dst, on several threads where they can share it
+            # (each element of dst folded by one of them: reduce_into refuses
+            # the others, which take accumulators per thread below)
             view, start = direct
             dst.fill(start)
-            core.reduce_into(view, child, _FOLD[kind], 1, 0, 0)
-            if kind == "mean":
-                np.divide(dst, math.prod([child.shape[a] for a in axes]),
-                          out=dst)
-            return
+            if core.reduce_into(view, child, _FOLD[kind], nthreads, 0, 0):
+                if kind == "mean":
+                    np.divide(dst, math.prod([child.shape[a] for a in axes]), out=dst)
+                return
         if self.kind in ("argmax", "argmin"):
             np.copyto(dst, self._value(child, across_rows))
             return
@@ -332,10 +338,9 @@ class Reduction(Special):
             core.reduce_threads
 
         def direct():
-            if threads(size) != 1:
-                return folded()
             out.fill(start)
-            reduce_into(view, child, code, 1, 0, 0)
+            if not reduce_into(view, child, code, threads(size), 0, 0):
+                folded()  # threads that cannot share out: accumulators per thread
 
         return direct
 
@@ -475,18 +480,19 @@ def _arg_fold(kind, child, k):
     nthreads = core.reduce_threads(child.size)
     # per thread, two 8-byte slots per accumulator: the value, its int64 index
     raw, slots, (thread_stride, index_stride) = _slots(nthreads, 2, kept, np.int64)
-    raw.fill(np.iinfo(np.int64).max)
+    # the first thread's set: reduce_into copies it to the others it uses
+    slots[0][1].fill(np.iinfo(np.int64).max)
     kept_strides = _c_strides(kept, np.int64)
     vals = [np.ndarray(kept, dtype, slot[0], 0, kept_strides) for slot in slots]
-    for v in vals:
-        v[...] = _accumulator(kind[3:], dtype)[1]
+    vals[0].fill(_accumulator(kind[3:], dtype)[1])
     view = np.ndarray(child.shape, dtype, raw, 0,
                       tuple(0 if i == k else s for i, s in enumerate(kept_strides)))
     n = child.shape[k]
     index = np.arange(n, dtype=np.int64).reshape([n if i == k else 1 for i in range(child.ndim)])
-    core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride, index_stride, index)
+    nsets = core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride, index_stride,
+                             index)
     best, first = vals[0], slots[0][1]
-    for t in range(1, nthreads):  # the fold's order: extreme, then NaN, then least index
+    for t in range(1, nsets):  # the fold's order: extreme, then NaN, then least index
         v, j = vals[t], slots[t][1]
         with np.errstate(invalid="ignore"):
             wins = (v > best) if kind == "argmax" else (v < best)
