@@ -107,21 +107,34 @@ def test_every_axis_and_layout_against_numpy(shape, dtype, lay, threads, block):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bare_leaves_above_numpys_size(dtype, threads):
-    # leaves over SMALL_LEAF elements fold in pyet (at most, NumPy's handles them)
+    # leaves over SMALL_LEAF elements: the pass, or NumPy's loops where they are
+    # faster (reductions._numpy_kind: argmax/argmin, contiguous bool max/min/all/any),
+    # into reversed destinations between sentinels, and into a float64 one (the pass)
     shape = (40, 42, 40)
     assert np.prod(shape) > reductions.SMALL_LEAF
     a = values(shape, dtype, 1)
-    for lay in ("C", "F", "neg"):
+    for lay in ("C", "F", "strided", "neg"):
         b = in_layout(a, lay)
         x = pyet.asarray(b)
-        for kind in ("sum", "mean", "max", "min", "argmax", "any"):
-            for axis in (0, 1, 2, -1, (0, 2), None):
+        for kind in ("sum", "mean", "max", "min", "argmax", "argmin", "all", "any"):
+            for axis in (0, 1, 2, -1, -3, (0, 2), None):
                 if kind.startswith("arg") and isinstance(axis, tuple):
                     continue
-                out = np.empty(np.shape(getattr(np, kind)(b, axis=axis)),
-                               reductions._result_dtype(kind, b.dtype))
-                pyet.evaluate(getattr(pyet, kind)(x, axis=axis), out=out)
-                check(kind, out, b, axis)
+                for keepdims in (False, True):
+                    want = np.asarray(getattr(np, kind)(b, axis=axis, keepdims=keepdims))
+                    raw = np.full((want.size + 2) * want.itemsize, 0xA5, np.uint8)
+                    guarded = raw.view(want.dtype)
+                    out = guarded[-2:0:-1].reshape(want.shape)  # reversed, inside sentinels
+                    pyet.evaluate(getattr(pyet, kind)(x, axis=axis, keepdims=keepdims),
+                                  out=out)
+                    check(kind, out, b, axis, keepdims)
+                    isz = want.itemsize
+                    assert (raw[:isz] == 0xA5).all() and (raw[-isz:] == 0xA5).all()
+                if kind in ("argmax", "min"):  # cast into float64: not NumPy's out=
+                    out = np.empty(np.shape(want), np.float64)
+                    pyet.evaluate(getattr(pyet, kind)(x, axis=axis, keepdims=keepdims),
+                                  out=out)
+                    np.testing.assert_array_equal(out, want.astype(np.float64))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
