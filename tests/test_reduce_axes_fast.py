@@ -201,11 +201,13 @@ def test_reduce_threads_follows_the_setting(threads):
 @pytest.mark.parametrize("kind", ["max", "min", "argmax", "argmin"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_nan_in_max_and_min(kind, dtype, threads, block):
-    a = values((12, 10, 66), dtype, 4)
+    a = values((40, 30, 66), dtype, 4)  # above SMALL_LEAF: bare leaves fold in pyet too
+    assert a.size > reductions.SMALL_LEAF
     a[3, 4, 5] = np.nan
     a[7, :, 60] = np.nan
     a[0, 0, :] = np.nan
-    a[11, 9, 65] = np.nan
+    a[39, 29, 65] = np.nan
+    a[20, 10, 0] = -np.nan
     for lay in ("C", "F", "neg"):
         b = in_layout(a, lay)
         for x in (as_tree(b), pyet.asarray(b)):
