@@ -295,3 +295,31 @@ def test_destination_aliasing_the_operand(threads):
     want = x.copy()
     want[::-1, :, 0] = x.max(axis=2)
     np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_leaf_order_differs_from_the_destinations(dtype, threads):
+    # the pass walks the leaf's memory: into a destination laid out otherwise it folds
+    # into one laid out as the leaf first (Reduction._leaf_ordered), then copies
+    a = values((30, 50, 48), dtype, 8)
+    if dtype in (np.float32, np.float64):
+        a[5, :, 7] = np.nan
+    for b in (np.asfortranarray(a), np.ascontiguousarray(a.transpose(2, 0, 1)).transpose(1, 2, 0),
+              np.asfortranarray(a)[::-1, :, ::2]):
+        x = pyet.asarray(b)
+        for kind in ("sum", "mean", "max", "min", "any"):
+            for axis in (0, 1, 2, (1, 2), (0, 2)):
+                for keepdims in (False, True):
+                    want = np.asarray(getattr(np, kind)(b, axis=axis, keepdims=keepdims))
+                    for order in ("C", "F"):
+                        big = np.full(tuple(n + 2 for n in want.shape), 3, want.dtype,
+                                      order=order)
+                        before = big.copy()
+                        inner = tuple(slice(1, -1) for _ in want.shape)
+                        dst = big[inner]
+                        pyet.evaluate(getattr(pyet, kind)(x, axis=axis, keepdims=keepdims),
+                                      out=dst)
+                        check(kind, dst.copy(), b, axis, keepdims, want=want)
+                        guard = np.ones(big.shape, bool)
+                        guard[inner] = False
+                        assert np.array_equal(big[guard], before[guard])

@@ -7,6 +7,7 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
+import builtins
 import functools
 import math
 import threading
@@ -299,12 +300,19 @@ class Reduction(Special):
         if direct is not None:
             # straight into dst, on several threads where they can share it
             # (each element of dst folded by one of them: reduce_into refuses
-            # the others, which take accumulators per thread below)
+            # the others, which take accumulators per thread below); into an
+            # array laid out as the leaf first where dst is not
+            tmp = self._leaf_ordered(dst, child)
+            target = dst
+            if tmp is not None:
+                direct, target = self._fold_into(tmp, child, across_rows), tmp
             view, start = direct
-            dst.fill(start)
+            target.fill(start)
             if core.reduce_into(view, child, _FOLD[kind], nthreads, 0, 0):
                 if kind == "mean":
-                    np.divide(dst, math.prod([child.shape[a] for a in axes]), out=dst)
+                    np.divide(target, math.prod([child.shape[a] for a in axes]), out=target)
+                if tmp is not None:
+                    np.copyto(dst, tmp)
                 return
         if self.kind in ("argmax", "argmin"):
             np.copyto(dst, self._value(child, across_rows))
@@ -314,6 +322,28 @@ class Reduction(Special):
             np.copyto(dst, fold.result())
         finally:
             fold.give_back()
+
+    def _leaf_ordered(self, dst, child):
+        """An array of dst's shape and dtype laid out as the leaf ``child``
+        (its kept axes in the order of the leaf's strides) when the pass,
+        which walks the leaf's memory, would step through dst across its
+        rows (an F-order leaf into a C-order dst); else None.  Folded into,
+        then copied: F-order 64^3 int32 min over axis 2 into a C-order dst
+        420 us, into an F-order one 45 us (NumPy 142 us)."""
+        if not isinstance(child, core.Tensor) or dst.ndim < 2:
+            return None
+        array, axes = child._array, self.axes
+        sized = [i for i in range(child.ndim) if child.shape[i] > 1]
+        if not sized:
+            return None
+        inner = builtins.min(sized, key=lambda i: abs(array.strides[i]))  # (first of the least)
+        if inner in axes:
+            return None  # the rows fold whole, each into one element
+        kept = [i for i in range(child.ndim) if self.keepdims or i not in axes]
+        if abs(dst.strides[kept.index(inner)]) == dst.itemsize:
+            return None  # dst steps with the leaf already
+        order = sorted(range(len(kept)), key=lambda j: -abs(array.strides[kept[j]]))
+        return np.empty([dst.shape[j] for j in order], dst.dtype).transpose(np.argsort(order))
 
     def _across_rows(self, child):
         # whether a sum's pass folds along kept rows (core.folds_across_rows)
