@@ -323,3 +323,25 @@ def test_leaf_order_differs_from_the_destinations(dtype, threads):
                         guard = np.ones(big.shape, bool)
                         guard[inner] = False
                         assert np.array_equal(big[guard], before[guard])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whole_max_min_of_one_run_in_any_axis_order(dtype):
+    # core.fold_flat takes any array whose memory is one run of its elements (axes
+    # reversed or permuted) and refuses gaps, overlaps and broadcasts
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((40, 30, 66)).astype(dtype)
+    a[17, 3, 40] = np.nan
+    out = np.zeros((), dtype)
+    for b in (a[::-1, :, ::-1], a[:, ::-1], a.transpose(2, 0, 1), a.T[::-1], a[::-1, ::-1, ::-1]):
+        for kind, code in (("max", 3), ("min", 4)):
+            assert core.fold_flat(out, b, code)
+            assert np.isnan(out)
+            c = b.copy()
+            c[np.isnan(c)] = 0
+            assert core.fold_flat(out, c, code)
+            assert out == getattr(np, kind)(c)
+            np.testing.assert_array_equal(pyet.evaluate(getattr(pyet, kind)(pyet.asarray(c))),
+                                          getattr(np, kind)(c))
+    for b in (a[::2], a[:, :, 1:], a[:, :, ::-2], np.broadcast_to(a[:1], a.shape)):
+        assert not core.fold_flat(out, b, 3)

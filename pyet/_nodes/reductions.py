@@ -78,8 +78,11 @@ def _numpy_kind(kind, child, axes, whole):
     into a contiguous one, then its SIMD loop), along the leaf's innermost
     axis in memory (1.1-3.3x), of 4-byte values not C-contiguous (1.4-5x);
     max, min, all and any of a contiguous bool leaf (1.1-10x: NumPy's byte
-    loops).  The others are the pass's: it is faster for them (argmax across
-    rows 0.5-0.9x, bool sums and strided bool folds 0.1-0.9x), float sums and
+    loops); all and any of numbers along a C-contiguous leaf's last axis
+    (1.2-2x: the pass casts each row to bools first); max and min of a whole
+    contiguous integer leaf (1.3-2x).  The others are the pass's: it is
+    faster for them (argmax across rows 0.5-0.9x, bool sums and strided bool
+    folds 0.1-0.9x, whole all/any, which stop once decided), float sums and
     means are more accurate, and float max and min have their own folds."""
     if not (isinstance(child, core.Tensor) and child.size > 0 and child.ndim > 0):
         return False
@@ -92,8 +95,13 @@ def _numpy_kind(kind, child, axes, whole):
         return ((array.shape[axes[0]] > 1 and strides
                  and abs(array.strides[axes[0]]) == min(strides))
                 or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous))
-    return (kind in ("max", "min", "all", "any") and child.dtype == _BOOL
-            and (array.flags.c_contiguous or array.flags.f_contiguous))
+    contiguous = array.flags.c_contiguous or array.flags.f_contiguous
+    if child.dtype == _BOOL:
+        return kind in ("max", "min", "all", "any") and contiguous
+    if kind in ("all", "any"):
+        return (array.flags.c_contiguous and child.ndim - 1 in axes
+                and len(axes) < child.ndim)
+    return (kind in ("max", "min") and child.dtype.kind == "i" and whole and contiguous)
 
 
 def _numpy_leaf(kind, child, axes, whole, nthreads):
