@@ -93,7 +93,7 @@ def _numpy_kind(kind, child, axes, whole):
         strides = [abs(s) for s, n in zip(array.strides, array.shape, strict=True)
                    if n > 1]
         return ((array.shape[axes[0]] > 1 and strides
-                 and abs(array.strides[axes[0]]) == min(strides))
+                 and abs(array.strides[axes[0]]) == builtins.min(strides))
                 or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous))
     contiguous = array.flags.c_contiguous or array.flags.f_contiguous
     if child.dtype == _BOOL:
