@@ -807,13 +807,17 @@ def test_softmax_errors():
 
 @pytest.fixture
 def two_threads():
-    """Two threads for reductions above 64 values per thread; the settings restored after."""
+    """Two threads for reductions above 64 values per thread, even on a busy machine
+    (reduce_threads asks the pool); the settings restored after."""
     with pyet_threads(2) as n:
         if n < 2:
             pytest.skip("pyet built without OpenMP")
+        dynamic = _parallel.get_dynamic()
         _parallel.set_min_per_thread(64)
+        _parallel.set_dynamic(False)
         yield
         _parallel.set_min_per_thread(1 << 16)
+        _parallel.set_dynamic(dynamic)
 
 
 def _one_thread(fn):
@@ -853,16 +857,21 @@ def test_threaded_reductions_on_large_inputs_with_the_default_threshold():
         if n < 2:
             pytest.skip("pyet built without OpenMP")
         x = rand((600, 1000), np.float64, 14)
-        assert _plan.reduce_threads(x.size) == 2
-        X = pyet.asarray(x)
-        for kind in ("sum", "mean", "max", "min", "argmin", "any"):
-            for axis in (None, 0, 1):
-                e = getattr(pyet, kind)(X * 1.0 + 0.0, axis=axis)
-                first = np.asarray(e)
-                check(kind, first, x, axis, tree="x*1 + 0")
-                np.testing.assert_array_equal(np.asarray(e), first)
-        s = np.asarray(pyet.softmax(X))
-        np.testing.assert_allclose(s, _np_softmax(x, -1), rtol=1e-14)
+        dynamic = _parallel.get_dynamic()
+        _parallel.set_dynamic(False)  # (on a busy machine the pool would give one)
+        try:
+            assert _plan.reduce_threads(x.size) == 2
+            X = pyet.asarray(x)
+            for kind in ("sum", "mean", "max", "min", "argmin", "any"):
+                for axis in (None, 0, 1):
+                    e = getattr(pyet, kind)(X * 1.0 + 0.0, axis=axis)
+                    first = np.asarray(e)
+                    check(kind, first, x, axis, tree="x*1 + 0")
+                    np.testing.assert_array_equal(np.asarray(e), first)
+            s = np.asarray(pyet.softmax(X))
+            np.testing.assert_allclose(s, _np_softmax(x, -1), rtol=1e-14)
+        finally:
+            _parallel.set_dynamic(dynamic)
 
 
 # ------------------------------------------------------------------------- memory use

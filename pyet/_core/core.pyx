@@ -51,7 +51,7 @@ from pyet._kernels import blas as _blas
 
 from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready
 from pyet._kernels.kernels cimport *
-from pyet._kernels.parallel cimport report_fp, run_chunks, threads_for
+from pyet._kernels.parallel cimport pool_threads, report_fp, run_chunks, threads_for
 
 cnp.import_array()
 

@@ -682,6 +682,8 @@ cdef struct Run:
     int red                   # RED_*: fold each block into dst instead of storing it
     pyet_intp red_stride      # bytes between the threads' private accumulators
     pyet_intp red_comp        # bytes from an accumulator to its compensation (0: none)
+    pyet_intp red_units       # >0: the threads share one set of accumulators; a chunk is
+    pyet_intp unit_items      # whole units (unit_items items each) none of the others touch
     void *prog              # Program (borrowed; needed only for pyfuncs)
     void *state             # list collecting a pyfunc's exception
     pyet_intp nchunks         # the work items split into this many chunks (threads claim them)
@@ -1024,6 +1026,51 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     return 0
 
 
+cdef bint fold_whole_rows(Run *r, int dt, pyet_intp w0, pyet_intp w1,
+                          pyet_intp dst_shift) noexcept nogil:
+    """A leaf's rows that each fold whole (one block a row) without run_block's
+    per-row machinery; False (nothing done) for other layouts.  Called
+    through FOLD_WHOLE_ROWS: inlined into run_items it slowed the general
+    loop (F-order 64^3 int32 min over axis 2: ~20 %)."""
+    cdef int nd = r.nd
+    cdef pyet_intp inner = r.shape[nd - 1], w, m, rest, blk, n
+    cdef bint quiet
+    if nd == 2 and r.strides[0] != 0 and r.strides[1] == 0:
+        # the rows reduced whole into their own accumulators (the reduced
+        # axes innermost: sum(x, axis=-1)): a kernel call a row, without the
+        # block machinery's ~30 ns (64^3 float64: 4096 rows)
+        quiet = invalid_unset()
+        for w in range(w0, w1):
+            pyet_reduce_store(r.red, dt, inner, r.base[0] + dst_shift + w * r.strides[0], 0,
+                              r.red_comp, r.base[1] + w * r.strides[MAXD])
+        quiet_fold(quiet)
+        return True
+    if nd == 3 and r.strides[0] != 0 and r.strides[1] == 0 and r.strides[2] == r.itemsize[0]:
+        # a middle axis reduced (sum(x, axis=1)): the rows of each outer
+        # index folded into its row of accumulators, several at a time
+        m = r.shape[1]
+        w = w0
+        while w < w1:
+            rest = w // m  # the outer index; blk: the row within it
+            blk = w - rest * m
+            n = min(w1 - w, m - blk)
+            if not pyet_reduce_rows(r.red, dt, n, inner, r.base[0] + dst_shift
+                                    + rest * r.strides[0], r.base[1] + rest * r.strides[MAXD]
+                                    + blk * r.strides[MAXD + 1], r.strides[MAXD + 1]):
+                return False  # a fold it does not do (known at the first call)
+            w += n
+        if pyet_fs_get() & PYET_FS_INVALID:  # the fold's own (a leaf copy raises none)
+            pyet_fs_clear(PYET_FS_INVALID)
+        return True
+    return False
+
+
+ctypedef bint (*whole_rows_fn)(Run *r, int dt, pyet_intp w0, pyet_intp w1,
+                               pyet_intp dst_shift) noexcept nogil
+# (a pointer the compiler does not see through: fold_whole_rows stays out of run_items)
+cdef whole_rows_fn FOLD_WHOLE_ROWS = fold_whole_rows
+
+
 cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                    char *regs, pyet_intp dst_shift) noexcept nogil:
     """Run work items w0 <= w < w1: item w is block w % nblocks of row
@@ -1047,6 +1094,10 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         if pyet_fs_get() & PYET_FS_INVALID:  # the fold's own (a leaf copy raises none)
             pyet_fs_clear(PYET_FS_INVALID)
         return 0  # rows folded into one contiguous row of accumulators, several at a time
+    if (r.red != RED_NONE and prog.copies_leaf and r.nblocks == 1 and r.gather[1] < 0
+            and r.red != RED_ARGMAX and r.red != RED_ARGMIN
+            and FOLD_WHOLE_ROWS(r, prog.dt_out, w0, w1, dst_shift)):
+        return 0
     rest = w0 // r.nblocks
     blk = w0 % r.nblocks
     for k in range(nops):
@@ -1096,6 +1147,10 @@ cdef int run_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     # reduction's chunk c folds into accumulator set c: a fixed split, so the
     # order of additions is the same every run, whichever thread runs it
     cdef Run *r = <Run *>ctx
+    if r.red_units:  # shared accumulators: chunk c's units are its alone
+        return run_items(r, <Program>r.prog, r.red_units * c // r.nchunks * r.unit_items,
+                         r.red_units * (c + 1) // r.nchunks * r.unit_items,
+                         r.scratch + slot * r.scratch_bytes, 0)
     return run_items(r, <Program>r.prog, r.nitems * c // r.nchunks,
                      r.nitems * (c + 1) // r.nchunks, r.scratch + slot * r.scratch_bytes,
                      c * r.red_stride if r.red != RED_NONE else 0)
@@ -1283,6 +1338,8 @@ cdef int run_parallel(Run *r, Program prog, int nthreads) noexcept nogil:
     time (threads.h), the caller waiting only for chunks others claimed."""
     if nthreads <= 1:
         r.nchunks = 1
+    elif r.red_units:
+        r.nchunks = min(r.red_units, 8 * nthreads)
     elif r.red != RED_NONE:
         r.nchunks = nthreads
     else:
@@ -1316,10 +1373,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                        int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
                        pyet_intp red_comp=0) except -1:
     """Run prog over destinations of one shape (several: a multi-output pass,
-    each written in statement order within a block)."""
+    each written in statement order within a block).  A reduction returns the
+    accumulator sets it folded into (see reduce_into), 0 when it refused."""
     cdef cnp.ndarray dst = <cnp.ndarray>dsts[0]
     cdef int ndst = len(dsts)
     cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, nthreads
+    cdef int nsets = 1
+    cdef pyet_intp units
     cdef int ngather, ntiled
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
@@ -1371,12 +1431,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                           r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else -1,
                           r.base)
         if r.nd == 0:
-            return 0
+            return 1 if red else 0
         r.nops = nops
         r.ndst = ndst
         r.red = red
         r.red_stride = red_stride
         r.red_comp = red_comp
+        r.red_units = 0
         # one kernel reading leaves straight into dst keeps no block in L1,
         # so it takes long blocks: less per-block overhead; a user function
         # is called on long blocks (each call costs microseconds)
@@ -1435,6 +1496,26 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             r.nitems = r.nblocks * (r.nrows if not r.tile else (r.nrows + r.tile - 1) // r.tile)
         if red:  # as many threads as the caller made accumulators for
             nthreads = max(1, min(red_threads, r.nitems))
+            if nthreads > 1:
+                # units: the outer dimensions along which no accumulator is
+                # shared (the leading ones of nonzero stride in dst); split in
+                # whole units, the threads share one set of accumulators, each
+                # folded by one thread in the order one thread folds it
+                units = 1
+                for d in range(r.nd - 1):
+                    if r.strides[d] == 0:
+                        break
+                    units *= r.shape[d]
+                if units % nthreads == 0 or units >= 4 * nthreads:
+                    r.red_units = units
+                    r.unit_items = r.nitems // units
+                elif red_stride == 0:
+                    return 0  # no accumulators per thread to fold into: refused
+                else:
+                    nsets = nthreads  # per thread: set 0's starting values copied
+                    for k in range(1, nthreads):
+                        memcpy(<char *>cnp.PyArray_DATA(dst) + k * red_stride,
+                               cnp.PyArray_DATA(dst), red_stride)
         else:
             nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
         r.npf = 0
@@ -1472,7 +1553,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             raise RuntimeError("pyet: an elementwise pass failed")
         if r.fpflags:  # np.errstate's answer to the pass's floating-point errors
             report_fp(r.fpflags)
-        return 0
+        return nsets if red else 0
     finally:
         if mem != <char *>small_meta:
             free(mem)
@@ -1591,34 +1672,73 @@ def add_compensations(cnp.ndarray accs, pyet_intp size, int nthreads):
 
 
 def reduce_threads(pyet_intp size):
-    """How many threads (each with its own accumulators) a reduction of size
-    elements should use."""
-    return threads_for(size, size)
+    """How many threads a reduction of size elements should use: as many as
+    the thread pool would run it on now (fewer on a busy machine)."""
+    return pool_threads(threads_for(size, size))
+
+
+cdef char *dense_start(cnp.ndarray a) noexcept:
+    # the lowest address of a's memory when it is one run of its elements
+    # (its axes, reversed or not, tile it in some order), else NULL
+    cdef int nd = cnp.PyArray_NDIM(a), m = 0, i, j
+    cdef pyet_intp st[MAXD]
+    cdef pyet_intp sz[MAXD]
+    cdef pyet_intp s, n, step = cnp.PyArray_ITEMSIZE(a)
+    cdef char *p = <char *>cnp.PyArray_DATA(a)
+    if nd > MAXD:
+        return NULL
+    for i in range(nd):
+        n = cnp.PyArray_DIMS(a)[i]
+        s = cnp.PyArray_STRIDES(a)[i]
+        if n == 1:
+            continue
+        if s < 0:
+            p += s * (n - 1)
+            s = -s
+        j = m  # insertion by stride, ascending
+        while j > 0 and st[j - 1] > s:
+            st[j] = st[j - 1]
+            sz[j] = sz[j - 1]
+            j -= 1
+        st[j] = s
+        sz[j] = n
+        m += 1
+    for i in range(m):
+        if st[i] != step:
+            return NULL
+        step *= sz[i]
+    return p
 
 
 def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
     """Fold every value of ``src`` into ``dst``'s one element on this thread:
     a whole float32/float64 max or min (``red``) of an array whose memory is
-    one aligned run (C- or Fortran-contiguous), as one kernel call over it, in
-    any order (max and min do not depend on it).  The plan's set-up (view of
-    dst, program, pass) was ~8 us of a 64^3 float32 max's ~30.  Returns False,
-    nothing written, for anything else; the value lands in dst after the
-    whole of src is read (dst may overlap it)."""
+    one aligned run (C- or Fortran-contiguous, or any order of its axes, each
+    either way: x[::-1, :, ::-1], x.transpose(2, 0, 1)), as one kernel call
+    over it, in any order (max and min do not depend on it).  The plan's
+    set-up (view of dst, program, pass) was ~8 us of a 64^3 float32 max's
+    ~30; a reversed float64 64^3 went through the pass's gathers (1.9x
+    NumPy).  Returns False, nothing written, for anything else; the value
+    lands in dst after the whole of src is read (dst may overlap it)."""
     cdef int dt = array_dtype_code(src)
     cdef pyet_intp n = cnp.PyArray_SIZE(src)
     cdef double acc64
     cdef float acc32
     cdef char *acc = <char *>&acc64 if dt == DT_F64 else <char *>&acc32
+    cdef char *start = <char *>cnp.PyArray_DATA(src)
     if (red != RED_MAX and red != RED_MIN) or (dt != DT_F32 and dt != DT_F64) or n == 0 \
             or cnp.PyArray_SIZE(dst) != 1 or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
-            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(src) \
-            or not (cnp.PyArray_IS_C_CONTIGUOUS(src) or cnp.PyArray_IS_F_CONTIGUOUS(src)):
+            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(src):
         return False
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(src) or cnp.PyArray_IS_F_CONTIGUOUS(src)):
+        start = dense_start(src)
+        if start == NULL:
+            return False
     acc64 = -INFINITY if red == RED_MAX else INFINITY
     acc32 = <float>acc64
     cdef bint quiet = invalid_unset()
     with nogil:
-        pyet_reduce_store(red, dt, n, acc, 0, 0, cnp.PyArray_DATA(src))
+        pyet_reduce_store(red, dt, n, acc, 0, 0, start)
     quiet_fold(quiet)
     memcpy(cnp.PyArray_DATA(dst), acc, cnp.PyArray_ITEMSIZE(dst))  # (dst may be unaligned)
     return True
@@ -1665,8 +1785,14 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
                 pyet_intp comp=0, cnp.ndarray index=None):
     """Fold e's values into ``acc``, a view of the accumulators with e's shape
     and zero strides along the reduced axes (the caller initializes them).
-    With nthreads > 1, thread t folds into the accumulators ``t * stride``
-    bytes further on; the caller combines them.  Float64 sums take a
+    With nthreads > 1, the threads share acc when each accumulator is folded
+    by one of them (the pass splits outer dimensions of acc's nonzero
+    strides: the result is one thread's, bit for bit); else thread t folds
+    into the accumulators ``t * stride`` bytes further on, which start as a
+    copy of the first ``stride`` bytes at acc (the caller initializes those
+    only, and combines the sets after).  Returns the number of sets folded
+    into (1: shared or one thread), 0 when stride is 0 and the threads could
+    not share (nothing is read or written then).  Float64 sums take a
     compensation term ``comp`` bytes after each accumulator (zeroed by the
     caller, added to it after); argmax and argmin keep there the int64 index
     of the accumulated value, read from ``index`` (int64, broadcast to e's
@@ -1681,4 +1807,4 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
         if index is None or index.dtype != np.int64:
             raise TypeError("argmax and argmin fold an int64 index array")
         leaves.append(index)
-    execute(prog, acc, leaves, scalars, pyfuncs, red, nthreads, stride, comp)
+    return execute(prog, acc, leaves, scalars, pyfuncs, red, nthreads, stride, comp)

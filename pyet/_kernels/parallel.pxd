@@ -5,6 +5,9 @@ from pyet._kernels.types cimport pyet_intp
 # threads for ``work`` elements split over ``lines`` independent pieces
 cdef int threads_for(pyet_intp work, pyet_intp lines) noexcept nogil
 
+# the threads a pass asking for nthreads would run on now (busy machine: fewer)
+cdef int pool_threads(int nthreads) noexcept nogil
+
 # chunk c of a pass, run in participant slot (0: the caller)
 ctypedef int (*chunk_fn)(void *ctx, pyet_intp chunk, int slot) noexcept nogil
 

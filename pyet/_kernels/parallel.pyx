@@ -17,6 +17,7 @@ cdef extern from "threads.h" nogil:
     int pyet_have_openmp()
     ctypedef int (*pyet_chunk_fn)(void *ctx, pyet_intp chunk, int slot) noexcept nogil
     int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, pyet_intp n, int nthreads, int *fpflags)
+    int pyet_pool_threads(int nthreads)
     int pyet_dynamic_threads
     int pyet_last_nthreads
     enum:
@@ -87,6 +88,10 @@ cdef int threads_for(pyet_intp work, pyet_intp lines) noexcept nogil:
         return 1
     n = min(n, <pyet_intp>pyet_omp_max_threads(), work // MIN_PER_THREAD, lines)
     return <int>max(n, 1)
+
+
+cdef int pool_threads(int nthreads) noexcept nogil:
+    return pyet_pool_threads(nthreads)
 
 
 cdef int run_chunks(chunk_fn fn, void *ctx, pyet_intp n, int nthreads,

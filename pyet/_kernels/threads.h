@@ -350,6 +350,31 @@ static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthread
     return failed ? -1 : 0;
 }
 
+/* The threads a pass asking for nthreads would get now (pyet_run_chunks' checks:
+ * the pool free, idle CPUs, not running alone), without running one: a caller whose
+ * set-up grows with the count (a reduction's accumulators per thread, their
+ * combining) sets up for the threads it will get.  A hint: the pass checks again. */
+static int pyet_pool_threads(int nthreads) {
+    long long now;
+    if (nthreads > PYET_POOL_MAX)
+        nthreads = PYET_POOL_MAX;
+    if (nthreads <= 1 || !pyet_dynamic_threads)
+        return nthreads < 1 ? 1 : nthreads;
+    if (pthread_mutex_trylock(&pyet_pool.busy) != 0)
+        return 1;  /* another pass has the pool: this one would run alone */
+    now = pyet_now_ns();
+    if (now >= pyet_pool.load_at + PYET_LOAD_EVERY_NS) {
+        pyet_pool.idle_cpus = pyet_idle_cpus();
+        pyet_pool.load_at = now;
+    }
+    if (nthreads > pyet_pool.idle_cpus + 1)
+        nthreads = pyet_pool.idle_cpus > 0 ? pyet_pool.idle_cpus + 1 : 1;
+    if (now < pyet_pool.alone_until)
+        nthreads = 1;
+    pthread_mutex_unlock(&pyet_pool.busy);
+    return nthreads;
+}
+
 #else  /* Windows (OpenMP, no pthreads) or no OpenMP: an OpenMP loop, or one thread */
 
 static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthreads,
@@ -375,5 +400,7 @@ static int pyet_run_chunks(pyet_chunk_fn fn, void *ctx, ptrdiff_t n, int nthread
     *fpflags = pyet_fp_take();
     return failed ? -1 : 0;
 }
+
+static int pyet_pool_threads(int nthreads) { return nthreads < 1 ? 1 : nthreads; }
 #endif
 #endif

@@ -7,6 +7,7 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
+import builtins
 import functools
 import math
 import threading
@@ -69,10 +70,52 @@ def _small_leaf(kind, child):
             and kind not in ("argmax", "argmin"))
 
 
+def _numpy_kind(kind, child, axes, whole):
+    """Whether NumPy's loops reduce this bare leaf faster than the pass, with
+    the same values and bits (no tree to fuse: the same work).  Measured on
+    one thread at 64^3 (pass / NumPy): argmax and argmin of bools (1-15x),
+    over all axes of a leaf that is not contiguous (1.3-7.5x: NumPy copies it
+    into a contiguous one, then its SIMD loop), along the leaf's innermost
+    axis in memory (1.1-3.3x), of 4-byte values not C-contiguous (1.4-5x);
+    max, min, all and any of a contiguous bool leaf (1.1-10x: NumPy's byte
+    loops); all and any of numbers along a C-contiguous leaf's last axis
+    (1.2-2x: the pass casts each row to bools first); max and min of a whole
+    contiguous integer leaf (1.3-2x).  The others are the pass's: it is
+    faster for them (argmax across rows 0.5-0.9x, bool sums and strided bool
+    folds 0.1-0.9x, whole all/any, which stop once decided), float sums and
+    means are more accurate, and float max and min have their own folds."""
+    if not (isinstance(child, core.Tensor) and child.size > 0 and child.ndim > 0):
+        return False
+    array = child._array
+    if kind in ("argmax", "argmin"):
+        if child.dtype == _BOOL or whole:
+            return True
+        strides = [abs(s) for s, n in zip(array.strides, array.shape, strict=True)
+                   if n > 1]
+        return ((array.shape[axes[0]] > 1 and strides
+                 and abs(array.strides[axes[0]]) == builtins.min(strides))
+                or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous))
+    contiguous = array.flags.c_contiguous or array.flags.f_contiguous
+    if child.dtype == _BOOL:
+        return kind in ("max", "min", "all", "any") and contiguous
+    if kind in ("all", "any"):
+        return (array.flags.c_contiguous and child.ndim - 1 in axes
+                and len(axes) < child.ndim)
+    return (kind in ("max", "min") and child.dtype.kind == "i" and whole and contiguous)
+
+
+def _numpy_leaf(kind, child, axes, whole, nthreads):
+    # (up to ONE_CALL_BYTES the pass on two threads does not make up for it)
+    return _numpy_kind(kind, child, axes, whole) and (
+        nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES)
+
+
 def _numpy_reduction(kind, array, axis, keepdims, out=None):
     # the ufunc's reduce where np.sum/prod/max/min would call it (without their
     # Python wrapper, ~2 us), NumPy's function for the others
     reduce = _UFUNC_REDUCE.get(kind)
+    if kind in ("argmax", "argmin") and axis is not None:
+        (axis,) = axis
     if reduce is not None:
         return reduce(array, axis=axis, out=out, keepdims=keepdims)
     if kind == "mean" and out is not None:
@@ -177,6 +220,7 @@ class _Fold:
         self.nthreads = nthreads
         self.accs, self.slots, (self.thread_stride, self.comp_stride) = _slots(
             nthreads, 1 + self.compensated, self.kept, self.acc_dtype)
+        self.first = self.accs[:len(self.accs) // nthreads]
         # the accumulators seen with the child's shape
         self.view = np.ndarray(self.child.shape, self.acc_dtype, self.accs, 0, self.strides)
 
@@ -187,15 +231,18 @@ class _Fold:
         nthreads = core.reduce_threads(child.size)
         if nthreads != self.nthreads:
             self._make_slots(nthreads)
-        self.accs.fill(self.start)
+        # the first thread's set: reduce_into copies it to the others it uses
+        self.first.fill(self.start)
+        nsets = 1
         if child.size:
-            core.reduce_into(self.view, child, _FOLD[kind], nthreads, self.thread_stride,
-                             self.comp_stride if self.compensated else 0)
+            nsets = core.reduce_into(self.view, child, _FOLD[kind], nthreads,
+                                     self.thread_stride,
+                                     self.comp_stride if self.compensated else 0)
         slots = self.slots
         if self.compensated:
-            core.add_compensations(self.accs, self.size, nthreads)
+            core.add_compensations(self.accs, self.size, nsets)
         acc = slots[0][0]
-        for t in range(1, nthreads):
+        for t in range(1, nsets):
             acc = _COMBINE[kind](acc, slots[t][0])
         if kind == "mean":
             if self.count == 0:
@@ -237,9 +284,14 @@ class Reduction(Special):
             _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
                              dst)
             return
-        one_thread = core.reduce_threads(child.size) == 1
+        nthreads = core.reduce_threads(child.size)
+        if _numpy_leaf(kind, child, axes, self.whole, nthreads) and \
+                dst.dtype == _result_dtype(kind, child.dtype):
+            _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
+                             dst)
+            return
         if kind in ("max", "min") and isinstance(child, core.Tensor) and (
-                one_thread or child._array.nbytes <= ONE_CALL_BYTES):
+                nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES):
             if len(axes) == child.ndim and core.fold_flat(dst, child._array, _FOLD[kind]):
                 return  # a contiguous leaf's whole max or min: one kernel call, no pass
             if axes == tuple(range(len(axes))):
@@ -252,15 +304,24 @@ class Reduction(Special):
                 if core.fold_rows(dst, child._array, _FOLD[kind], len(axes)):
                     return  # its rows folded into dst, no pass
         across_rows = self._across_rows(child)
-        direct = self._fold_into(dst, child, across_rows) if one_thread else None
+        direct = self._fold_into(dst, child, across_rows)
         if direct is not None:
+            # straight into dst, on several threads where they can share it
+            # (each element of dst folded by one of them: reduce_into refuses
+            # the others, which take accumulators per thread below); into an
+            # array laid out as the leaf first where dst is not
+            tmp = self._leaf_ordered(dst, child)
+            target = dst
+            if tmp is not None:
+                direct, target = self._fold_into(tmp, child, across_rows), tmp
             view, start = direct
-            dst.fill(start)
-            core.reduce_into(view, child, _FOLD[kind], 1, 0, 0)
-            if kind == "mean":
-                np.divide(dst, math.prod([child.shape[a] for a in axes]),
-                          out=dst)
-            return
+            target.fill(start)
+            if core.reduce_into(view, child, _FOLD[kind], nthreads, 0, 0):
+                if kind == "mean":
+                    np.divide(target, math.prod([child.shape[a] for a in axes]), out=target)
+                if tmp is not None:
+                    np.copyto(dst, tmp)
+                return
         if self.kind in ("argmax", "argmin"):
             np.copyto(dst, self._value(child, across_rows))
             return
@@ -269,6 +330,28 @@ class Reduction(Special):
             np.copyto(dst, fold.result())
         finally:
             fold.give_back()
+
+    def _leaf_ordered(self, dst, child):
+        """An array of dst's shape and dtype laid out as the leaf ``child``
+        (its kept axes in the order of the leaf's strides) when the pass,
+        which walks the leaf's memory, would step through dst across its
+        rows (an F-order leaf into a C-order dst); else None.  Folded into,
+        then copied: F-order 64^3 int32 min over axis 2 into a C-order dst
+        420 us, into an F-order one 45 us (NumPy 142 us)."""
+        if not isinstance(child, core.Tensor) or dst.ndim < 2:
+            return None
+        array, axes = child._array, self.axes
+        sized = [i for i in range(child.ndim) if child.shape[i] > 1]
+        if not sized:
+            return None
+        inner = builtins.min(sized, key=lambda i: abs(array.strides[i]))  # (first of the least)
+        if inner in axes:
+            return None  # the rows fold whole, each into one element
+        kept = [i for i in range(child.ndim) if self.keepdims or i not in axes]
+        if abs(dst.strides[kept.index(inner)]) == dst.itemsize:
+            return None  # dst steps with the leaf already
+        order = sorted(range(len(kept)), key=lambda j: -abs(array.strides[kept[j]]))
+        return np.empty([dst.shape[j] for j in order], dst.dtype).transpose(np.argsort(order))
 
     def _across_rows(self, child):
         # whether a sum's pass folds along kept rows (core.folds_across_rows)
@@ -298,7 +381,8 @@ class Reduction(Special):
         return self._value(child, self._across_rows(child))
 
     def _value(self, child, across_rows):
-        if _small_leaf(self.kind, child):
+        if _small_leaf(self.kind, child) or _numpy_leaf(
+                self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
             return np.asarray(_numpy_reduction(
                 self.kind, child._array, None if self.whole else self.axes, self.keepdims))
         if self.kind in ("argmax", "argmin"):
@@ -318,8 +402,9 @@ class Reduction(Special):
             return functools.partial(_mean_into, child._array, None if self.whole else axes,
                                      self.keepdims, out,
                                      math.prod([child.shape[a] for a in axes]))
-        if _small_leaf(kind, child) or kind in ("argmax", "argmin"):
-            return lambda: self.into(out, (child,))
+        if _small_leaf(kind, child) or kind in ("argmax", "argmin") or _numpy_kind(
+                kind, child, axes, self.whole):
+            return lambda: self.into(out, (child,))  # (NumPy's or not: into decides each time)
         across_rows = self._across_rows(child)
         fold = _Fold(self, child, across_rows)
         folded = lambda: np.copyto(out, fold.result())  # noqa: E731
@@ -332,10 +417,9 @@ class Reduction(Special):
             core.reduce_threads
 
         def direct():
-            if threads(size) != 1:
-                return folded()
             out.fill(start)
-            reduce_into(view, child, code, 1, 0, 0)
+            if not reduce_into(view, child, code, threads(size), 0, 0):
+                folded()  # threads that cannot share out: accumulators per thread
 
         return direct
 
@@ -475,18 +559,19 @@ def _arg_fold(kind, child, k):
     nthreads = core.reduce_threads(child.size)
     # per thread, two 8-byte slots per accumulator: the value, its int64 index
     raw, slots, (thread_stride, index_stride) = _slots(nthreads, 2, kept, np.int64)
-    raw.fill(np.iinfo(np.int64).max)
+    # the first thread's set: reduce_into copies it to the others it uses
+    slots[0][1].fill(np.iinfo(np.int64).max)
     kept_strides = _c_strides(kept, np.int64)
     vals = [np.ndarray(kept, dtype, slot[0], 0, kept_strides) for slot in slots]
-    for v in vals:
-        v[...] = _accumulator(kind[3:], dtype)[1]
+    vals[0].fill(_accumulator(kind[3:], dtype)[1])
     view = np.ndarray(child.shape, dtype, raw, 0,
                       tuple(0 if i == k else s for i, s in enumerate(kept_strides)))
     n = child.shape[k]
     index = np.arange(n, dtype=np.int64).reshape([n if i == k else 1 for i in range(child.ndim)])
-    core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride, index_stride, index)
+    nsets = core.reduce_into(view, child, _FOLD[kind], nthreads, thread_stride, index_stride,
+                             index)
     best, first = vals[0], slots[0][1]
-    for t in range(1, nthreads):  # the fold's order: extreme, then NaN, then least index
+    for t in range(1, nsets):  # the fold's order: extreme, then NaN, then least index
         v, j = vals[t], slots[t][1]
         with np.errstate(invalid="ignore"):
             wins = (v > best) if kind == "argmax" else (v < best)
