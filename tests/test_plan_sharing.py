@@ -105,3 +105,34 @@ def test_random_plans_sharing_subtrees_equal_running_one_by_one(steps, keep):
             cur[...] = {"=": value, "+=": cur + value, "*=": cur * value}[op]
         for a, r in zip(ours, ref, strict=True):
             np.testing.assert_array_equal(a, r)
+
+
+# ------------------------------------- values shared within a multi-output pass
+
+def _one_pass_vs_one_by_one(exprs):
+    got = [np.asarray(v) for v in pyet.evaluate_all(exprs)]
+    for g, e in zip(got, exprs, strict=True):
+        np.testing.assert_allclose(g, np.asarray(pyet.evaluate(e)), rtol=1e-13, atol=0)
+
+
+def test_a_shared_value_read_again_after_a_nested_last_read():
+    # exp(t0) built twice has one signature: its register was freed when the
+    # nested read (inside sin(exp(...))) was emitted, while the outer add still
+    # had to read it, and the next instruction overwrote it
+    t0 = pyet.asarray(np.array([[0.1, 0.2, 0.3]]))
+    t1 = pyet.asarray(np.array([[1.0, 2.0, 3.0]]))
+    _one_pass_vs_one_by_one([pyet.exp(t0) + pyet.sin(pyet.exp(pyet.exp(t0))), t1 * 2])
+    _one_pass_vs_one_by_one([pyet.exp(t0) + pyet.sin(pyet.sqrt(pyet.exp(t0) + 1)), t1 * 2])
+
+
+def test_a_fused_rule_over_a_shared_product_operand():
+    # x*E + where(m, x*E', 0): the muladd read E's register after where had
+    # reused it (a gradient of maximum through a product: zeros came out)
+    rng = np.random.default_rng(3)
+    t0, t1 = (pyet.asarray(rng.standard_normal((1, 2))) for _ in range(2))
+    W = pyet.asarray(rng.standard_normal((2, 2)))
+    mask = pyet.asarray(np.array([[False, True]]))
+    d = pyet.dot(t0, W)
+    e = d * pyet.exp(t0) + pyet.where(mask, d * pyet.exp(t0), 0.0)
+    _one_pass_vs_one_by_one([e, t1 * 2])
+    _one_pass_vs_one_by_one([t1 * 2, e])

@@ -140,6 +140,9 @@ cdef class _Lowering:
     # the registers held for them
     cdef dict sig_at, memo, uses
     cdef set pinned
+    # such a value's register, per reader handed it whose instruction is not
+    # emitted yet: the register is free only once every one of them has read it
+    cdef dict pending
 
     def __init__(self, list leaf_map=None):
         self.code = []
@@ -150,6 +153,7 @@ cdef class _Lowering:
         self.leaf_map = leaf_map
         self.nleaf_seen = 0
         self.sig_at, self.memo, self.uses, self.pinned = {}, {}, {}, set()
+        self.pending = {}
 
     cdef int alloc(self):
         if self.free_regs:
@@ -159,7 +163,15 @@ cdef class _Lowering:
 
     cdef void release(self, list srcs):
         for kind, idx in srcs:
-            if kind == SRC_REG and idx not in self.free_regs and idx not in self.pinned:
+            if kind != SRC_REG:
+                continue
+            n = self.pending.get(idx)
+            if n is not None:  # a shared value: free after its last pending reader
+                if n > 1:
+                    self.pending[idx] = n - 1
+                    continue
+                del self.pending[idx]
+            if idx not in self.free_regs and idx not in self.pinned:
                 self.free_regs.append(idx)
 
     cdef tuple emit(self, int op, int dt, int dt_out, list srcs, object fn=None):
@@ -205,9 +217,11 @@ cdef class _Lowering:
         if self.uses[sig] > 0:
             self.memo[sig] = src
             self.pinned.add(src[1])
-        else:  # the last use: the register is free once its reader has it
+        else:  # the last use: the register is free once its readers have it
             self.memo.pop(sig, None)
             self.pinned.discard(src[1])
+        if src[0] == SRC_REG:
+            self.pending[src[1]] = self.pending.get(src[1], 0) + 1
         return src
 
     cdef tuple node_once(self, Expr e):
