@@ -182,9 +182,15 @@ static void *pyet_pool_worker(void *arg) {
     unsigned seen = (unsigned)(atomic_load(&pyet_pool.ticket) >> 32);
     for (;;) {
         unsigned gen = seen;
-        for (int i = 0; i < PYET_SPIN && gen == seen; i++) {
+        /* a new generation once its pass is open: one still being set up
+           (ticket closed) would be taken as seen and its pass missed */
+        for (int i = 0; i < PYET_SPIN; i++) {
             PYET_PAUSE();
-            gen = (unsigned)(atomic_load(&pyet_pool.ticket) >> 32);
+            unsigned long long t = atomic_load(&pyet_pool.ticket);
+            if ((unsigned)(t >> 32) != seen && (unsigned)t != PYET_CLOSED) {
+                gen = (unsigned)(t >> 32);
+                break;
+            }
         }
         if (gen == seen) {
             atomic_fetch_sub(&pyet_pool.awake, 1);
