@@ -1043,17 +1043,24 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
 cdef bint fold_whole_rows(Run *r, int dt, pyet_intp w0, pyet_intp w1,
                           pyet_intp dst_shift) noexcept nogil:
     """A leaf's rows that each fold whole (one block a row) without run_block's
-    per-row machinery; False (nothing done) for other layouts.  Called
+    per-row machinery; False (nothing done) for other layouts and folds.  Called
     through FOLD_WHOLE_ROWS: inlined into run_items it slowed the general
     loop (F-order 64^3 int32 min over axis 2: ~20 %)."""
     cdef int nd = r.nd
     cdef pyet_intp inner = r.shape[nd - 1], w, m, rest, blk, n
-    cdef bint quiet
+    cdef bint quiet = invalid_unset()
+    if nd == 2 and r.strides[0] == 0 and r.strides[1] == r.itemsize[0]:
+        # every row folded into one contiguous row of accumulators, several
+        # at a time (sum(x, axis=0))
+        if not pyet_reduce_rows(r.red, dt, w1 - w0, inner, r.base[0] + dst_shift,
+                                r.base[1] + w0 * r.strides[MAXD], r.strides[MAXD]):
+            return False  # a fold it does not do
+        quiet_fold(quiet)
+        return True
     if nd == 2 and r.strides[0] != 0 and r.strides[1] == 0:
         # the rows reduced whole into their own accumulators (the reduced
         # axes innermost: sum(x, axis=-1)): a kernel call a row, without the
         # block machinery's ~30 ns (64^3 float64: 4096 rows)
-        quiet = invalid_unset()
         for w in range(w0, w1):
             pyet_reduce_store(r.red, dt, inner, r.base[0] + dst_shift + w * r.strides[0], 0,
                               r.red_comp, r.base[1] + w * r.strides[MAXD])
@@ -1073,8 +1080,7 @@ cdef bint fold_whole_rows(Run *r, int dt, pyet_intp w0, pyet_intp w1,
                                     + blk * r.strides[MAXD + 1], r.strides[MAXD + 1]):
                 return False  # a fold it does not do (known at the first call)
             w += n
-        if pyet_fs_get() & PYET_FS_INVALID:  # the fold's own (a leaf copy raises none)
-            pyet_fs_clear(PYET_FS_INVALID)
+        quiet_fold(quiet)
         return True
     return False
 
@@ -1101,13 +1107,6 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         return run_packed(r, prog, w0, w1, regs)
     if r.tile:
         return run_tiled(r, prog, w0, w1, regs)
-    if (r.red != RED_NONE and prog.copies_leaf and nd == 2 and r.nblocks == 1
-            and r.strides[0] == 0 and r.strides[1] == r.itemsize[0] and r.gather[1] < 0
-            and pyet_reduce_rows(r.red, prog.dt_out, w1 - w0, inner, r.base[0] + dst_shift,
-                                 r.base[1] + w0 * r.strides[MAXD], r.strides[MAXD])):
-        if pyet_fs_get() & PYET_FS_INVALID:  # the fold's own (a leaf copy raises none)
-            pyet_fs_clear(PYET_FS_INVALID)
-        return 0  # rows folded into one contiguous row of accumulators, several at a time
     if (r.red != RED_NONE and prog.copies_leaf and r.nblocks == 1 and r.gather[1] < 0
             and r.red != RED_ARGMAX and r.red != RED_ARGMIN
             and FOLD_WHOLE_ROWS(r, prog.dt_out, w0, w1, dst_shift)):

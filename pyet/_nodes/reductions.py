@@ -280,13 +280,11 @@ class Reduction(Special):
         no copy); the rest is computed aside and copied."""
         kind, axes = self.kind, self.axes
         child = materialize(args[0])
-        if _small_leaf(kind, child):  # NumPy's own reduction: the same work, less set-up
-            _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
-                             dst)
-            return
         nthreads = core.reduce_threads(child.size)
-        if _numpy_leaf(kind, child, axes, self.whole, nthreads) and \
-                dst.dtype == _result_dtype(kind, child.dtype):
+        # NumPy's own reduction: the same work with less set-up (small leaves),
+        # or its faster loops (_numpy_kind; out= of the result's dtype)
+        if _small_leaf(kind, child) or (_numpy_leaf(kind, child, axes, self.whole, nthreads)
+                                        and dst.dtype == _result_dtype(kind, child.dtype)):
             _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
                              dst)
             return
