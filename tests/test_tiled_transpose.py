@@ -24,7 +24,7 @@ def values(shape, dt, seed=0):
 
 def transposed_views(dt):
     """(name, array) pairs whose last two axes are read across their memory order."""
-    a = values((137, 45), dt)  # rows of 128 or more: shorter ones are packed, not tiled
+    a = values((137, 45), dt)
     yield "A.T", a.T
     yield "Fortran", np.asfortranarray(a)
     yield "reversed rows", a[::-1].T
@@ -33,7 +33,10 @@ def transposed_views(dt):
     yield "3-d, rows cut by the axis end", values((3, 130, 5), dt, 2).transpose(0, 2, 1)
     yield "3-d, tile of one row", values((4, 133, 1), dt, 3).transpose(0, 2, 1)[:, :, ::-1]
     yield "4-d", values((2, 3, 129, 9), dt, 4).transpose(1, 0, 3, 2)
-    yield "short rows (packed)", values((37, 45), dt, 5).T
+    yield "rows of 16 to 127 (tiled)", values((37, 45), dt, 5).T
+    yield "rows of 16, in-register transposes only", values((16, 64), dt, 6).T
+    yield "rows of 23, tails of the 8 x 8 transposes", values((23, 29), dt, 7).T
+    yield "rows under 16 (packed)", values((15, 45), dt, 8).T
 
 
 @pytest.fixture(params=[(1, 512), (2, 32)], ids=["1 thread", "2 threads, short blocks"])

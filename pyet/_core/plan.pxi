@@ -56,6 +56,8 @@ def get_prefetch():
 # per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
 DEF SHORT_ROW = 128
 DEF TILE_SKEW = 64  # bytes added to a tile buffer's row pitch (run_tiled)
+DEF TILE_DIRECT_ROWS = 16  # at most this many rows of dst = A.T copied straight into dst
+DEF TILE_MIN_ROW = 16      # rows this long and read across are tiled, not packed
 DEF PYFUNC_BLOCK = 65536
 
 
@@ -1269,7 +1271,7 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         # the tile's rows one step apart along the second-last axis
         adjacent = r0 % r.shape[nd - 2] + (r1 - r0) <= r.shape[nd - 2]
         if adjacent and prog.copies_leaf and r.gather[0] == -1 and r.gather[1] <= -2 \
-                and r.tile <= 8:
+                and r.tile <= TILE_DIRECT_ROWS:
             # dst = A.T: the tile copied straight into the destination's rows (at
             # most 8 of them: more, a power-of-two row stride would thrash L1)
             rest = r0
@@ -1394,6 +1396,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef int nsets = 1
     cdef pyet_intp units
     cdef int ngather, ntiled
+    cdef bint across
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
@@ -1467,20 +1470,27 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.total = 1
         for d in range(r.nd):
             r.total *= r.shape[d]
+        r.nrows = r.total // r.shape[r.nd - 1]
+        # an operand read across its rows (its next row is nearer than its
+        # next element: A.T) is walked in tiles of rows, a cache line each
+        across = False
+        if not red and r.nrows > 1:
+            for k in range(nops):
+                across = across or across_rows(&r, k)
         # rows shorter than a block (or than a user function's block) are
-        # packed: blocks run across row ends
+        # packed: blocks run across row ends; but rows of TILE_MIN_ROW and
+        # more read across are tiled (a 64 x 64 float32 A.T copied 1.5x
+        # NumPy packed, element by element)
         r.packed = not red and ndst == 1 and r.nd > 1 and (
-            r.shape[r.nd - 1] < SHORT_ROW or (prog.has_pyfunc and r.shape[r.nd - 1] < blocklen))
+            (r.shape[r.nd - 1] < SHORT_ROW and not (across and r.shape[r.nd - 1] >= TILE_MIN_ROW))
+            or (prog.has_pyfunc and r.shape[r.nd - 1] < blocklen))
         r.early = red if (red == RED_ALL or red == RED_ANY) else 0
         r.stop = 0
         for d in range(r.nd):
             if r.strides[d] != 0:  # several accumulators: no single decision
                 r.early = 0
-        # an operand read across its rows (its next row is nearer than its
-        # next element: A.T) is walked in tiles of rows, a cache line each
         r.tile = 0
-        r.nrows = r.total // r.shape[r.nd - 1]
-        if not red and not r.packed and r.nrows > 1:
+        if across and not r.packed:
             for k in range(nops):
                 if across_rows(&r, k):
                     r.tile = max(r.tile, 64 // r.itemsize[k])

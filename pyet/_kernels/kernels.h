@@ -2380,6 +2380,76 @@ PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     }
 }
 
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(PYET_NO_DISPATCH)
+#define PYET_TILE_AVX2 1
+/* A tile of whole source lines (rows * itemsize == 64, srow == itemsize)
+ * transposed 8 x 8 (4-byte items) or 4 x 4 (8-byte) in registers: the
+ * element-by-element copy stores one element at a time (a transposed
+ * 181 x 181 float64 copy 0.88 ns an element, 1.8x NumPy's strided walk).
+ * Shuffles move bits: NaN payloads are kept.  Returns the columns done. */
+__attribute__((target("avx2"))) static pyet_intp
+pyet_tile_lines_avx2(char *dst, pyet_intp drow, const char *src, pyet_intp ss, pyet_intp n,
+                     int itemsize, int width)
+{
+    pyet_intp x = 0;
+    if (itemsize == 4) {
+        for (; x + 8 <= n; x += 8) {
+            for (int i = 0; i < 8 && x + 16 + i < n; i++)
+                __builtin_prefetch(src + (x + 16 + i) * ss, 0, 3);
+            for (int h = 0; h < width; h += 32) {
+                const char *s0 = src + x * ss + h;
+                const __m256 r0 = _mm256_loadu_ps((const float *)(s0));
+                const __m256 r1 = _mm256_loadu_ps((const float *)(s0 + ss));
+                const __m256 r2 = _mm256_loadu_ps((const float *)(s0 + 2 * ss));
+                const __m256 r3 = _mm256_loadu_ps((const float *)(s0 + 3 * ss));
+                const __m256 r4 = _mm256_loadu_ps((const float *)(s0 + 4 * ss));
+                const __m256 r5 = _mm256_loadu_ps((const float *)(s0 + 5 * ss));
+                const __m256 r6 = _mm256_loadu_ps((const float *)(s0 + 6 * ss));
+                const __m256 r7 = _mm256_loadu_ps((const float *)(s0 + 7 * ss));
+                const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+                const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+                const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+                const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+                const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+                const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+                const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+                const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+                char *d = dst + (h / 4) * drow + x * 4;
+                _mm256_storeu_ps((float *)(d), _mm256_permute2f128_ps(u0, u4, 0x20));
+                _mm256_storeu_ps((float *)(d + drow), _mm256_permute2f128_ps(u1, u5, 0x20));
+                _mm256_storeu_ps((float *)(d + 2 * drow), _mm256_permute2f128_ps(u2, u6, 0x20));
+                _mm256_storeu_ps((float *)(d + 3 * drow), _mm256_permute2f128_ps(u3, u7, 0x20));
+                _mm256_storeu_ps((float *)(d + 4 * drow), _mm256_permute2f128_ps(u0, u4, 0x31));
+                _mm256_storeu_ps((float *)(d + 5 * drow), _mm256_permute2f128_ps(u1, u5, 0x31));
+                _mm256_storeu_ps((float *)(d + 6 * drow), _mm256_permute2f128_ps(u2, u6, 0x31));
+                _mm256_storeu_ps((float *)(d + 7 * drow), _mm256_permute2f128_ps(u3, u7, 0x31));
+            }
+        }
+    } else if (itemsize == 8) {
+        for (; x + 4 <= n; x += 4) {
+            for (int i = 0; i < 4 && x + 16 + i < n; i++)  /* the lines 16 rows on */
+                __builtin_prefetch(src + (x + 16 + i) * ss, 0, 3);
+            for (int h = 0; h < width; h += 32) {
+                const char *s0 = src + x * ss + h;
+                const __m256d r0 = _mm256_loadu_pd((const double *)(s0));
+                const __m256d r1 = _mm256_loadu_pd((const double *)(s0 + ss));
+                const __m256d r2 = _mm256_loadu_pd((const double *)(s0 + 2 * ss));
+                const __m256d r3 = _mm256_loadu_pd((const double *)(s0 + 3 * ss));
+                const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+                const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+                char *d = dst + (h / 8) * drow + x * 8;
+                _mm256_storeu_pd((double *)(d), _mm256_permute2f128_pd(t0, t2, 0x20));
+                _mm256_storeu_pd((double *)(d + drow), _mm256_permute2f128_pd(t1, t3, 0x20));
+                _mm256_storeu_pd((double *)(d + 2 * drow), _mm256_permute2f128_pd(t0, t2, 0x31));
+                _mm256_storeu_pd((double *)(d + 3 * drow), _mm256_permute2f128_pd(t1, t3, 0x31));
+            }
+        }
+    }
+    return x;
+}
+#endif
+
 /* rows rows of n elements into contiguous rows drow bytes apart: row t from
  * src + t * srow, element x at x * ss.  For an operand read across its memory
  * order (A.T in a C-ordered pass: |srow| below a cache line) each source line
@@ -2406,6 +2476,16 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
         for (int t = 0; t < R; t++)                                         \
             ((T *)(dst + t * drow))[x] = s_[t];                             \
     }
+#ifdef PYET_TILE_AVX2
+    if (srow == itemsize && (rows * itemsize) % 32 == 0 && itemsize != 1 &&
+        __builtin_cpu_supports("avx2")) {
+        const pyet_intp done = pyet_tile_lines_avx2(dst, drow, src, ss, n, itemsize,
+                                                    (int)(rows * itemsize));
+        dst += done * itemsize;
+        src += done * ss;
+        n -= done;
+    }
+#endif
     if (srow == itemsize && rows * itemsize == 64) {
         switch (itemsize) {
         case 1: PYET_TILE_LINE(uint8_t, 64); return;
