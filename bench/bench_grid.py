@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import bench, cpu_model  # noqa: E402
+from timing import bench, cpu_model, use_cpu_time  # noqa: E402
 
 import pyet  # noqa: E402
 
@@ -439,7 +439,14 @@ def main():
     ap.add_argument("--calls", type=int, default=0, metavar="K",
                     help="with --threads: also time K single calls per thread count, "
                          "alternating, and print their median and 90th percentile")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time on the thread's CPU time, not wall time: steadier on a busy "
+                         "machine (one thread only)")
     args = ap.parse_args()
+    if args.cpu_time:
+        if args.threads > 1:
+            sys.exit("--cpu-time times one thread: it cannot be used with --threads")
+        use_cpu_time()
     pyet.set_num_threads(args.threads)
     if pyet.get_num_threads() < args.threads:
         sys.exit(f"pyet can use at most {pyet.get_num_threads()} threads here")
