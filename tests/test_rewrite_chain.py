@@ -382,6 +382,15 @@ def test_softmax_xent_grad_index_targets_and_errors():
         softmax_xent_grad(logp, np.array([0, 1]), 1.0, 1)
     with pytest.raises(ValueError, match="must be constant along axis 1"):
         softmax_xent_grad(logp, pyet.asarray(a), pyet.asarray(a), 1)
+    with pytest.raises(IndexError, match="class index out of range"):
+        softmax_xent_grad(logp, np.array([0, 1, -5, 3, 2]), 1.0, 1)
+    with pytest.raises(ValueError, match="must be constant along axis 1"):
+        softmax_xent_grad(logp, idx, np.ones((3, 1)), 1)  # a row count that does not broadcast
+    # negative int32 indices wrapped in the node's own copy, the caller's left as they were
+    idx32 = idx.astype(np.int32)
+    g32 = ev(softmax_xent_grad(logp, idx32, 0.5, 1))
+    np.testing.assert_array_equal(g32, g)
+    np.testing.assert_array_equal(idx32, [0, 3, -1, 2, 1])
     # per-row factors, a target of another dtype
     c = RNG.standard_normal((5, 1))
     t = RNG.standard_normal((5, 4))

@@ -175,7 +175,7 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
  * the "- 1".  sum(t) folds in 32 lanes combined pairwise, as the forward
  * kernel's sum; the rest rounds as the unfused tree does. */
 #define PYET_XENT_GRAD_ROWS(T, SUF)                                         \
-    PYET_DISPATCH void pyet_xent_grad_rows_##SUF(                          \
+    PYET_DISPATCH_WIDE void pyet_xent_grad_rows_##SUF(                     \
         pyet_intp nrows, pyet_intp n, const T *l, pyet_intp ls,             \
         const T *t, pyet_intp ts, const pyet_intp *idx, const T *c,          \
         pyet_intp cs, T *o, pyet_intp os)                                   \
