@@ -962,11 +962,98 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
  * Intel CPUs only: on AMD Zen 5, 512-bit loads and stores that split cache
  * lines made these loops up to 1.6x slower, and no AMD host was at hand to
  * measure the peeled ones (pyet_use_narrow512). */
+#include <immintrin.h>
+
+/* Comparisons of two blocks into bool, as NumPy's AVX-512 loops do them:
+ * compare into mask registers, join four masks in a general register and
+ * store the bytes of one masked move.  gcc's own loop widens each mask to
+ * lanes and narrows them with shuffles, which took twice as long (the
+ * shuffle port).  The peel and the tail are masked vector steps.  NaNs
+ * compare unordered as C's (!= true, the others false). */
+#define PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, PRED)                       \
+    do {                                                                    \
+        const T *A_ = (const T *)in[0], *B_ = (const T *)in[1];             \
+        pyet_bool *O_ = (pyet_bool *)out;                                   \
+        const __m512i one64_ = _mm512_set1_epi8(1);                         \
+        const __m128i one16_ = _mm_set1_epi8(1);                            \
+        pyet_intp i = 0, m_ = pyet_peel(A_, sizeof(T), n);                  \
+        if (m_ == 0) m_ = n < W ? n : 0;                                    \
+        for (;;) {                                                          \
+            if (m_ > 0) { /* m_ <= W elements: a masked step */             \
+                const MT k_ = (MT)((1u << m_) - 1);                         \
+                const MT r_ = CMP(MLOAD(k_, A_ + i), MLOAD(k_, B_ + i), PRED) & k_; \
+                _mm_mask_storeu_epi8(O_ + i, (__mmask16)k_,                 \
+                                     _mm_maskz_mov_epi8((__mmask16)r_, one16_)); \
+                i += m_;                                                    \
+            }                                                               \
+            for (; i + 4 * W <= n; i += 4 * W) {                            \
+                const uint64_t r0_ = CMP(LOAD(A_ + i), LOAD(B_ + i), PRED); \
+                const uint64_t r1_ = CMP(LOAD(A_ + i + W), LOAD(B_ + i + W), PRED); \
+                const uint64_t r2_ = CMP(LOAD(A_ + i + 2 * W), LOAD(B_ + i + 2 * W), PRED); \
+                const uint64_t r3_ = CMP(LOAD(A_ + i + 3 * W), LOAD(B_ + i + 3 * W), PRED); \
+                const uint64_t r_ = r0_ | r1_ << W | r2_ << (2 * W) | r3_ << (3 * W); \
+                if (W == 16)                                                \
+                    _mm512_storeu_si512(O_ + i, _mm512_maskz_mov_epi8(r_, one64_)); \
+                else                                                        \
+                    _mm256_storeu_si256((__m256i *)(O_ + i),                \
+                        _mm256_maskz_mov_epi8((__mmask32)r_, _mm512_castsi512_si256(one64_))); \
+            }                                                               \
+            if (i >= n) break;                                              \
+            m_ = n - i < W ? n - i : W;                                     \
+        }                                                                   \
+    } while (0)
+
+#define PYET_CMP512_OPS(T, W, MT, LOAD, MLOAD, CMP, LT, LE, GT, GE, EQ, NE)  \
+    switch (op) {                                                           \
+    case OP_less: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, LT); return 1;    \
+    case OP_less_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, LE); return 1; \
+    case OP_greater: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, GT); return 1; \
+    case OP_greater_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, GE); return 1; \
+    case OP_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, EQ); return 1;   \
+    case OP_not_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, NE); return 1; \
+    default: break;                                                         \
+    }
+
+#define PYET_LOADI(p) _mm512_loadu_si512((const void *)(p))
+#define PYET_MLOAD32(k, p) _mm512_maskz_loadu_epi32((k), (const void *)(p))
+#define PYET_MLOAD64(k, p) _mm512_maskz_loadu_epi64((k), (const void *)(p))
+#define PYET_CMP512_FLOAT_OPS(T, W, MT, LOAD, MLOAD, CMP)                   \
+    PYET_CMP512_OPS(T, W, MT, LOAD, MLOAD, CMP, _CMP_LT_OQ, _CMP_LE_OQ, _CMP_GT_OQ, \
+                    _CMP_GE_OQ, _CMP_EQ_OQ, _CMP_NEQ_UQ)
+#define PYET_CMP512_INT_OPS(T, W, MT, MLOAD, CMP)                           \
+    PYET_CMP512_OPS(T, W, MT, PYET_LOADI, MLOAD, CMP, _MM_CMPINT_LT, _MM_CMPINT_LE, \
+                    _MM_CMPINT_NLE, _MM_CMPINT_NLT, _MM_CMPINT_EQ, _MM_CMPINT_NE)
+
+PYET_TARGET512 static int pyet_cmp512(int op, int dt, pyet_intp n, void *out,
+                                      void *const *in)
+{
+    switch (dt) {
+    case DT_F32:
+        PYET_CMP512_FLOAT_OPS(float, 16, __mmask16, _mm512_loadu_ps, _mm512_maskz_loadu_ps,
+                              _mm512_cmp_ps_mask)
+        break;
+    case DT_F64:
+        PYET_CMP512_FLOAT_OPS(double, 8, __mmask8, _mm512_loadu_pd, _mm512_maskz_loadu_pd,
+                              _mm512_cmp_pd_mask)
+        break;
+    case DT_I32:
+        PYET_CMP512_INT_OPS(int32_t, 16, __mmask16, PYET_MLOAD32, _mm512_cmp_epi32_mask)
+        break;
+    case DT_I64:
+        PYET_CMP512_INT_OPS(int64_t, 8, __mmask8, PYET_MLOAD64, _mm512_cmp_epi64_mask)
+        break;
+    }
+    return 0;
+}
+
 #undef PYET_PEEL
 #define PYET_PEEL 1
 PYET_TARGET512 static int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n,
                                                 void *out, void *const *in)
 {
+    if (sflags == 0 && n > 0 && op >= OP_less && op <= OP_not_equal && dt != DT_BOOL &&
+        pyet_cmp512(op, dt, n, out, in))
+        return 1;
     switch (dt) {
     case DT_BOOL:
         if (op == OP_where) { PYET_WHERE_LOOP(pyet_bool); return 1; }
