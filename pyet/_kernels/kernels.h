@@ -110,15 +110,19 @@ typedef struct {
  * baseline and for AVX2 (x86-64-v3), and pick one at load time, as NumPy's
  * dispatch does.  The compute-bound loops (pyet_kernel_wide) get an AVX-512
  * (x86-64-v4) clone too: twice the lanes.  The other loops are memory-bound
- * and stay at 256 bits: NumPy's large arrays start 16 bytes into a cache
- * line, and 512-bit loads and stores that split lines made them up to 1.6x
- * slower on AMD Zen 5.  FMA stays off (the build passes -ffp-contract=off),
+ * and stay at 256 bits but on Intel (pyet_kernel_narrow512): NumPy's large
+ * arrays start 16 bytes into a cache line, and 512-bit loads and stores that
+ * split lines made them up to 1.6x slower on AMD Zen 5.  FMA stays off (the build passes -ffp-contract=off),
  * so every clone rounds alike. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__linux__) && !defined(PYET_NO_DISPATCH)
 #define PYET_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define PYET_DISPATCH_WIDE \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* The memory-bound loops once more at 512 bits, run on Intel only (see
+ * pyet_kernel_narrow512); generic tuning would pick 256-bit vectors. */
+#define PYET_NARROW512 1
+#define PYET_TARGET512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
 /* float32 sin and cos use fmaf: one instruction in the x86-64-v3 and v4
  * clones, a libm call in the baseline one, so they run where v3 does */
 #define PYET_HAVE_FMA() __builtin_cpu_supports("x86-64-v3")
@@ -140,6 +144,29 @@ typedef struct {
 #define PYET_IVDEP
 #endif
 
+/* In the 512-bit loops (PYET_PEEL 1, pyet_kernel_narrow512) the first
+ * elements run one at a time up to a 64-byte boundary of the widest array:
+ * NumPy's large arrays start 16 bytes into a line, and every 512-bit access
+ * to them would split two lines (Intel Xeon, one thread: a+b float32 in L1
+ * 2.1x, a<b 1.5x faster peeled).  Arrays of bytes are not peeled (up to 63
+ * scalar steps cost more than they save).  The empty asm keeps gcc from
+ * vectorizing the short loop. */
+#define PYET_PEEL 0
+#if defined(__GNUC__)
+#define PYET_NOVEC() __asm__ volatile("" ::: "memory")
+#else
+#define PYET_NOVEC() ((void)0)
+#endif
+PYET_INLINE pyet_intp pyet_peel(const void *p, size_t size, pyet_intp n)
+{
+    if (size < 4) return 0;
+    const pyet_intp k = (pyet_intp)(((size_t)0 - (size_t)(uintptr_t)p) & 63) / (pyet_intp)size;
+    return k < n ? k : n;
+}
+#define PYET_PEEL_COUNT(TO, O, TI, X)                                       \
+    (PYET_PEEL ? (sizeof(TO) >= sizeof(TI) ? pyet_peel((O), sizeof(TO), n)  \
+                                          : pyet_peel((X), sizeof(TI), n)) : 0)
+
 /* Output and inputs are either the same block or disjoint, so every loop
  * below is free of loop-carried dependences (hence ivdep). */
 #define PYET_LOOP1(TI, TO, EXPR)                                            \
@@ -151,7 +178,13 @@ typedef struct {
             const TO v_ = (TO)(EXPR);                                       \
             for (pyet_intp i = 0; i < n; i++) O_[i] = v_;                   \
         } else {                                                            \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+            const pyet_intp p_ = PYET_PEEL_COUNT(TO, O_, TI, X_);           \
+            for (pyet_intp i = 0; i < p_; i++) {                            \
+                const TI x = X_[i];                                         \
+                O_[i] = (TO)(EXPR);                                         \
+                PYET_NOVEC();                                               \
+            }                                                               \
+            PYET_IVDEP for (pyet_intp i = p_; i < n; i++) {                 \
                 const TI x = X_[i];                                         \
                 O_[i] = (TO)(EXPR);                                         \
             }                                                               \
@@ -163,22 +196,40 @@ typedef struct {
         const TI *A_ = (const TI *)in[0], *B_ = (const TI *)in[1];          \
         TO *O_ = (TO *)out;                                                 \
         switch (sflags & 3) {                                               \
-        case 0:                                                             \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+        case 0: {                                                           \
+            const pyet_intp p_ = PYET_PEEL_COUNT(TO, O_, TI, A_);           \
+            for (pyet_intp i = 0; i < p_; i++) {                            \
+                const TI x = A_[i], y = B_[i];                              \
+                O_[i] = (TO)(EXPR);                                         \
+                PYET_NOVEC();                                               \
+            }                                                               \
+            PYET_IVDEP for (pyet_intp i = p_; i < n; i++) {                 \
                 const TI x = A_[i], y = B_[i];                              \
                 O_[i] = (TO)(EXPR);                                         \
             }                                                               \
-            break;                                                          \
+        } break;                                                            \
         case 1: {                                                           \
             const TI x = A_[0];                                             \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+            const pyet_intp p_ = PYET_PEEL_COUNT(TO, O_, TI, B_);           \
+            for (pyet_intp i = 0; i < p_; i++) {                            \
+                const TI y = B_[i];                                         \
+                O_[i] = (TO)(EXPR);                                         \
+                PYET_NOVEC();                                               \
+            }                                                               \
+            PYET_IVDEP for (pyet_intp i = p_; i < n; i++) {                 \
                 const TI y = B_[i];                                         \
                 O_[i] = (TO)(EXPR);                                         \
             }                                                               \
         } break;                                                            \
         case 2: {                                                           \
             const TI y = B_[0];                                             \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+            const pyet_intp p_ = PYET_PEEL_COUNT(TO, O_, TI, A_);           \
+            for (pyet_intp i = 0; i < p_; i++) {                            \
+                const TI x = A_[i];                                         \
+                O_[i] = (TO)(EXPR);                                         \
+                PYET_NOVEC();                                               \
+            }                                                               \
+            PYET_IVDEP for (pyet_intp i = p_; i < n; i++) {                 \
                 const TI x = A_[i];                                         \
                 O_[i] = (TO)(EXPR);                                         \
             }                                                               \
@@ -574,14 +625,11 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
 #define PYET_COPY_CASES(T)                                                  \
     case OP_copy: case OP_positive: PYET_LOOP1(T, T, x); return 1;
 
-#define PYET_NUM_CASES(T, SUF)                                              \
+/* the ops that vectorize (pyet_kernel_narrow512 has these) */
+#define PYET_SIMPLE_CASES(T, SUF)                                           \
     case OP_add: PYET_LOOP2(T, T, x + y); return 1;                         \
     case OP_subtract: PYET_LOOP2(T, T, x - y); return 1;                    \
     case OP_multiply: PYET_LOOP2(T, T, x * y); return 1;                    \
-    case OP_floor_divide: PYET_LOOP2(T, T, pyet_floordiv_##SUF(x, y));      \
-        return 1;                                                           \
-    case OP_remainder: PYET_LOOP2(T, T, pyet_remainder_##SUF(x, y));        \
-        return 1;                                                           \
     case OP_maximum: PYET_LOOP2(T, T, pyet_max_##SUF(x, y)); return 1;      \
     case OP_minimum: PYET_LOOP2(T, T, pyet_min_##SUF(x, y)); return 1;      \
     case OP_negative: PYET_LOOP1(T, T, -x); return 1;                       \
@@ -592,12 +640,22 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     PYET_CMP_CASES(T)                                                       \
     PYET_COPY_CASES(T)
 
+#define PYET_NUM_CASES(T, SUF)                                              \
+    PYET_SIMPLE_CASES(T, SUF)                                               \
+    case OP_floor_divide: PYET_LOOP2(T, T, pyet_floordiv_##SUF(x, y));      \
+        return 1;                                                           \
+    case OP_remainder: PYET_LOOP2(T, T, pyet_remainder_##SUF(x, y));        \
+        return 1;
+
 #define PYET_INT_CASES(T, SUF)                                              \
     PYET_NUM_CASES(T, SUF)                                                  \
     case OP_fmod: PYET_LOOP2(T, T, pyet_fmod_##SUF(x, y)); return 1;        \
     case OP_power:                                                          \
         if ((sflags & 2) && n > 0) { PYET_IPOW_BY_SCALAR(T); return 1; }               \
         PYET_LOOP2(T, T, pyet_power_##SUF(x, y)); return 1;                 \
+    PYET_INT_SIMPLE_CASES(T, SUF)
+
+#define PYET_INT_SIMPLE_CASES(T, SUF)                                       \
     case OP_absolute: PYET_LOOP1(T, T, pyet_abs_##SUF(x)); return 1;        \
     case OP_isinf: PYET_LOOP1(T, pyet_bool, 0); return 1;                   \
     case OP_isfinite: PYET_LOOP1(T, pyet_bool, 1); return 1;                \
@@ -625,13 +683,9 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
             if (y_ == (T)0) { PYET_LOOP1(T, T, (T)1); return 1; }           \
         }                                                                   \
         PYET_LOOP2(T, T, M(pow)(x, y)); return 1;                           \
-    case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
     case OP_arctan2: PYET_LOOP2(T, T, M(atan2)(x, y)); return 1;            \
     case OP_hypot: PYET_LOOP2(T, T, M(hypot)(x, y)); return 1;              \
-    case OP_copysign: PYET_LOOP2(T, T, M(copysign)(x, y)); return 1;        \
-    case OP_absolute: PYET_LOOP1(T, T, M(fabs)(x)); return 1;               \
-    case OP_isinf: PYET_LOOP1(T, pyet_bool, isinf(x) != 0); return 1;       \
-    case OP_isfinite: PYET_LOOP1(T, pyet_bool, isfinite(x) != 0); return 1; \
+    PYET_FLOAT_SIMPLE_CASES(T, SUF, M)                                      \
     case OP_log: PYET_LOOP1(T, T, M(log)(x)); return 1;                     \
     case OP_log1p: PYET_LOOP1(T, T, M(log1p)(x)); return 1;                 \
     case OP_expm1: PYET_LOOP1(T, T, M(expm1)(x)); return 1;                 \
@@ -648,22 +702,29 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     case OP_arcsinh: PYET_LOOP1(T, T, M(asinh)(x)); return 1;               \
     case OP_arccosh: PYET_LOOP1(T, T, M(acosh)(x)); return 1;               \
     case OP_arctanh: PYET_LOOP1(T, T, M(atanh)(x)); return 1;               \
+    case OP_cbrt: PYET_LOOP1(T, T, M(cbrt)(x)); return 1;                   \
+    case OP_exp2: PYET_LOOP1(T, T, M(exp2)(x)); return 1;                   \
+    case OP_erf: PYET_LOOP1(T, T, M(erf)(x)); return 1;                     \
+    case OP_logaddexp: PYET_LOOP2(T, T, pyet_logaddexp_##SUF(x, y)); return 1; \
+    case OP_logaddexp2: PYET_LOOP2(T, T, pyet_logaddexp2_##SUF(x, y));      \
+        return 1;
+
+#define PYET_FLOAT_SIMPLE_CASES(T, SUF, M)                                  \
+    case OP_divide: PYET_LOOP2(T, T, x / y); return 1;                      \
+    case OP_copysign: PYET_LOOP2(T, T, M(copysign)(x, y)); return 1;        \
+    case OP_absolute: PYET_LOOP1(T, T, M(fabs)(x)); return 1;               \
+    case OP_isinf: PYET_LOOP1(T, pyet_bool, isinf(x) != 0); return 1;       \
+    case OP_isfinite: PYET_LOOP1(T, pyet_bool, isfinite(x) != 0); return 1; \
     case OP_rint: PYET_LOOP1(T, T, M(rint)(x)); return 1;                   \
     case OP_floor: PYET_LOOP1(T, T, M(floor)(x)); return 1;                 \
     case OP_ceil: PYET_LOOP1(T, T, M(ceil)(x)); return 1;                   \
     case OP_trunc: PYET_LOOP1(T, T, M(trunc)(x)); return 1;                 \
-    case OP_cbrt: PYET_LOOP1(T, T, M(cbrt)(x)); return 1;                   \
-    case OP_exp2: PYET_LOOP1(T, T, M(exp2)(x)); return 1;                   \
-    case OP_erf: PYET_LOOP1(T, T, M(erf)(x)); return 1;                     \
     /* NumPy's constants, rounded in T: pi/180 and 180/pi */               \
     case OP_deg2rad: PYET_LOOP1(T, T, x * ((T)3.14159265358979323846 / (T)180)); \
         return 1;                                                           \
     case OP_rad2deg: PYET_LOOP1(T, T, x * ((T)180 / (T)3.14159265358979323846)); \
         return 1;                                                           \
-    case OP_reciprocal: PYET_LOOP1(T, T, (T)1 / x); return 1;               \
-    case OP_logaddexp: PYET_LOOP2(T, T, pyet_logaddexp_##SUF(x, y)); return 1; \
-    case OP_logaddexp2: PYET_LOOP2(T, T, pyet_logaddexp2_##SUF(x, y));      \
-        return 1;
+    case OP_reciprocal: PYET_LOOP1(T, T, (T)1 / x); return 1;
 
 /* The compute-bound float loops (see PYET_DISPATCH_WIDE). */
 #define PYET_WIDE_CASES(T, SUF, M)                                          \
@@ -820,7 +881,12 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
         T *O_ = (T *)out;                                                   \
         const pyet_intp sa = (sflags & 2) ? 0 : 1, sb = (sflags & 4) ? 0 : 1;\
         if (sa && sb) {                                                     \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+            const pyet_intp p_ = PYET_PEEL_COUNT(T, O_, T, A_);             \
+            for (pyet_intp i = 0; i < p_; i++) {                            \
+                O_[i] = C_[i] ? A_[i] : B_[i];                              \
+                PYET_NOVEC();                                               \
+            }                                                               \
+            PYET_IVDEP for (pyet_intp i = p_; i < n; i++) {                 \
                 const T a_ = A_[i], b_ = B_[i]; /* both loads: branch-free */\
                 O_[i] = C_[i] ? a_ : b_;                                    \
             }                                                               \
@@ -886,6 +952,148 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
     }
     return 0;
 }
+
+#ifdef PYET_NARROW512
+/* The vectorizing ops of pyet_kernel_narrow at 512 bits, peeled (PYET_PEEL).
+ * NumPy's AVX-512 loops beat the 256-bit ones while the data are in L1 or
+ * L2 (Intel Xeon, one thread, the kernel alone on 65536 float32 in blocks of
+ * 8192: abs 1.5x, a+b 1.5x, a<b 2x faster than at 256 bits; at 1e6 and 1e7
+ * elements, memory-bound, alike).  Run on
+ * Intel CPUs only: on AMD Zen 5, 512-bit loads and stores that split cache
+ * lines made these loops up to 1.6x slower, and no AMD host was at hand to
+ * measure the peeled ones (pyet_use_narrow512). */
+#include <immintrin.h>
+
+/* Comparisons of two blocks into bool, as NumPy's AVX-512 loops do them:
+ * compare into mask registers, join four masks in a general register and
+ * store the bytes of one masked move.  gcc's own loop widens each mask to
+ * lanes and narrows them with shuffles, which took twice as long (the
+ * shuffle port).  The peel and the tail are masked vector steps.  NaNs
+ * compare unordered as C's (!= true, the others false). */
+#define PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, PRED)                       \
+    do {                                                                    \
+        const T *A_ = (const T *)in[0], *B_ = (const T *)in[1];             \
+        pyet_bool *O_ = (pyet_bool *)out;                                   \
+        const __m512i one64_ = _mm512_set1_epi8(1);                         \
+        const __m128i one16_ = _mm_set1_epi8(1);                            \
+        pyet_intp i = 0, m_ = pyet_peel(A_, sizeof(T), n);                  \
+        if (m_ == 0) m_ = n < W ? n : 0;                                    \
+        for (;;) {                                                          \
+            if (m_ > 0) { /* m_ <= W elements: a masked step */             \
+                const MT k_ = (MT)((1u << m_) - 1);                         \
+                const MT r_ = CMP(MLOAD(k_, A_ + i), MLOAD(k_, B_ + i), PRED) & k_; \
+                _mm_mask_storeu_epi8(O_ + i, (__mmask16)k_,                 \
+                                     _mm_maskz_mov_epi8((__mmask16)r_, one16_)); \
+                i += m_;                                                    \
+            }                                                               \
+            for (; i + 4 * W <= n; i += 4 * W) {                            \
+                const uint64_t r0_ = CMP(LOAD(A_ + i), LOAD(B_ + i), PRED); \
+                const uint64_t r1_ = CMP(LOAD(A_ + i + W), LOAD(B_ + i + W), PRED); \
+                const uint64_t r2_ = CMP(LOAD(A_ + i + 2 * W), LOAD(B_ + i + 2 * W), PRED); \
+                const uint64_t r3_ = CMP(LOAD(A_ + i + 3 * W), LOAD(B_ + i + 3 * W), PRED); \
+                const uint64_t r_ = r0_ | r1_ << W | r2_ << (2 * W) | r3_ << (3 * W); \
+                if (W == 16)                                                \
+                    _mm512_storeu_si512(O_ + i, _mm512_maskz_mov_epi8(r_, one64_)); \
+                else                                                        \
+                    _mm256_storeu_si256((__m256i *)(O_ + i),                \
+                        _mm256_maskz_mov_epi8((__mmask32)r_, _mm512_castsi512_si256(one64_))); \
+            }                                                               \
+            if (i >= n) break;                                              \
+            m_ = n - i < W ? n - i : W;                                     \
+        }                                                                   \
+    } while (0)
+
+#define PYET_CMP512_OPS(T, W, MT, LOAD, MLOAD, CMP, LT, LE, GT, GE, EQ, NE)  \
+    switch (op) {                                                           \
+    case OP_less: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, LT); return 1;    \
+    case OP_less_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, LE); return 1; \
+    case OP_greater: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, GT); return 1; \
+    case OP_greater_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, GE); return 1; \
+    case OP_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, EQ); return 1;   \
+    case OP_not_equal: PYET_CMP512(T, W, MT, LOAD, MLOAD, CMP, NE); return 1; \
+    default: break;                                                         \
+    }
+
+#define PYET_LOADI(p) _mm512_loadu_si512((const void *)(p))
+#define PYET_MLOAD32(k, p) _mm512_maskz_loadu_epi32((k), (const void *)(p))
+#define PYET_MLOAD64(k, p) _mm512_maskz_loadu_epi64((k), (const void *)(p))
+#define PYET_CMP512_FLOAT_OPS(T, W, MT, LOAD, MLOAD, CMP)                   \
+    PYET_CMP512_OPS(T, W, MT, LOAD, MLOAD, CMP, _CMP_LT_OQ, _CMP_LE_OQ, _CMP_GT_OQ, \
+                    _CMP_GE_OQ, _CMP_EQ_OQ, _CMP_NEQ_UQ)
+#define PYET_CMP512_INT_OPS(T, W, MT, MLOAD, CMP)                           \
+    PYET_CMP512_OPS(T, W, MT, PYET_LOADI, MLOAD, CMP, _MM_CMPINT_LT, _MM_CMPINT_LE, \
+                    _MM_CMPINT_NLE, _MM_CMPINT_NLT, _MM_CMPINT_EQ, _MM_CMPINT_NE)
+
+PYET_TARGET512 static int pyet_cmp512(int op, int dt, pyet_intp n, void *out,
+                                      void *const *in)
+{
+    switch (dt) {
+    case DT_F32:
+        PYET_CMP512_FLOAT_OPS(float, 16, __mmask16, _mm512_loadu_ps, _mm512_maskz_loadu_ps,
+                              _mm512_cmp_ps_mask)
+        break;
+    case DT_F64:
+        PYET_CMP512_FLOAT_OPS(double, 8, __mmask8, _mm512_loadu_pd, _mm512_maskz_loadu_pd,
+                              _mm512_cmp_pd_mask)
+        break;
+    case DT_I32:
+        PYET_CMP512_INT_OPS(int32_t, 16, __mmask16, PYET_MLOAD32, _mm512_cmp_epi32_mask)
+        break;
+    case DT_I64:
+        PYET_CMP512_INT_OPS(int64_t, 8, __mmask8, PYET_MLOAD64, _mm512_cmp_epi64_mask)
+        break;
+    }
+    return 0;
+}
+
+#undef PYET_PEEL
+#define PYET_PEEL 1
+PYET_TARGET512 static int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n,
+                                                void *out, void *const *in)
+{
+    if (sflags == 0 && n > 0 && op >= OP_less && op <= OP_not_equal && dt != DT_BOOL &&
+        pyet_cmp512(op, dt, n, out, in))
+        return 1;
+    switch (dt) {
+    case DT_BOOL:
+        if (op == OP_where) { PYET_WHERE_LOOP(pyet_bool); return 1; }
+        switch (op) { PYET_BOOL_CASES default: return 0; }
+    case DT_I32:
+        if (op == OP_where) { PYET_WHERE_LOOP(int32_t); return 1; }
+        switch (op) { PYET_SIMPLE_CASES(int32_t, i32) PYET_INT_SIMPLE_CASES(int32_t, i32)
+                      PYET_FUSED_CASES(int32_t) default: return 0; }
+    case DT_I64:
+        if (op == OP_where) { PYET_WHERE_LOOP(int64_t); return 1; }
+        switch (op) { PYET_SIMPLE_CASES(int64_t, i64) PYET_INT_SIMPLE_CASES(int64_t, i64)
+                      PYET_FUSED_CASES(int64_t) default: return 0; }
+    case DT_F32:
+        if (op == OP_where) { PYET_WHERE_LOOP(float); return 1; }
+        switch (op) { PYET_SIMPLE_CASES(float, f32) PYET_FLOAT_SIMPLE_CASES(float, f32, PYET_M32)
+                      PYET_FUSED_CASES(float) default: return 0; }
+    case DT_F64:
+        if (op == OP_where) { PYET_WHERE_LOOP(double); return 1; }
+        switch (op) { PYET_SIMPLE_CASES(double, f64)
+                      PYET_FLOAT_SIMPLE_CASES(double, f64, PYET_M64)
+                      PYET_FUSED_CASES(double) default: return 0; }
+    }
+    return 0;
+}
+#undef PYET_PEEL
+#define PYET_PEEL 0
+
+/* Intel with AVX-512 (x86-64-v4) only; PYET_NO_NARROW512=1 in the
+ * environment keeps the 256-bit loops (tests compare both). */
+static int pyet_use_narrow512(void)
+{
+    static int use_ = -1;  /* a benign race: every thread stores the same */
+    if (use_ < 0) {
+        const char *e = getenv("PYET_NO_NARROW512");
+        use_ = __builtin_cpu_supports("x86-64-v4") && __builtin_cpu_is("intel")
+               && !(e && e[0] && e[0] != '0');
+    }
+    return use_;
+}
+#endif
 
 /* Run one op over n elements.  in[k] points at a contiguous block, or at
  * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
@@ -2261,6 +2469,10 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         if (fma_) return pyet_kernel_f32math(op, sflags, n, out, in);
         if (op != OP_tanh) return pyet_kernel_trig_f32(op, n, out, in);
     }
+#ifdef PYET_NARROW512
+    /* float maximum and minimum too: the wide loops' AVX-512 ones, peeled */
+    if (pyet_use_narrow512() && pyet_kernel_narrow512(op, dt, sflags, n, out, in)) return 1;
+#endif
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
          op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt ||
@@ -2294,16 +2506,39 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         }                                                                   \
     } while (0)
 
-/* Contiguous dtype conversion (only same_kind-safe casts are planned). */
-PYET_DISPATCH void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in)
-{
-    switch (dt_in) {
-    case DT_BOOL: PYET_CAST_FROM(pyet_bool); break;
-    case DT_I32: PYET_CAST_FROM(int32_t); break;
-    case DT_I64: PYET_CAST_FROM(int64_t); break;
-    case DT_F32: PYET_CAST_FROM(float); break;
-    case DT_F64: PYET_CAST_FROM(double); break;
+#define PYET_CAST_BODY                                                      \
+    switch (dt_in) {                                                        \
+    case DT_BOOL: PYET_CAST_FROM(pyet_bool); break;                         \
+    case DT_I32: PYET_CAST_FROM(int32_t); break;                            \
+    case DT_I64: PYET_CAST_FROM(int64_t); break;                            \
+    case DT_F32: PYET_CAST_FROM(float); break;                              \
+    case DT_F64: PYET_CAST_FROM(double); break;                             \
     }
+
+PYET_DISPATCH static void pyet_cast_narrow(int dt_in, int dt_out, pyet_intp n, void *out,
+                                           const void *in)
+{
+    PYET_CAST_BODY
+}
+
+#ifdef PYET_NARROW512
+PYET_TARGET512 static void pyet_cast512(int dt_in, int dt_out, pyet_intp n, void *out,
+                                        const void *in)
+{
+    PYET_CAST_BODY
+}
+#endif
+
+/* Contiguous dtype conversion (only same_kind-safe casts are planned). */
+void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in)
+{
+#ifdef PYET_NARROW512
+    if (pyet_use_narrow512()) {
+        pyet_cast512(dt_in, dt_out, n, out, in);
+        return;
+    }
+#endif
+    pyet_cast_narrow(dt_in, dt_out, n, out, in);
 }
 
 #define PYET_STRIDED_COPY(T)                                                \
