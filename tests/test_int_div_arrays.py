@@ -244,3 +244,26 @@ def test_no_float_flags_leak():
     with np.errstate(all="raise", divide="ignore"):
         D[...] = pyet.asarray(a) // pyet.asarray(d)
     np.testing.assert_array_equal(out, [0, 0, 0, 2**62 // 3, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_threads_gather_the_warnings(dt):
+    # a pass split among threads: each thread's warnings reach the caller once
+    ii = np.iinfo(dt)
+    a = values(dt, 1 << 19, 7)
+    d = (values(dt, 1 << 19, 8) % 1000).astype(dt) - 500
+    d[d == 0] = 3
+    d[-5], a[3], d[3] = 0, ii.min, -1
+    was = pyet.get_num_threads()
+    pyet.set_num_threads(2)
+    try:
+        for op, (fp, fn) in OPS.items():
+            out = np.empty_like(a)
+            D = pyet.asarray(out)
+            got = _warnings_of(lambda D=D, fp=fp: D.__setitem__(
+                ..., fp(pyet.asarray(a), pyet.asarray(d))))
+            assert got == _warnings_of(lambda fn=fn: fn(a, d)), op
+            with np.errstate(all="ignore"):
+                np.testing.assert_array_equal(out, fn(a, d), err_msg=op)
+    finally:
+        pyet.set_num_threads(was)
