@@ -2324,6 +2324,123 @@ PYET_AVX512 static int pyet_idiv_avx512(int op, int dt, pyet_intp n, void *out,
     return 1;
 }
 
+/* Integer //, % and fmod by an array divisor at 512 bits (NumPy's loop, and
+ * pyet_kernel_narrow's, divide one element at a time: idiv and its sign
+ * branches, after a separate pass for the warnings).  A double division
+ * rounded down (toward zero for fmod) gives the exact quotient whenever a and
+ * d are exact doubles (|a|, |d| < 2^53): an integer k <= a/d is representable,
+ * so rounding a/d down cannot pass below k, and floor(rd(a/d)) = floor(a/d).
+ * That covers int32 always and int64 but for vectors with a lane outside
+ * +-2^53, which take the scalar functions.  Exceptions are suppressed; a zero
+ * divisor gives 0 as pyet_floordiv does; NumPy's warnings (divide by zero, and
+ * overflow for MIN // -1) are found in the same pass. */
+#define PYET_RD_SAE (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define PYET_RZ_SAE (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+
+PYET_AVX512 static inline __attribute__((always_inline)) __m512i
+pyet_idiv_arr_epi64(int op, __m512i a, __m512i d)
+{
+    const __m512d fa = _mm512_cvt_roundepi64_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512d fd = _mm512_cvt_roundepi64_pd(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i q = op == OP_fmod
+        ? _mm512_cvt_roundpd_epi64(_mm512_div_round_pd(fa, fd, PYET_RZ_SAE), PYET_RZ_SAE)
+        : _mm512_cvt_roundpd_epi64(_mm512_div_round_pd(fa, fd, PYET_RD_SAE), PYET_RD_SAE);
+    const __mmask8 nz = _mm512_test_epi64_mask(d, d);
+    if (op == OP_floor_divide) return _mm512_maskz_mov_epi64(nz, q);
+    return _mm512_maskz_sub_epi64(nz, a, _mm512_mullo_epi64(q, d));
+}
+
+PYET_AVX512 static inline __attribute__((always_inline)) __m256i
+pyet_idiv_arr_half32(int op, __m256i a, __m256i d)
+{
+    const __m512d fa = _mm512_cvtepi32_pd(a), fd = _mm512_cvtepi32_pd(d);  /* exact */
+    return op == OP_fmod
+        ? _mm512_cvt_roundpd_epi32(_mm512_div_round_pd(fa, fd, PYET_RZ_SAE), PYET_RZ_SAE)
+        : _mm512_cvt_roundpd_epi32(_mm512_div_round_pd(fa, fd, PYET_RD_SAE), PYET_RD_SAE);
+}
+
+PYET_AVX512 static inline __attribute__((always_inline)) __m512i
+pyet_idiv_arr_epi32(int op, __m512i a, __m512i d)
+{
+    /* an out-of-range quotient (MIN // -1) converts to MIN, NumPy's wrap */
+    const __m256i q0 = pyet_idiv_arr_half32(op, _mm512_castsi512_si256(a),
+                                            _mm512_castsi512_si256(d));
+    const __m256i q1 = pyet_idiv_arr_half32(op, _mm512_extracti64x4_epi64(a, 1),
+                                            _mm512_extracti64x4_epi64(d, 1));
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+    const __mmask16 nz = _mm512_test_epi32_mask(d, d);
+    if (op == OP_floor_divide) return _mm512_maskz_mov_epi32(nz, q);
+    return _mm512_maskz_sub_epi32(nz, a, _mm512_mullo_epi32(q, d));
+}
+
+/* one vector of LANES at i (lm_: its lanes, all but in the tail): the
+ * warnings' lanes noted, then the quotients or remainders stored */
+#define PYET_IDIV_ARR_STEP(W, LANES, T, MIN, OPC, lm_)                      \
+    do {                                                                    \
+        const __m512i a_ = sa ? va : _mm512_maskz_loadu_epi##W(lm_, A_ + i); \
+        const __m512i d_ = _mm512_maskz_loadu_epi##W(lm_, B_ + i);         \
+        zero_ |= _mm512_mask_cmpeq_epi##W##_mask(lm_, d_, vzero);           \
+        if (OPC == OP_floor_divide)                                         \
+            over_ |= _mm512_mask_cmpeq_epi##W##_mask(                       \
+                _mm512_mask_cmpeq_epi##W##_mask(lm_, d_, vm1), a_, vmin);   \
+        if (W == 64 && (_mm512_mask_cmpgt_epu64_mask(lm_, _mm512_abs_epi64(a_), vlim) \
+                        | _mm512_mask_cmpgt_epu64_mask(lm_, _mm512_abs_epi64(d_), vlim))) { \
+            T ta_[LANES], td_[LANES];                                       \
+            _mm512_storeu_si512(ta_, a_);                                   \
+            _mm512_storeu_si512(td_, d_);                                   \
+            for (int j_ = 0; j_ < LANES; j_++)                              \
+                if ((lm_ >> j_) & 1)                                        \
+                    O_[i + j_] = OPC == OP_floor_divide ? pyet_floordiv_i64(ta_[j_], td_[j_]) \
+                        : OPC == OP_remainder ? pyet_remainder_i64(ta_[j_], td_[j_])        \
+                        : pyet_fmod_i64(ta_[j_], td_[j_]);                  \
+        } else {                                                            \
+            _mm512_mask_storeu_epi##W(O_ + i, lm_, pyet_idiv_arr_epi##W(OPC, a_, d_)); \
+        }                                                                   \
+    } while (0)
+
+#define PYET_IDIV_ARR_LOOP(W, LANES, T, MIN, FULL, OPC)                     \
+    do {                                                                    \
+        for (; i + LANES <= n; i += LANES) PYET_IDIV_ARR_STEP(W, LANES, T, MIN, OPC, FULL); \
+        if (i < n) {                                                        \
+            const uint32_t tm_ = (1u << (n - i)) - 1;                       \
+            PYET_IDIV_ARR_STEP(W, LANES, T, MIN, OPC, tm_);                 \
+        }                                                                   \
+    } while (0)
+
+#define PYET_IDIV_ARR(W, LANES, T, MIN, FULL)                               \
+    do {                                                                    \
+        const T *A_ = (const T *)in[0], *B_ = (const T *)in[1];             \
+        T *O_ = (T *)out;                                                   \
+        const int sa = sflags & 1;                                          \
+        const __m512i va = _mm512_set1_epi##W(*A_), vzero = _mm512_setzero_si512(); \
+        const __m512i vm1 = _mm512_set1_epi##W(-1), vmin = _mm512_set1_epi##W(MIN); \
+        const __m512i vlim = _mm512_set1_epi64((1LL << 53) - 1);            \
+        (void)vlim;                                                         \
+        switch (op) {                                                       \
+        case OP_floor_divide: PYET_IDIV_ARR_LOOP(W, LANES, T, MIN, FULL, OP_floor_divide); break; \
+        case OP_remainder: PYET_IDIV_ARR_LOOP(W, LANES, T, MIN, FULL, OP_remainder); break; \
+        default: PYET_IDIV_ARR_LOOP(W, LANES, T, MIN, FULL, OP_fmod);       \
+        }                                                                   \
+    } while (0)
+
+/* a // d, a % d or fmod(a, d) for an array d (a an array, or one value when
+ * bit 0 of sflags is set), raising NumPy's warnings */
+PYET_AVX512 static void pyet_idiv_arrays_avx512(int op, int dt, int sflags, pyet_intp n,
+                                                void *out, void *const *in)
+{
+    pyet_intp i = 0;
+    uint32_t zero_ = 0, over_ = 0;
+    if (dt == DT_I32)
+        PYET_IDIV_ARR(32, 16, int32_t, INT32_MIN, 0xffffu);
+    else
+        PYET_IDIV_ARR(64, 8, int64_t, INT64_MIN, 0xffu);
+    if (zero_ | over_)
+        pyet_fs_raise((zero_ ? PYET_FS_DIVIDE : 0) | (over_ ? PYET_FS_OVERFLOW : 0));
+}
+#undef PYET_IDIV_ARR
+#undef PYET_IDIV_ARR_LOOP
+#undef PYET_IDIV_ARR_STEP
+
 /* x ** b, int64, for a scalar b >= 3: PYET_IPOW_BY_SCALAR's per-element loop
  * (AVX2 has no 64-bit multiply) was 1.5x NumPy's time; vpmullq on 8 lanes,
  * the bits of b walked once per vector (the same branches for every vector).
@@ -2408,6 +2525,13 @@ static void pyet_idiv_flags(int op, int dt, int sflags, pyet_intp n, void *const
 
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
+#ifdef PYET_IDIV_AVX512
+    if ((dt == DT_I32 || dt == DT_I64) && !(sflags & 2) && n > 0 && PYET_IS_DIV(op)
+        && pyet_have_avx512()) {
+        pyet_idiv_arrays_avx512(op, dt, sflags, n, out, in);  /* (its own warnings) */
+        return 1;
+    }
+#endif
     if ((dt == DT_I32 || dt == DT_I64) && n > 0 && PYET_IS_DIV(op))
         pyet_idiv_flags(op, dt, sflags, n, in);
     if ((dt == DT_I32 || dt == DT_I64) && (sflags & 3) == 2 && n > 0 && PYET_IS_DIV(op)) {
