@@ -2470,8 +2470,12 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         if (op != OP_tanh) return pyet_kernel_trig_f32(op, n, out, in);
     }
 #ifdef PYET_NARROW512
-    /* float maximum and minimum too: the wide loops' AVX-512 ones, peeled */
-    if (pyet_use_narrow512() && pyet_kernel_narrow512(op, dt, sflags, n, out, in)) return 1;
+    /* float maximum and minimum stay with the wide loops' AVX-512 clone:
+     * peeled they measured alike (Intel Xeon, 1e4..65536 elements) */
+    if (pyet_use_narrow512() &&
+        !((dt == DT_F32 || dt == DT_F64) && (op == OP_maximum || op == OP_minimum)) &&
+        pyet_kernel_narrow512(op, dt, sflags, n, out, in))
+        return 1;
 #endif
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
