@@ -2781,8 +2781,19 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         if (op != OP_tanh) return pyet_kernel_trig_f32(op, n, out, in);
     }
 #ifdef PYET_NARROW512
-    /* float maximum and minimum too: the wide loops' AVX-512 ones, peeled */
-    if (pyet_use_narrow512() && pyet_kernel_narrow512(op, dt, sflags, n, out, in)) return 1;
+    /* Float arithmetic (+ - * /, max and min, the fused patterns) stays at
+     * 256 bits (max and min: the wide loops' clone): alone at 512 bits it
+     * gained 5-10 % from L2 (more from L1), but no gain showed in whole
+     * assignments on the noisy shared host, where it may cost: Xeons lower
+     * their clock after heavy 512-bit float instructions.  Moves, abs,
+     * signs, compares (1.5-2x alone) and integer ops take the 512-bit loops. */
+    if (pyet_use_narrow512() &&
+        (dt == DT_BOOL || dt == DT_I32 || dt == DT_I64 || op == OP_absolute ||
+         op == OP_negative || op == OP_positive || op == OP_copy || op == OP_copysign ||
+         op == OP_where || op == OP_isnan || op == OP_isinf || op == OP_isfinite ||
+         (op >= OP_less && op <= OP_not_equal)) &&
+        pyet_kernel_narrow512(op, dt, sflags, n, out, in))
+        return 1;
 #endif
     if ((dt == DT_F32 || dt == DT_F64) &&
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
