@@ -81,3 +81,13 @@ def fp_flags_raised(fn):
     finally:
         np.seterrcall(old)
     return seen
+
+
+def warning_kinds(fn):
+    """The sorted kinds of the warnings fn raised ('divide by zero', 'overflow', ...)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn()
+    return sorted(str(x.message).split(" encountered")[0] for x in w)

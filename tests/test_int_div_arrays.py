@@ -3,10 +3,9 @@ double division rounded toward the quotient's floor, the scalar functions for ve
 lane beyond 2^53) against NumPy: the whole value range, every operand layout, scalar
 dividends, destinations inside sentinels, in place, and NumPy's warnings."""
 
-import warnings
-
 import numpy as np
 import pytest
+from conftest import warning_kinds
 
 import pyet
 
@@ -179,13 +178,6 @@ def test_in_place(dt):
         np.testing.assert_array_equal(y, want, err_msg=op)
 
 
-def _warnings_of(fn):
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        fn()
-    return sorted(str(x.message).split(" encountered")[0] for x in w)
-
-
 @pytest.mark.parametrize("dt", INTS)
 @pytest.mark.parametrize("n", [5, 8, 13, 16, 37, 1000])
 def test_warnings_are_numpys(dt, n):
@@ -215,9 +207,9 @@ def test_warnings_are_numpys(dt, n):
             out = np.empty(np.shape(d), dt)
             D = pyet.asarray(out)
             A = pyet.asarray(a) if isinstance(a, np.ndarray) else a
-            got = _warnings_of(lambda D=D, fp=fp, A=A, d=d: D.__setitem__(
+            got = warning_kinds(lambda D=D, fp=fp, A=A, d=d: D.__setitem__(
                 ..., fp(A, pyet.asarray(d))))
-            assert got == _warnings_of(lambda fn=fn, a=a, d=d: fn(a, d)), f"{name} {op}"
+            assert got == warning_kinds(lambda fn=fn, a=a, d=d: fn(a, d)), f"{name} {op}"
             with np.errstate(all="ignore"):
                 np.testing.assert_array_equal(out, fn(a, d), err_msg=f"{name} {op}")
     a = base.copy()
@@ -260,9 +252,9 @@ def test_threads_gather_the_warnings(dt):
         for op, (fp, fn) in OPS.items():
             out = np.empty_like(a)
             D = pyet.asarray(out)
-            got = _warnings_of(lambda D=D, fp=fp: D.__setitem__(
+            got = warning_kinds(lambda D=D, fp=fp: D.__setitem__(
                 ..., fp(pyet.asarray(a), pyet.asarray(d))))
-            assert got == _warnings_of(lambda fn=fn: fn(a, d)), op
+            assert got == warning_kinds(lambda fn=fn: fn(a, d)), op
             with np.errstate(all="ignore"):
                 np.testing.assert_array_equal(out, fn(a, d), err_msg=op)
     finally:

@@ -2,10 +2,10 @@
 portable ones for the special divisors) against NumPy: every divisor class, both widths,
 every operand layout, destinations inside sentinels, NumPy's warnings."""
 
-import warnings
 
 import numpy as np
 import pytest
+from conftest import warning_kinds
 
 import pyet
 
@@ -139,13 +139,6 @@ def test_random_divisors_over_the_whole_range(dt):
                                           err_msg=f"{op} {d}")
 
 
-def _warnings_of(fn):
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        fn()
-    return sorted(str(x.message).split(" encountered")[0] for x in w)
-
-
 @pytest.mark.parametrize("dt", INTS)
 @pytest.mark.parametrize("op", ["//", "%", "fmod"])
 @pytest.mark.parametrize("d", [0, -1, 3, -3, 1])
@@ -157,14 +150,14 @@ def test_warnings_are_numpys(dt, op, d):
     A = pyet.asarray(a)
     out = np.empty_like(a)
     D = pyet.asarray(out)
-    want = _warnings_of(lambda: fn(a, dt(d)))
-    got = _warnings_of(lambda: D.__setitem__(..., fp(A, dt(d))))
+    want = warning_kinds(lambda: fn(a, dt(d)))
+    got = warning_kinds(lambda: D.__setitem__(..., fp(A, dt(d))))
     assert got == want
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(out, fn(a, dt(d)))
     without_min = np.where(a == np.iinfo(dt).min, 5, a).astype(dt)
-    assert _warnings_of(lambda: D.__setitem__(..., fp(pyet.asarray(without_min), dt(d)))) == \
-        _warnings_of(lambda: fn(without_min, dt(d)))
+    assert warning_kinds(lambda: D.__setitem__(..., fp(pyet.asarray(without_min), dt(d)))) == \
+        warning_kinds(lambda: fn(without_min, dt(d)))
 
 
 @pytest.mark.parametrize("dt", INTS)
@@ -177,8 +170,8 @@ def test_array_divisors_warn_as_numpy(dt):
         fp, fn = OPS[op]
         out = np.empty_like(a)
         D = pyet.asarray(out)
-        assert _warnings_of(lambda D=D, fp=fp: D.__setitem__(..., fp(A, B))) == \
-            _warnings_of(lambda fn=fn: fn(a, b))
+        assert warning_kinds(lambda D=D, fp=fp: D.__setitem__(..., fp(A, B))) == \
+            warning_kinds(lambda fn=fn: fn(a, b))
         with np.errstate(all="ignore"):
             np.testing.assert_array_equal(out, fn(a, b))
     with np.errstate(divide="raise"):
