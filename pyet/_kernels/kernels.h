@@ -112,8 +112,8 @@ typedef struct {
  * (x86-64-v4) clone too: twice the lanes.  The other loops are memory-bound
  * and stay at 256 bits but on Intel (pyet_kernel_narrow512): NumPy's large
  * arrays start 16 bytes into a cache line, and 512-bit loads and stores that
- * split lines made them up to 1.6x slower on AMD Zen 5.  FMA stays off (the build passes -ffp-contract=off),
- * so every clone rounds alike. */
+ * split lines made them up to 1.6x slower on AMD Zen 5.  FMA stays off (the
+ * build passes -ffp-contract=off), so every clone rounds alike. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__linux__) && !defined(PYET_NO_DISPATCH)
 #define PYET_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
