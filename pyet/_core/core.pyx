@@ -43,6 +43,7 @@ from pyet._core.rewrite import (
     FAST_MATH_FOLDS,
     INVOLUTIONS,
     NEUTRAL_FOLDS,
+    PASS_RULES,
     ROOT_FORMS,
     RULES,
     SPECIAL_FOLDS,

@@ -120,6 +120,9 @@ cdef class Program:
     # prefetching (run_block): which instructions are compute-bound, and how many
     cdef bint *costly
     cdef int ncostly
+    # one fused pass kernel (PASS_RULES), which reads its memory in one loop:
+    # prefetching slowed it (Adam at 1e7: 0.9x -> 1.1x the C loop)
+    cdef bint streams
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
@@ -379,7 +382,79 @@ def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
     for k in range(len(exprs)):
         _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
     lw.nleaves = nleaves
+    _apply_pass_rules(lw.code, lw.pyfuncs)
     return _assemble(lw, len(exprs), dst_dts[0])
+
+
+cdef void _apply_pass_rules(list code, list pyfuncs) except *:
+    # each run of instructions that a rewrite.PASS_RULES row matches becomes its
+    # fused instruction (the destinations it writes besides out among its operands)
+    cdef Py_ssize_t i = 0
+    while i < len(code):
+        for instrs, op_name, order in PASS_RULES:
+            binding = _match_run(code, i, instrs)
+            if binding is not None:
+                dt, last = code[i][1], binding[instrs[len(instrs) - 1][1]]
+                code[i:i + len(instrs)] = [(OPCODES[op_name], dt, dt, -1 - last[1],
+                                            [binding[name] for name in order])]
+                pyfuncs[i:i + len(instrs)] = [None]
+                break
+        i += 1
+
+
+cdef object _match_run(list code, Py_ssize_t i, tuple instrs):
+    """{name: source} binding the run of instructions at code[i] to a
+    PASS_RULES row, or None."""
+    cdef Py_ssize_t k, j
+    if i + len(instrs) > len(code) or code[i][1] not in (DT_F32, DT_F64):
+        return None
+    dt = code[i][1]
+    binding, written = {}, set()
+    for k, pat in enumerate(instrs):
+        op, dt_in, dt_out, out, srcs = code[i + k]
+        if OPNAMES.get(op) != pat[0] or dt_in != dt or dt_out != dt \
+                or len(srcs) != len(pat) - 2:
+            return None
+        trial = _bind_operands(pat[2:], srcs, binding, written)
+        if trial is None and pat[0] in COMMUTATIVE:
+            trial = _bind_operands(pat[:1:-1], srcs, binding, written)
+        if trial is None:
+            return None
+        binding = trial
+        name = pat[1]
+        if (name[0] == "D") != (out < 0) or name in binding:
+            return None
+        binding[name] = (SRC_DST, -1 - out) if out < 0 else (SRC_REG, out)
+        written.add(binding[name])
+    # the run's registers hold nothing read after it (their last reader is in it)
+    regs = {src[1] for src in written if src[0] == SRC_REG}
+    for k in range(i + len(instrs), len(code)):
+        if not regs:
+            break
+        for src in code[k][4]:
+            if src[0] == SRC_REG and src[1] in regs:
+                return None
+        regs.discard(code[k][3])
+    return binding
+
+
+cdef object _bind_operands(tuple names, list srcs, dict binding, set written):
+    # the binding extended by names[j] -> srcs[j], or None where they disagree
+    trial = dict(binding)
+    for name, src in zip(names, srcs):
+        src = tuple(src)
+        if name in trial:
+            if trial[name] != src:
+                return None
+        elif name[0] == "s":
+            if src[0] != SRC_SCALAR:
+                return None
+            trial[name] = src
+        elif name[0] in "DR" or src[0] == SRC_SCALAR or src in written:
+            return None  # (a D or R operand is bound where the run wrote it)
+        else:
+            trial[name] = src
+    return trial
 
 
 cdef tuple _signatures(_Lowering lw, Expr e, Py_ssize_t pos, bint scalar_ok, dict sigs,
@@ -457,6 +532,7 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         if op != OP_cast and op != OP_pyfunc and not HAS_KERNEL[op][dt]:
             raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
     p.text = "\n".join(lines)
+    p.streams = p.ninstr == 1 and lw.code[0][0] in PASS_OUTPUTS
     p.ncostly = 0
     for i, (op, *_) in enumerate(lw.code):
         p.costly[i] = OPNAMES[op] in COMPUTE_BOUND
@@ -464,9 +540,18 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     return p
 
 
+# per fused op of rewrite.PASS_RULES: how many of its last operands it writes
+PASS_OUTPUTS = {OPCODES[op_name]: sum(name[0] == "D" for name in order)
+                for _, op_name, order in PASS_RULES}
+
+
 cdef str _listing(int op, int dt, int dt_out, int out, list srcs, int ndst):
     names = {SRC_REG: "r", SRC_LEAF: "leaf", SRC_SCALAR: "s", SRC_DST: "dst"}
     dst = f"r{out}" if out >= 0 else "dst" if ndst == 1 else f"dst{-1 - out}"
+    nout = PASS_OUTPUTS.get(op, 0)
+    if nout:  # the destinations it writes besides out, then out
+        dst = ", ".join([f"dst{i}" for _, i in srcs[len(srcs) - nout:]] + [dst])
+        srcs = srcs[:len(srcs) - nout]
     args = ", ".join(f"{names[k]}{i}" for k, i in srcs)
     return f"{dst} = {OPNAMES[op]}[{DTYPES[dt]}->{DTYPES[dt_out]}]({args})"
 
@@ -1544,7 +1629,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
         r.npf = 0
         if not red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
-                and r.nblocks > PREFETCH_AHEAD:
+                and r.nblocks > PREFETCH_AHEAD and not prog.streams:
             prefetch_streams(&r)
         r.tilebuf = (prog.nregs + ngather) * regbytes
         r.scratch_bytes = (r.tilebuf + ntiled * r.tile * (regbytes + TILE_SKEW) + 63) \

@@ -53,6 +53,38 @@ RULES = (
 
 COMMUTATIVE = frozenset({"add", "multiply"})
 
+# Rules over a multi-output pass's program (the rules above lowered): a run of
+# instructions that is an optimizer step becomes one kernel writing every
+# destination, each value kept in registers, as PyTorch's fused Adam (the
+# kernels one after another over a block stall on memory: 1.4x a C loop at
+# 1e7).  The kernel computes the same roundings in the same order.  An
+# instruction is (op, output, operands...): an output "D*" is a destination
+# of the pass, "R*" a register read only inside the run; an operand names
+# what it binds ("s*" a scalar; other names any array the run does not
+# write, the same one wherever the name recurs); add and multiply match either
+# way round.  Rows: (instructions, fused op, its operands in order); the
+# destinations in its operands are written too, the last output is its own.
+PASS_RULES = (
+    # Adam over bias-corrected moments: m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+    # w -= lr*(m/bc1) / (sqrt(v/bc2) + eps)
+    ((("axpby", "Dm", "s1", "m", "s2", "g"),
+      ("ema_mul", "Dv", "s3", "v", "s4", "g", "g"),
+      ("scale_div", "R1", "s5", "Dm", "s6"),
+      ("sub_div_sqrt_div", "Dw", "w", "R1", "Dv", "s7", "s8")),
+     "adam", ("m", "g", "v", "w", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "Dm", "Dv")),
+    # PyTorch's form (pyet.nn.Adam): v = b2*v + (1-b2)*(g*g);
+    # w -= (lr/bc1)*m / (sqrt(v)*(1/sqrt(bc2)) + eps)
+    ((("axpby", "Dm", "s1", "m", "s2", "g"),
+      ("ema_prod", "Dv", "s3", "v", "s4", "g", "g"),
+      ("multiply", "R1", "s5", "Dm"),
+      ("sqrt", "R2", "Dv"),
+      ("multiply", "R3", "R2", "s6"),
+      ("add", "R4", "R3", "s7"),
+      ("divide", "R5", "R1", "R4"),
+      ("subtract", "Dw", "w", "R5")),
+     "adam_torch", ("m", "g", "v", "w", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "Dm", "Dv")),
+)
+
 # Root forms, MShadow's DotExp engine: a tree of these shapes, with every node
 # of the destination's float dtype, is written as ONE gemm straight into the
 # destination, dst := alpha * A @ B + beta * dst.  Slots: "P" a product node

@@ -69,7 +69,9 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     /* fused patterns with a division or a square root (rewrite.py) */     \
     X(scale_mul) X(scale_div) X(div_sqrt) X(sub_div_sqrt)                  \
     /* fused patterns of five operands (rewrite.py) */                     \
-    X(ema_mul) X(ema_prod) X(div_sqrt_div) X(sub_div_sqrt_div)
+    X(ema_mul) X(ema_prod) X(div_sqrt_div) X(sub_div_sqrt_div)             \
+    /* optimizer steps over several destinations (rewrite.PASS_RULES) */   \
+    X(adam) X(adam_torch)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -83,7 +85,9 @@ static const char *const pyet_op_names[] = { PYET_OPS(PYET_NAME_ITEM) };
  * pass has just written for one of its destinations */
 enum { SRC_REG = 0, SRC_LEAF = 1, SRC_SCALAR = 2, SRC_DST = 3 };
 
-#define PYET_MAX_IN 5
+/* operands of an instruction, at most (a fused optimizer step: four arrays,
+ * eight scalars and the two destinations it writes besides out) */
+#define PYET_MAX_IN 14
 
 /* One step of a lowered program: out := op(src...) over a block. */
 typedef struct {
@@ -780,6 +784,40 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T d = M(sqrt)(Y_[i] / s1) + s2; const T q = X_[i] / d;    \
             O_[i] = Z_[i] - q; }                                            \
+        return 1; }                                                         \
+    /* Adam's three statements in one loop, each value in registers (the  */ \
+    /* kernels one after another over a block stall on memory: 1.4x the   */ \
+    /* C loop at 1e7): m = s1*m + s2*g; v = s3*v + (s4*g)*g;               */ \
+    /* w = w - s5*(m/s6) / (sqrt(v/s7) + s8); in[12], in[13] take m and v  */ \
+    case OP_adam: {                                                         \
+        const T *M_ = (const T *)in[0], *G_ = (const T *)in[1];             \
+        const T *V_ = (const T *)in[2], *W_ = (const T *)in[3];             \
+        const T s1 = *(const T *)in[4], s2 = *(const T *)in[5];             \
+        const T s3 = *(const T *)in[6], s4 = *(const T *)in[7];             \
+        const T s5 = *(const T *)in[8], s6 = *(const T *)in[9];             \
+        const T s7 = *(const T *)in[10], s8 = *(const T *)in[11];           \
+        T *MO_ = (T *)in[12], *VO_ = (T *)in[13], *O_ = (T *)out;           \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T g = G_[i];                                              \
+            const T m = s1 * M_[i] + s2 * g, v = s3 * V_[i] + (s4 * g) * g; \
+            MO_[i] = m; VO_[i] = v;                                         \
+            O_[i] = W_[i] - s5 * (m / s6) / (M(sqrt)(v / s7) + s8); }      \
+        return 1; }                                                         \
+    /* PyTorch's form (pyet.nn.Adam): m as above; v = s3*v + s4*(g*g);     */ \
+    /* w = w - (s5*m) / (sqrt(v)*s6 + s7)                                  */ \
+    case OP_adam_torch: {                                                   \
+        const T *M_ = (const T *)in[0], *G_ = (const T *)in[1];             \
+        const T *V_ = (const T *)in[2], *W_ = (const T *)in[3];             \
+        const T s1 = *(const T *)in[4], s2 = *(const T *)in[5];             \
+        const T s3 = *(const T *)in[6], s4 = *(const T *)in[7];             \
+        const T s5 = *(const T *)in[8], s6 = *(const T *)in[9];             \
+        const T s7 = *(const T *)in[10];                                    \
+        T *MO_ = (T *)in[11], *VO_ = (T *)in[12], *O_ = (T *)out;           \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T g = G_[i];                                              \
+            const T m = s1 * M_[i] + s2 * g, v = s3 * V_[i] + s4 * (g * g); \
+            MO_[i] = m; VO_[i] = v;                                         \
+            O_[i] = W_[i] - (s5 * m) / (M(sqrt)(v) * s6 + s7); }           \
         return 1; }
 
 PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
@@ -2799,6 +2837,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         (op == OP_exp || op == OP_tanh || op == OP_sqrt || op == OP_sigmoid || op == OP_logistic ||
          op == OP_scale_div || op == OP_div_sqrt || op == OP_sub_div_sqrt ||
          op == OP_div_sqrt_div || op == OP_sub_div_sqrt_div ||
+         op == OP_adam || op == OP_adam_torch ||
          op == OP_maximum || op == OP_minimum))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);

@@ -65,8 +65,8 @@ cdef extern from "kernels.h" nogil:
         int out
         int nin
         int sflags
-        int src_kind[5]
-        int src[5]
+        int src_kind[PYET_MAX_IN]
+        int src[PYET_MAX_IN]
 
     const char *const pyet_op_names[]
     const int pyet_itemsize[]
