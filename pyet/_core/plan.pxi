@@ -382,14 +382,19 @@ def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
     for k in range(len(exprs)):
         _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
     lw.nleaves = nleaves
-    _apply_pass_rules(lw.code, lw.pyfuncs)
+    if _apply_pass_rules(lw.code, lw.pyfuncs):
+        # the registers still used (none: the pass takes long blocks, see execute_group)
+        lw.nregs = 1 + max([out for _, _, _, out, _ in lw.code if out >= 0]
+                           + [i for *_, srcs in lw.code for k, i in srcs if k == SRC_REG],
+                           default=-1)
     return _assemble(lw, len(exprs), dst_dts[0])
 
 
-cdef void _apply_pass_rules(list code, list pyfuncs) except *:
+cdef bint _apply_pass_rules(list code, list pyfuncs) except -1:
     # each run of instructions that a rewrite.PASS_RULES row matches becomes its
     # fused instruction (the destinations it writes besides out among its operands)
     cdef Py_ssize_t i = 0
+    cdef bint applied = False
     while i < len(code):
         for instrs, op_name, order in PASS_RULES:
             binding = _match_run(code, i, instrs)
@@ -398,8 +403,10 @@ cdef void _apply_pass_rules(list code, list pyfuncs) except *:
                 code[i:i + len(instrs)] = [(OPCODES[op_name], dt, dt, -1 - last[1],
                                             [binding[name] for name in order])]
                 pyfuncs[i:i + len(instrs)] = [None]
+                applied = True
                 break
         i += 1
+    return applied
 
 
 cdef object _match_run(list code, Py_ssize_t i, tuple instrs):
