@@ -730,6 +730,15 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
         return 1;                                                           \
     case OP_reciprocal: PYET_LOOP1(T, T, (T)1 / x); return 1;
 
+/* an Adam kernel's arrays (m, g, v, w) and its first seven scalars */
+#define PYET_ADAM_OPERANDS(T)                                               \
+    const T *M_ = (const T *)in[0], *G_ = (const T *)in[1];                 \
+    const T *V_ = (const T *)in[2], *W_ = (const T *)in[3];                 \
+    const T s1 = *(const T *)in[4], s2 = *(const T *)in[5];                 \
+    const T s3 = *(const T *)in[6], s4 = *(const T *)in[7];                 \
+    const T s5 = *(const T *)in[8], s6 = *(const T *)in[9];                 \
+    const T s7 = *(const T *)in[10]
+
 /* The compute-bound float loops (see PYET_DISPATCH_WIDE). */
 #define PYET_WIDE_CASES(T, SUF, M)                                          \
     case OP_exp: PYET_LOOP1(T, T, pyet_exp_##SUF(x)); return 1;             \
@@ -790,12 +799,8 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     /* C loop at 1e7): m = s1*m + s2*g; v = s3*v + (s4*g)*g;               */ \
     /* w = w - s5*(m/s6) / (sqrt(v/s7) + s8); in[12], in[13] take m and v  */ \
     case OP_adam: {                                                         \
-        const T *M_ = (const T *)in[0], *G_ = (const T *)in[1];             \
-        const T *V_ = (const T *)in[2], *W_ = (const T *)in[3];             \
-        const T s1 = *(const T *)in[4], s2 = *(const T *)in[5];             \
-        const T s3 = *(const T *)in[6], s4 = *(const T *)in[7];             \
-        const T s5 = *(const T *)in[8], s6 = *(const T *)in[9];             \
-        const T s7 = *(const T *)in[10], s8 = *(const T *)in[11];           \
+        PYET_ADAM_OPERANDS(T);                                              \
+        const T s8 = *(const T *)in[11];                                    \
         T *MO_ = (T *)in[12], *VO_ = (T *)in[13], *O_ = (T *)out;           \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T g = G_[i];                                              \
@@ -806,12 +811,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
     /* PyTorch's form (pyet.nn.Adam): m as above; v = s3*v + s4*(g*g);     */ \
     /* w = w - (s5*m) / (sqrt(v)*s6 + s7)                                  */ \
     case OP_adam_torch: {                                                   \
-        const T *M_ = (const T *)in[0], *G_ = (const T *)in[1];             \
-        const T *V_ = (const T *)in[2], *W_ = (const T *)in[3];             \
-        const T s1 = *(const T *)in[4], s2 = *(const T *)in[5];             \
-        const T s3 = *(const T *)in[6], s4 = *(const T *)in[7];             \
-        const T s5 = *(const T *)in[8], s6 = *(const T *)in[9];             \
-        const T s7 = *(const T *)in[10];                                    \
+        PYET_ADAM_OPERANDS(T);                                              \
         T *MO_ = (T *)in[11], *VO_ = (T *)in[12], *O_ = (T *)out;           \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T g = G_[i];                                              \
