@@ -103,6 +103,9 @@ cdef bint assign_leaf_product(cnp.ndarray d, SpecialNode e) except -1:
 
 cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
     cdef Compute action
+    if e._op == OP_special and (<SpecialNode>e)._kind != SPECIAL_PRODUCT \
+            and _recorder() is None and into_directly(d, <SpecialNode>e, dst_dt):
+        return
     if assign_root_form(d, e, dst_dt):
         return
     outer = getattr(_evaluation, "done", None) is None  # not nested in an evaluation
@@ -134,6 +137,26 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
     finally:
         if outer:
             _evaluation.done = None
+
+
+cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt) except -1:
+    """The common special root, decided by one check: a node other than a
+    product (no root form matches it) of dst's shape and dtype over leaves
+    (or scalars) that do not overlap dst, with no plan recording -- its kernel's into()
+    straight into dst, without the evaluation table (no special node below
+    to share), the Compute action or the walk of the tree (~1 us a call).
+    False, nothing done, for any other root: assign_special's general way."""
+    cdef Expr a
+    if e._dt != dst_dt or e.shape != (<object>d).shape:
+        return False
+    for a in e._args:
+        if a._op == OP_scalar:
+            continue
+        if a._op != OP_leaf or _bounds_overlap(<cnp.ndarray>(<Tensor>a)._array, d):
+            return False
+    e._kernel.into(d, e._args)
+    _count_special(e, 0)
+    return True
 
 
 # -------------------------------------------------------------- root forms
@@ -592,10 +615,10 @@ _STAT_NAMES = ("elementwise_passes", "gemm_calls", "reductions", "special_nodes"
 
 
 cdef _count_special(Expr e, Py_ssize_t nbytes):
-    kernel = (<SpecialNode>e)._kernel
-    if isinstance(kernel, Product):
+    cdef int kind = (<SpecialNode>e)._kind
+    if kind == SPECIAL_PRODUCT:
         STATS[1] += 1
-    elif type(kernel).__name__ == "Reduction":  # (a family's class: known by name only)
+    elif kind == SPECIAL_REDUCTION:
         STATS[2] += 1
     else:
         STATS[3] += 1

@@ -4,6 +4,7 @@
 DTYPES = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
           np.dtype(np.float32), np.dtype(np.float64))
 _DT_CODE = {d: i for i, d in enumerate(DTYPES)}
+cdef tuple _DTS = DTYPES
 _SUPPORTED = "bool, int32, int64, float32, float64"
 
 # op codes: the compiled module's names (kernels.h), one code per op table row
@@ -419,6 +420,14 @@ cdef class SpecialNode(Expr):
     its kernel (a ``Special``) computes it from the children."""
 
     cdef readonly object _kernel
+    cdef readonly int _kind          # SPECIAL_*: what the engine asks of the kernel, decided once
+
+
+# SpecialNode._kind: the kernel's family as the engine and its counters see it
+cdef enum:
+    SPECIAL_OTHER = 0
+    SPECIAL_PRODUCT = 1
+    SPECIAL_REDUCTION = 2
 
 
 cdef inline int weak_of(Expr a):
@@ -429,6 +438,11 @@ cdef inline int weak_of(Expr a):
 
 cpdef int dtype_code(object dtype) except -1:
     """Code of a supported dtype; TypeError naming any other."""
+    cdef int i = 0
+    for d in _DTS:  # NumPy's own dtype objects: found by identity, without hashing
+        if dtype is d:
+            return i
+        i += 1
     cdef object code = _DT_CODE.get(dtype)
     if code is None:
         try:
@@ -1208,13 +1222,21 @@ def special(object kernel, tuple args, tuple shape, object dtype):
     """A node the elementwise evaluator cannot run at (y, x) (MShadow's
     kComplex): ``kernel`` (a ``Special``) computes its value from its child
     expressions ``args``; checks are the caller's, done before this."""
+    return make_special(kernel, args, shape, dtype_code(dtype))
+
+
+cdef SpecialNode make_special(object kernel, tuple args, tuple shape, int dt):
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
-    cdef int dt = dtype_code(dtype)
-    if type(kernel) is Product:  # its shape follows from its children's
+    cdef object cls = type(kernel)
+    if cls is Product:  # its shape follows from its children's
         extra = (Product, (<object>kernel).batch)
+        e._kind = SPECIAL_PRODUCT
     else:
-        extra = (type(kernel), kernel.params(), tuple(shape))
-    seal(e, OP_special, args, tuple(shape), dt, dt, extra)
+        extra = (cls, kernel.params(), shape)
+        # (a family's class, known by name only: core does not import families)
+        e._kind = SPECIAL_PRODUCT if isinstance(kernel, Product) else \
+            SPECIAL_REDUCTION if cls.__name__ == "Reduction" else SPECIAL_OTHER
+    seal(e, OP_special, args, shape, dt, dt, extra)
     e._kernel = kernel
     e._flags |= HAS_SPECIAL
     return e
@@ -1403,6 +1425,8 @@ def axis_index(axis, int ndim):
 def reshaped_view(arr, shape):
     """NumPy's reshape of ndarray ``arr`` to ``shape`` as a view of the same
     memory, or None where NumPy would have to copy."""
+    if type(arr) is np.ndarray and (<object>arr).shape == shape:
+        return arr  # (np.reshape's argument handling: ~1 us)
     try:
         return np.reshape(arr, shape, copy=False)
     except ValueError:
@@ -1595,7 +1619,7 @@ class Special(ABC):
 
 def node(kernel, args, shape, dtype):
     """A lazy special node of ``shape`` and ``dtype`` over child expressions ``args``."""
-    return special(kernel, tuple(args), tuple(shape), dtype)
+    return make_special(kernel, tuple(args), tuple(shape), dtype_code(dtype))
 
 
 def array_of(e, dtype=None):

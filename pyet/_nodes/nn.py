@@ -25,6 +25,7 @@ from pyet._kernels import nn as _nn_kernels
 from pyet._nodes.views import broadcast_to, reshape
 
 _operand = core.as_expr
+_Tensor = core.Tensor
 
 
 _fmt = core.fmt_shape
@@ -89,10 +90,16 @@ class Kernel(Special):
         self.into(out, args)
         return out
 
+    # work_shape is the node's own shape (dst's): into() skips asking for it
+    work_is_shape = False
+
     def into(self, dst, args):
-        arrays = [array_of(a) for a in args]
+        arrays = [a._array if type(a) is _Tensor else array_of(a) for a in args]
+        if self.work_is_shape:
+            self.compute(dst, arrays)
+            return
         work = self.work_shape(arrays)
-        view = core.reshaped_view(dst, work)
+        view = dst if dst.shape == work else core.reshaped_view(dst, work)
         if view is not None:
             self.compute(view, arrays)
             return
@@ -124,7 +131,9 @@ class Take(Kernel):
 
     def compute(self, out, arrays):
         idx, w = arrays
-        _nn_kernels.take_into(out, w.reshape(w.shape[0], out.shape[1]), idx.reshape(-1))
+        if w.ndim != 2:
+            w = w.reshape(w.shape[0], out.shape[1])
+        _nn_kernels.take_into(out, w, idx if idx.ndim == 1 else idx.reshape(-1))
 
     def vjp(self, node, g):
         """Reverse mode: rows of ``g`` scattered back (take_grad); none to indices."""

@@ -87,6 +87,8 @@ class Im2Col(Kernel):
     def dtype(self, args):
         return args[0].dtype
 
+    work_is_shape = True
+
     def work_shape(self, arrays):
         return self.shape(arrays)
 
@@ -147,6 +149,7 @@ class Col2Im(Im2Col):
 
     __slots__ = ("img_shape",)
     name = "pack_col2patch"
+    work_is_shape = False  # images folded to (N, C, H, W)
 
     def __init__(self, img_shape, *params):
         super().__init__(*params)
