@@ -636,6 +636,80 @@ def stats(bint reset=False):
     return out
 
 
+# ----------------------------------------------------------------- joins
+
+cdef void _join_blocks(char *d, char **src, Py_ssize_t *blk, Py_ssize_t n,
+                       Py_ssize_t outer, Py_ssize_t row) noexcept nogil:
+    # piece by piece: its ``outer`` blocks, each after the other pieces' blocks
+    # before it (rows of ``row`` bytes in d)
+    cdef Py_ssize_t o, p, b, off = 0
+    cdef char *s
+    cdef char *t
+    for p in range(n):
+        b, s, t = blk[p], src[p], d + off
+        for o in range(outer):
+            memcpy(t + o * row, s + o * b, b)
+        off += b
+
+
+def join_into(cnp.ndarray dst, list arrays, int axis):
+    """``np.concatenate(arrays, axis, out=dst)`` as block copies when dst and
+    every array are C-contiguous, aligned, of dst's dtype and disjoint from
+    dst, with the shapes of a join along ``axis``, in blocks of 64 bytes or
+    more: True, done; False, nothing written (NumPy's join then).  Its argument handling is most of
+    np.concatenate's time on in-cache pieces (~2 us of two 4096-element ones)."""
+    cdef Py_ssize_t n = len(arrays), p, k, outer = 1, inner, along = 0, total
+    cdef int nd = cnp.PyArray_NDIM(dst)
+    cdef cnp.ndarray a
+    if not (0 <= axis < nd) or not cnp.PyArray_IS_C_CONTIGUOUS(dst) \
+            or not cnp.PyArray_ISALIGNED(dst) or not cnp.PyArray_ISNOTSWAPPED(dst) \
+            or not (cnp.PyArray_ISNUMBER(dst) or cnp.PyArray_ISBOOL(dst)):  # (bits only)
+        return False
+    inner = cnp.PyArray_ITEMSIZE(dst)
+    for k in range(nd):
+        if k < axis:
+            outer *= cnp.PyArray_DIM(dst, k)
+        elif k > axis:
+            inner *= cnp.PyArray_DIM(dst, k)
+    for p in range(n):
+        a = <cnp.ndarray?>arrays[p]
+        if cnp.PyArray_NDIM(a) != nd or not cnp.PyArray_IS_C_CONTIGUOUS(a) \
+                or not cnp.PyArray_ISALIGNED(a) \
+                or cnp.PyArray_TYPE(a) != cnp.PyArray_TYPE(dst) or not cnp.PyArray_ISNOTSWAPPED(a) \
+                or _bounds_overlap(a, dst):
+            return False
+        for k in range(nd):
+            if k != axis and cnp.PyArray_DIM(a, k) != cnp.PyArray_DIM(dst, k):
+                return False
+        along += cnp.PyArray_DIM(a, axis)
+    if along != cnp.PyArray_DIM(dst, axis):
+        return False
+    total = cnp.PyArray_NBYTES(dst)
+    if total == 0:
+        return True
+    cdef char **src = <char **>malloc(n * (sizeof(char *) + sizeof(Py_ssize_t)))
+    if src == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t *blk = <Py_ssize_t *>(src + n)
+    for p in range(n):
+        a = <cnp.ndarray>arrays[p]
+        src[p] = <char *>cnp.PyArray_DATA(a)
+        blk[p] = cnp.PyArray_DIM(a, axis) * inner
+        if blk[p] < 64 and outer > 1:
+            # short blocks (a stack's elements): NumPy's strided copy loops are
+            # faster than a copy per block (stack of 2 x 16384 float64 along a
+            # new last axis: 32 us, blocks 42 us)
+            free(src)
+            return False
+    if total >= (1 << 16):
+        with nogil:
+            _join_blocks(<char *>cnp.PyArray_DATA(dst), src, blk, n, outer, total // outer)
+    else:
+        _join_blocks(<char *>cnp.PyArray_DATA(dst), src, blk, n, outer, total // outer)
+    free(src)
+    return True
+
+
 # ------------------------------------------------------- plan evaluation
 
 cdef tuple value_key(Expr root):
