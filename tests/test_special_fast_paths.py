@@ -262,6 +262,22 @@ def test_expand_views_as_numpys():
         np.testing.assert_array_equal(core.VIEWS["expand"](a, axis), np.expand_dims(a, axis))
 
 
+def test_flip_views_as_numpys():
+    a = RNG.standard_normal((3, 4, 5))
+    for leaf in (a, a[::-1, :, ::2], np.asfortranarray(a)):
+        A = pyet.asarray(leaf)
+        for axis in (None, 0, 1, 2, -1, (0, 2), (2, 0), (-1, -3), np.int64(1), [1]):
+            want = np.flip(leaf, axis) * 2 + 1
+            _check_into(lambda A=A, axis=axis: pyet.flip(A * 2 + 1, axis), want)
+            np.testing.assert_array_equal(core.VIEWS["flip"](leaf, axis if axis is None or
+                                                            np.ndim(axis) else (int(axis),)),
+                                          np.flip(leaf, axis))
+    with pytest.raises(np.exceptions.AxisError):
+        pyet.flip(a, 3)
+    with pytest.raises(ValueError, match="flip: repeated axis"):
+        pyet.flip(a, (0, -3))
+
+
 # --------------------------------------------------------- evaluate, dtypes
 
 def test_evaluate_allocates_aligned_results():

@@ -1680,11 +1680,27 @@ def _expand(a, axis):
     return np.expand_dims(a, axis)
 
 
+_REVERSED = slice(None, None, -1)
+
+
+def _flip(a, axes):
+    # np.flip's indexing, without its normalization of axes that are valid
+    # non-negative ints already (flip's, ~2 us a leaf)
+    if type(axes) is tuple:
+        key = [slice(None)] * a.ndim
+        for ax in axes:
+            if type(ax) is not int or not 0 <= ax < a.ndim:
+                return np.flip(a, axes)
+            key[ax] = _REVERSED
+        return a[tuple(key)]
+    return np.flip(a, axes)
+
+
 # NumPy's view for each kind of view: (array, parameter) -> view
 VIEWS = {
     "broadcast_to": lambda a, shape: np.broadcast_to(a, shape),
     "transpose": lambda a, axes: a.transpose(axes),
-    "flip": lambda a, axes: np.flip(a, axes),
+    "flip": lambda a, axes: _flip(a, axes),
     "crop": _crop,
     "expand": lambda a, axis: _expand(a, axis),
     "reshape": lambda a, shape: a.reshape(shape),

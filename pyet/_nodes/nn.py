@@ -145,6 +145,9 @@ class Take(Kernel):
                                 g.dtype))
 
 
+_TAKE = Take()  # (no parameters: one kernel serves every node)
+
+
 def take(indices, W):
     """Rows of ``W`` at ``indices`` (MShadow's ``take``; NumPy's ``W[indices]``).
 
@@ -176,8 +179,7 @@ def take(indices, W):
     if w.ndim == 0:
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
     idx = _indices(indices, w.shape[0], "take", "axis 0 of W")
-    kernel = Take()
-    return node(kernel, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
+    return node(_TAKE, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):

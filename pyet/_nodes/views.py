@@ -159,8 +159,8 @@ def flip(e, axis=None):
     if axis is None:
         axes = tuple(range(x.ndim))
     else:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        axes = tuple(core.axis_index(a, x.ndim) for a in axes)
+        axes = (axis,) if type(axis) is int or np.ndim(axis) == 0 else tuple(axis)
+        axes = tuple([core.axis_index(a, x.ndim) for a in axes])
         if len(set(axes)) != len(axes):
             raise ValueError(f"flip: repeated axis in {axis!r}")
     if not axes:
