@@ -104,6 +104,18 @@ def test_special_roots_with_scalar_children_and_inner_trees():
     logp = x - np.log(np.exp(x).sum(1, keepdims=True))
     want = np.asarray(pyet.softmax_xent_grad(logp, lab, 0.5, axis=1))
     _check_into(lambda: pyet.softmax_xent_grad(pyet.asarray(logp), lab, 0.5, axis=1), want)
+    # class indices of every integer dtype, negative ones counted from the end
+    onehot = np.eye(8, dtype=np.float32)[lab]
+    want = np.float32(0.5) * (np.exp(logp) * onehot.sum(1, keepdims=True) - onehot)
+    for idx in (lab, lab - 8, (lab - 8).astype(np.int32), lab.astype(np.uint8),
+                np.repeat(lab, 2)[::2]):
+        got = np.asarray(pyet.softmax_xent_grad(pyet.asarray(logp), idx, 0.5, axis=1))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    for bad in (np.array([0, 1, 2, 3, 8]), np.array([0, -9, 1, 2, 3]),
+                np.array([0, -9, 1, 2, 3], np.int32)):
+        with pytest.raises(IndexError, match=r"softmax_xent_grad: class index out of range "
+                                             r"\[-8, 8\)"):
+            pyet.softmax_xent_grad(logp, bad, 0.5, axis=1)
     # a tree below the special root: the general way (its value computed first)
     a = RNG.standard_normal((4, 5))
     _check_into(lambda: pyet.sum(pyet.asarray(a) * 2 + 1, axis=1), (a * 2 + 1).sum(axis=1))
@@ -126,6 +138,19 @@ def test_im2col_root_every_destination_layout():
     win = np.lib.stride_tricks.sliding_window_view(img, (3, 3), axis=(2, 3))
     want = win.transpose(1, 4, 5, 0, 2, 3).reshape(3 * 9, 2 * 4 * 3)
     _check_into(lambda: pyet.unpack_patch2col(img, 3, 3), want)
+    # one image (C, H, W) and leading axes folded into N; int and pair strides
+    for shape in ((3, 6, 5), (2, 2, 3, 6, 5)):
+        im = RNG.standard_normal(shape).astype(np.float32)
+        win = np.lib.stride_tricks.sliding_window_view(im.reshape((-1,) + shape[-3:]), (3, 3),
+                                                       axis=(2, 3))
+        n = win.shape[0]
+        cols = win.transpose(1, 4, 5, 0, 2, 3).reshape(3 * 9, n * 4 * 3)
+        _check_into(lambda im=im: pyet.unpack_patch2col(im, 3, 3), cols)
+        _check_into(lambda im=im: pyet.unpack_patch2col(im, 3, 3, stride=(1, 1)), cols)
+    with pytest.raises(ValueError, match="unpack_patch2col: stride must be an int or a pair"):
+        pyet.unpack_patch2col(img, 3, 3, stride=(1, 1, 1))
+    with pytest.raises(ValueError, match="unpack_patch2col: ky must be >= 1, got 0"):
+        pyet.unpack_patch2col(img, 0, 3)
     # col2im (images folded to (N, C, H, W)) is not written as its own shape
     col = RNG.standard_normal(want.shape).astype(np.float32)
     got = np.asarray(pyet.pack_col2patch(col, (2, 3, 6, 5), 3, 3))

@@ -29,7 +29,7 @@ def _positive(value, fname, what):
 
 def _pair(value, fname, what):
     """(y, x) from an int or a pair of ints, each >= 1."""
-    if np.ndim(value) == 0:
+    if type(value) is int or np.ndim(value) == 0:  # (np.ndim: ~0.4 us)
         n = _positive(value, fname, what)
         return n, n
     if len(value) != 2:
@@ -94,7 +94,9 @@ class Im2Col(Kernel):
 
     def compute(self, out, arrays):
         img = arrays[0]
-        _spatial_kernels.im2col_into(out, img.reshape(_fold(img.shape, 3)), *self.geometry())
+        if img.ndim != 4:  # leading axes folded into N
+            img = img.reshape(_fold(img.shape, 3))
+        _spatial_kernels.im2col_into(out, img, *self.geometry())
 
     def vjp(self, node, g):
         """Reverse mode: the columns summed back into images (col2im)."""
