@@ -266,6 +266,16 @@ def test_join_errors_keep_numpys_messages():
         pyet.stack([a, b])
     with pytest.raises(np.exceptions.AxisError):
         pyet.stack([a, a], 3)
+    with pytest.raises(ValueError, match="all the input arrays must have same number of "
+                                         "dimensions, but the array at index 0 has 2 "
+                                         r"dimension\(s\) and the array at index 1 has 1"):
+        pyet.concatenate([a, np.ones(3)], 0)
+    for axis in (2, -3, np.int64(2)):
+        with pytest.raises(np.exceptions.AxisError):
+            pyet.concatenate([a, a], axis)
+    for axis in (np.int64(1), -1, True):
+        np.testing.assert_array_equal(np.asarray(pyet.concatenate([a, b], axis)),
+                                      np.concatenate([a, b], int(axis)))
     with pytest.raises(ValueError, match="zero-dimensional arrays cannot be concatenated"):
         pyet.concatenate([np.float64(1), np.float64(2)])
 

@@ -129,6 +129,16 @@ class Take(Kernel):
         idx, w = arrays
         return (idx.size, math.prod(w.shape[1:]))
 
+    def into(self, dst, args):
+        idx, w = args
+        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 and w.ndim == 2 \
+                and idx.ndim == 1:
+            # rows of a 2-D table by a vector: the kernel's own shapes (the
+            # indices are the node's own intp copy, a leaf)
+            _nn_kernels.take_into(dst, w._array, idx._array)
+            return
+        super().into(dst, args)
+
     def compute(self, out, arrays):
         idx, w = arrays
         if w.ndim != 2:

@@ -455,8 +455,15 @@ def concatenate(seq, axis=0):
     first = pieces[0]
     if first.ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    axis = core.axis_index(axis, first.ndim)
+    fshape = first.shape
+    nd = len(fshape)
+    if type(axis) is not int or not 0 <= axis < nd:
+        axis = core.axis_index(axis, nd)
+    lead, tail = fshape[:axis], fshape[axis + 1:]
     for i, p in enumerate(pieces[1:], 1):
+        s = p.shape
+        if len(s) == nd and s[:axis] == lead and s[axis + 1:] == tail:
+            continue  # (the common case in one comparison; the messages below)
         if p.ndim != first.ndim:
             raise ValueError("all the input arrays must have same number of dimensions, but the "
                              f"array at index 0 has {first.ndim} dimension(s) and the array at "
