@@ -4,6 +4,7 @@
 DTYPES = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
           np.dtype(np.float32), np.dtype(np.float64))
 _DT_CODE = {d: i for i, d in enumerate(DTYPES)}
+cdef tuple _DTS = DTYPES
 _SUPPORTED = "bool, int32, int64, float32, float64"
 
 # op codes: the compiled module's names (kernels.h), one code per op table row
@@ -419,6 +420,14 @@ cdef class SpecialNode(Expr):
     its kernel (a ``Special``) computes it from the children."""
 
     cdef readonly object _kernel
+    cdef readonly int _kind          # SPECIAL_*: what the engine asks of the kernel, decided once
+
+
+# SpecialNode._kind: the kernel's family as the engine and its counters see it
+cdef enum:
+    SPECIAL_OTHER = 0
+    SPECIAL_PRODUCT = 1
+    SPECIAL_REDUCTION = 2
 
 
 cdef inline int weak_of(Expr a):
@@ -429,6 +438,11 @@ cdef inline int weak_of(Expr a):
 
 cpdef int dtype_code(object dtype) except -1:
     """Code of a supported dtype; TypeError naming any other."""
+    cdef int i = 0
+    for d in _DTS:  # NumPy's own dtype objects: found by identity, without hashing
+        if dtype is d:
+            return i
+        i += 1
     cdef object code = _DT_CODE.get(dtype)
     if code is None:
         try:
@@ -1208,13 +1222,22 @@ def special(object kernel, tuple args, tuple shape, object dtype):
     """A node the elementwise evaluator cannot run at (y, x) (MShadow's
     kComplex): ``kernel`` (a ``Special``) computes its value from its child
     expressions ``args``; checks are the caller's, done before this."""
+    return make_special(kernel, args, shape, dtype_code(dtype))
+
+
+cdef SpecialNode make_special(object kernel, tuple args, tuple shape, int dt):
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
-    cdef int dt = dtype_code(dtype)
-    if type(kernel) is Product:  # its shape follows from its children's
+    cdef object cls = type(kernel)
+    if cls is Product:  # its shape follows from its children's
         extra = (Product, (<object>kernel).batch)
+        e._kind = SPECIAL_PRODUCT
     else:
-        extra = (type(kernel), kernel.params(), tuple(shape))
-    seal(e, OP_special, args, tuple(shape), dt, dt, extra)
+        extra = (cls, kernel.params(), shape)
+        # (a family's class, known by name only: core does not import families)
+        # (the MRO, not isinstance: that is ABCMeta's, ~0.3 us)
+        e._kind = SPECIAL_PRODUCT if Product in cls.__mro__ else \
+            SPECIAL_REDUCTION if cls.__name__ == "Reduction" else SPECIAL_OTHER
+    seal(e, OP_special, args, shape, dt, dt, extra)
     e._kernel = kernel
     e._flags |= HAS_SPECIAL
     return e
@@ -1403,6 +1426,8 @@ def axis_index(axis, int ndim):
 def reshaped_view(arr, shape):
     """NumPy's reshape of ndarray ``arr`` to ``shape`` as a view of the same
     memory, or None where NumPy would have to copy."""
+    if type(arr) is np.ndarray and (<object>arr).shape == shape:
+        return arr  # (np.reshape's argument handling: ~1 us)
     try:
         return np.reshape(arr, shape, copy=False)
     except ValueError:
@@ -1555,6 +1580,35 @@ def tensor(arr):
     return wrap(arr)
 
 
+def aligned_empty(tuple shape, int dt):
+    """A new uninitialized C-ordered array of ``shape`` (non-negative ints,
+    at most 64 axes) and dtype code ``dt`` whose data starts on a 64-byte
+    boundary: cut from a byte buffer 64 bytes longer (its base), in C (the
+    same in NumPy calls -- slice, view, reshape, __array_interface__ -- was
+    ~5 us of an evaluate() without out=)."""
+    cdef cnp.npy_intp dims[64]
+    cdef cnp.npy_intp nbytes, one = 1
+    cdef int nd = len(shape), k
+    if nd > 64:
+        raise ValueError(f"aligned_empty: {nd} axes, at most 64")
+    descr = DTYPES[dt]
+    nbytes = (<cnp.dtype>descr).itemsize
+    for k in range(nd):
+        dims[k] = shape[k]
+        if dims[k] < 0:
+            raise ValueError("negative dimensions are not allowed")
+        nbytes *= dims[k]
+    one = nbytes + 64
+    raw = cnp.PyArray_EMPTY(1, &one, cnp.NPY_UINT8, 0)
+    cdef char *data = <char *>cnp.PyArray_DATA(<cnp.ndarray>raw)
+    data += (-<Py_ssize_t>data) & 63
+    Py_INCREF(descr)  # (stolen)
+    out = _new_from_descr(<PyTypeObject *>cnp.ndarray, <cnp.PyArray_Descr *>descr, nd, dims,
+                          NULL, data, cnp.NPY_ARRAY_CARRAY, NULL)
+    cnp.set_array_base(<cnp.ndarray>out, raw)
+    return out
+
+
 # --------------------------------------------------------- special kernels
 
 class Special(ABC):
@@ -1595,7 +1649,7 @@ class Special(ABC):
 
 def node(kernel, args, shape, dtype):
     """A lazy special node of ``shape`` and ``dtype`` over child expressions ``args``."""
-    return special(kernel, tuple(args), tuple(shape), dtype)
+    return make_special(kernel, tuple(args), tuple(shape), dtype_code(dtype))
 
 
 def array_of(e, dtype=None):
@@ -1618,13 +1672,37 @@ def _crop(a, box):
     return a[..., y0:y1, x0:x1]
 
 
+def _expand(a, axis):
+    # np.expand_dims: its reshape, without normalizing one valid int axis (~1.5 us)
+    if type(axis) is int and 0 <= axis <= a.ndim:
+        shape = a.shape
+        return a.reshape(shape[:axis] + (1,) + shape[axis:])
+    return np.expand_dims(a, axis)
+
+
+_REVERSED = slice(None, None, -1)
+
+
+def _flip(a, axes):
+    # np.flip's indexing, without its normalization of axes that are valid
+    # non-negative ints already (flip's, ~2 us a leaf)
+    if type(axes) is tuple:
+        key = [slice(None)] * a.ndim
+        for ax in axes:
+            if type(ax) is not int or not 0 <= ax < a.ndim:
+                return np.flip(a, axes)
+            key[ax] = _REVERSED
+        return a[tuple(key)]
+    return np.flip(a, axes)
+
+
 # NumPy's view for each kind of view: (array, parameter) -> view
 VIEWS = {
     "broadcast_to": lambda a, shape: np.broadcast_to(a, shape),
     "transpose": lambda a, axes: a.transpose(axes),
-    "flip": lambda a, axes: np.flip(a, axes),
+    "flip": lambda a, axes: _flip(a, axes),
     "crop": _crop,
-    "expand": lambda a, axis: np.expand_dims(a, axis),
+    "expand": lambda a, axis: _expand(a, axis),
     "reshape": lambda a, shape: a.reshape(shape),
     "index": lambda a, key: a[key],
 }

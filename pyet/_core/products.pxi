@@ -72,6 +72,7 @@ cdef Expr _dot_node(object a, object b, bint batch):
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
     seal(e, OP_special, (x, y), shape, dt, dt, _BATCH_EXTRA if batch else _PRODUCT_EXTRA)
     e._kernel = _BATCH_PRODUCT if batch else _PRODUCT
+    e._kind = SPECIAL_PRODUCT
     e._flags |= HAS_SPECIAL
     return e
 

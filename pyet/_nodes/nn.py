@@ -25,6 +25,7 @@ from pyet._kernels import nn as _nn_kernels
 from pyet._nodes.views import broadcast_to, reshape
 
 _operand = core.as_expr
+_Tensor = core.Tensor
 
 
 _fmt = core.fmt_shape
@@ -89,10 +90,16 @@ class Kernel(Special):
         self.into(out, args)
         return out
 
+    # work_shape is the node's own shape (dst's): into() skips asking for it
+    work_is_shape = False
+
     def into(self, dst, args):
-        arrays = [array_of(a) for a in args]
+        arrays = [a._array if type(a) is _Tensor else array_of(a) for a in args]
+        if self.work_is_shape:
+            self.compute(dst, arrays)
+            return
         work = self.work_shape(arrays)
-        view = core.reshaped_view(dst, work)
+        view = dst if dst.shape == work else core.reshaped_view(dst, work)
         if view is not None:
             self.compute(view, arrays)
             return
@@ -122,9 +129,21 @@ class Take(Kernel):
         idx, w = arrays
         return (idx.size, math.prod(w.shape[1:]))
 
+    def into(self, dst, args):
+        idx, w = args
+        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 and w.ndim == 2 \
+                and idx.ndim == 1:
+            # rows of a 2-D table by a vector: the kernel's own shapes (the
+            # indices are the node's own intp copy, a leaf)
+            _nn_kernels.take_into(dst, w._array, idx._array)
+            return
+        super().into(dst, args)
+
     def compute(self, out, arrays):
         idx, w = arrays
-        _nn_kernels.take_into(out, w.reshape(w.shape[0], out.shape[1]), idx.reshape(-1))
+        if w.ndim != 2:
+            w = w.reshape(w.shape[0], out.shape[1])
+        _nn_kernels.take_into(out, w, idx if idx.ndim == 1 else idx.reshape(-1))
 
     def vjp(self, node, g):
         """Reverse mode: rows of ``g`` scattered back (take_grad); none to indices."""
@@ -134,6 +153,9 @@ class Take(Kernel):
         rows = w.shape[0]
         return (None, core.node(TakeGrad(rows), (idx, g), (rows,) + g.shape[idx.ndim:],
                                 g.dtype))
+
+
+_TAKE = Take()  # (no parameters: one kernel serves every node)
 
 
 def take(indices, W):
@@ -167,8 +189,7 @@ def take(indices, W):
     if w.ndim == 0:
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
     idx = _indices(indices, w.shape[0], "take", "axis 0 of W")
-    kernel = Take()
-    return node(kernel, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
+    return node(_TAKE, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):

@@ -18,6 +18,8 @@ import numpy as np
 from pyet._core import core
 from pyet._core.core import Special, materialize, node
 
+_Tensor = core.Tensor
+
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
                            np.dtype(np.float64))
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
@@ -258,10 +260,15 @@ class Reduction(Special):
     """A reduction of ``kind`` over ``axes`` (sorted), folded block by block
     into accumulators: the tree below is read once, never materialized."""
 
-    __slots__ = ("kind", "axes", "keepdims", "whole")
+    __slots__ = ("kind", "axes", "keepdims", "whole", "_ufunc_reduce", "_numpy_axis")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
+        # a small leaf's fold is NumPy's ufunc reduce (into()'s first check):
+        # what it is called with, decided once
+        self._ufunc_reduce = _UFUNC_REDUCE.get(kind)
+        # (one axis as an int, as np.sum passes it: a tuple costs the ufunc ~0.4 us more)
+        self._numpy_axis = None if whole else axes[0] if len(axes) == 1 else axes
 
     @property
     def name(self):
@@ -278,8 +285,14 @@ class Reduction(Special):
         """At the root: one thread's sum, mean, prod, max or min folds straight
         into ``dst`` when it is the accumulator's dtype (no accumulator array,
         no copy); the rest is computed aside and copied."""
+        child = args[0]
+        if type(child) is _Tensor and self._ufunc_reduce is not None and \
+                0 < child.size <= SMALL_LEAF:
+            # _small_leaf's NumPy reduction, its arguments made once (~1 us a call)
+            self._ufunc_reduce(child._array, self._numpy_axis, None, dst, self.keepdims)
+            return
         kind, axes = self.kind, self.axes
-        child = materialize(args[0])
+        child = materialize(child)
         nthreads = core.reduce_threads(child.size)
         # NumPy's own reduction: the same work with less set-up (small leaves),
         # or its faster loops (_numpy_kind; out= of the result's dtype)
@@ -484,15 +497,17 @@ def reduction(kind, e, axis=None, keepdims=False):
     layout = (_layout if axis is None or type(axis) is int or (
         type(axis) is tuple and not [a for a in axis if type(a) is not int])
         else _layout.__wrapped__)
-    kernel, shape, dtype = layout(kind, x.shape, x.dtype, axis, bool(keepdims))
+    kernel, shape, dtype = layout(kind, x.shape, x._dt, axis, bool(keepdims))
     return node(kernel, (x,), shape, dtype)
 
 
 @functools.lru_cache(maxsize=1024)
-def _layout(kind, xshape, xdtype, axis, keepdims):
+def _layout(kind, xshape, xdt, axis, keepdims):
     """(kernel, result shape, result dtype) of a reduction over ``axis`` of an
-    operand of that shape and dtype; errors raised as NumPy's.  Cached: the
-    axes' normalization was most of the node's ~3 us."""
+    operand of that shape and dtype (code ``xdt``: an int hashes faster than a
+    dtype); errors raised as NumPy's.  Cached: the axes' normalization was most
+    of the node's ~3 us."""
+    xdtype = core.DTYPES[xdt]
     nd = len(xshape)
     if axis is None:
         axes = tuple(range(nd))

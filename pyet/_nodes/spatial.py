@@ -29,7 +29,7 @@ def _positive(value, fname, what):
 
 def _pair(value, fname, what):
     """(y, x) from an int or a pair of ints, each >= 1."""
-    if np.ndim(value) == 0:
+    if type(value) is int or np.ndim(value) == 0:  # (np.ndim: ~0.4 us)
         n = _positive(value, fname, what)
         return n, n
     if len(value) != 2:
@@ -87,12 +87,16 @@ class Im2Col(Kernel):
     def dtype(self, args):
         return args[0].dtype
 
+    work_is_shape = True
+
     def work_shape(self, arrays):
         return self.shape(arrays)
 
     def compute(self, out, arrays):
         img = arrays[0]
-        _spatial_kernels.im2col_into(out, img.reshape(_fold(img.shape, 3)), *self.geometry())
+        if img.ndim != 4:  # leading axes folded into N
+            img = img.reshape(_fold(img.shape, 3))
+        _spatial_kernels.im2col_into(out, img, *self.geometry())
 
     def vjp(self, node, g):
         """Reverse mode: the columns summed back into images (col2im)."""
@@ -147,6 +151,7 @@ class Col2Im(Im2Col):
 
     __slots__ = ("img_shape",)
     name = "pack_col2patch"
+    work_is_shape = False  # images folded to (N, C, H, W)
 
     def __init__(self, img_shape, *params):
         super().__init__(*params)

@@ -159,8 +159,8 @@ def flip(e, axis=None):
     if axis is None:
         axes = tuple(range(x.ndim))
     else:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        axes = tuple(core.axis_index(a, x.ndim) for a in axes)
+        axes = (axis,) if type(axis) is int or np.ndim(axis) == 0 else tuple(axis)
+        axes = tuple([core.axis_index(a, x.ndim) for a in axes])
         if len(set(axes)) != len(axes):
             raise ValueError(f"flip: repeated axis in {axis!r}")
     if not axes:
@@ -330,9 +330,12 @@ class Concat(Special):
     def into(self, dst, args):
         if not core.recording() and all(
                 [type(a) is core.Tensor and a.dtype == dst.dtype for a in args]):
-            # nothing to fuse: NumPy's own join, straight into dst (not while a
-            # plan is recorded: its replays redo only the passes assign() makes)
-            np.concatenate([a._array for a in args], self.axis, out=dst)
+            # nothing to fuse: block copies, or NumPy's own join, straight into
+            # dst (not while a plan is recorded: its replays redo only the
+            # passes assign() makes)
+            arrays = [a._array for a in args]
+            if not core.join_into(dst, arrays, self.axis):
+                np.concatenate(arrays, self.axis, out=dst)
             return
         lead = (slice(None),) * self.axis
         start = 0
@@ -452,8 +455,15 @@ def concatenate(seq, axis=0):
     first = pieces[0]
     if first.ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    axis = core.axis_index(axis, first.ndim)
+    fshape = first.shape
+    nd = len(fshape)
+    if type(axis) is not int or not 0 <= axis < nd:
+        axis = core.axis_index(axis, nd)
+    lead, tail = fshape[:axis], fshape[axis + 1:]
     for i, p in enumerate(pieces[1:], 1):
+        s = p.shape
+        if len(s) == nd and s[:axis] == lead and s[axis + 1:] == tail:
+            continue  # (the common case in one comparison; the messages below)
         if p.ndim != first.ndim:
             raise ValueError("all the input arrays must have same number of dimensions, but the "
                              f"array at index 0 has {first.ndim} dimension(s) and the array at "
@@ -464,13 +474,28 @@ def concatenate(seq, axis=0):
                                  f"axis must match exactly, but along dimension {d}, the array "
                                  f"at index 0 has size {first.shape[d]} and the array at index "
                                  f"{i} has size {p.shape[d]}")
-    dtype = first.dtype
-    if any(p.dtype != dtype for p in pieces):  # (np.result_type costs ~1 us)
-        dtype = np.result_type(*[p.dtype for p in pieces])
-        core.dtype_code(dtype)
     shape = list(first.shape)
-    shape[axis] = sum(p.shape[axis] for p in pieces)
-    return node(Concat(axis), pieces, shape, dtype)
+    shape[axis] = sum([p.shape[axis] for p in pieces])
+    return _concat_node(pieces, axis, shape)
+
+
+def _concat_node(pieces, axis, shape):
+    # the join of checked pieces: NumPy's result_type only for mixed dtypes (~1 us)
+    dt = pieces[0]._dt
+    dtype = pieces[0].dtype
+    for p in pieces:
+        if p._dt != dt:
+            dtype = np.result_type(*[p.dtype for p in pieces])
+            core.dtype_code(dtype)
+            break
+    kernel = _CONCAT.get(axis)
+    if kernel is None:
+        kernel = _CONCAT[axis] = Concat(axis)
+    return node(kernel, pieces, shape, dtype)
+
+
+# Concat kernels by axis (a kernel only holds its parameters: one per axis serves every node)
+_CONCAT = {}
 
 
 def stack(seq, axis=0):
@@ -485,7 +510,9 @@ def stack(seq, axis=0):
                              f"{_fmt(p.shape)}")
     axis = core.axis_index(axis, len(shape) + 1)
     new = shape[:axis] + (1,) + shape[axis:]
-    return concatenate([_push(p, "expand", axis, new) for p in pieces], axis)
+    # the pieces are checked: their join without concatenate's checks again
+    return _concat_node([_push(p, "expand", axis, new) for p in pieces], axis,
+                        shape[:axis] + (len(pieces),) + shape[axis:])
 
 
 __all__ = ["broadcast_to", "broadcast_with_axis", "concatenate", "crop", "flip", "pad", "repmat",
