@@ -471,11 +471,15 @@ cdef tuple _special_args(Expr e):
     # a special node's children; when recording, with their special nodes
     # computed first (recorded before it), so the kernel's replay reads them,
     # and a child a product's operand already put in scratch read from there
+    # (not a reduction's: it folds its tree, and a small leaf takes NumPy's
+    # loop, whose float32 sums round differently from the fold's)
     if _recorder() is None:
         return e._args
     cdef list args = []
     cdef Expr m
     done = _evaluation.done
+    if (<SpecialNode>e)._kind == SPECIAL_REDUCTION:
+        done = None
     for a in e._args:
         m = materialize_node(a)
         if m._args and done is not None:
