@@ -97,9 +97,13 @@ typedef struct {
     int src[PYET_MAX_IN];       /* register, leaf or scalar index */
 } pyet_instr;
 
-/* The kernels are compiled once, in kernels.c (which defines
- * PYET_KERNELS_IMPL), into a static library the extensions link: every other
- * includer sees only the tables and the declarations at the end of this file. */
+/* The kernels are compiled once, into a static library the extensions link,
+ * as three units that compile side by side: kernels_narrow.c, kernels_math.c
+ * and kernels_cast_reduce.c each define PYET_KERNELS_IMPL and their
+ * PYET_KERNELS_PART_* (the #ifdefs below), which selects the functions that
+ * unit defines; every unit sees the shared inline helpers and macros.
+ * Every other includer sees only the tables and the declarations at the end
+ * of this file. */
 #ifdef PYET_KERNELS_IMPL
 
 #include "fpstatus.h"
@@ -135,6 +139,11 @@ typedef struct {
 #define PYET_HAVE_FMA() 0
 #endif
 #endif
+
+/* pyet_kernel's 256-bit loops (PYET_KERNELS_PART_NARROW) as its dispatch
+ * (PYET_KERNELS_PART_MATH) calls them, each through its load-time choice */
+int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out, void *const *in);
+int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define PYET_IVDEP _Pragma("GCC ivdep")
@@ -782,6 +791,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
             O_[i] = Z_[i] - q; }                                            \
         return 1; }
 
+#ifdef PYET_KERNELS_PART_MATH
 PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
                                                void *out, void *const *in)
 {
@@ -793,6 +803,7 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
     }
     return 0;
 }
+#endif
 
 /* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
 #define PYET_BOOL_CASES                                                     \
@@ -912,11 +923,12 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
 #define PYET_IS_DIV(op) \
     ((op) == OP_floor_divide || (op) == OP_remainder || (op) == OP_fmod)
 
+#ifdef PYET_KERNELS_PART_NARROW
 /* Integer //, % and fmod by a scalar: multiply-high and shifts, compute-bound
  * (NumPy's AVX-512 loops run them at 512 bits), so cloned as the wide loops
  * (and reached from pyet_kernel: a narrow clone would call its own target's). */
-PYET_DISPATCH_WIDE static int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
-                                               void *const *in)
+PYET_DISPATCH_WIDE int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
+                                        void *const *in)
 {
     if (dt == DT_I32)
         PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32);
@@ -926,8 +938,8 @@ PYET_DISPATCH_WIDE static int pyet_kernel_idiv(int op, int dt, pyet_intp n, void
 }
 
 /* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
-PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
-                                            void *out, void *const *in)
+PYET_DISPATCH int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
+                                     void *out, void *const *in)
 {
     switch (dt) {
     case DT_BOOL:
@@ -952,6 +964,7 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
     }
     return 0;
 }
+#endif
 
 #ifdef PYET_NARROW512
 /* The vectorizing ops of pyet_kernel_narrow at 512 bits, peeled (PYET_PEEL).
@@ -963,6 +976,7 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
  * lines made these loops up to 1.6x slower, and no AMD host was at hand to
  * measure the peeled ones (pyet_use_narrow512). */
 #include <immintrin.h>
+#ifdef PYET_KERNELS_PART_MATH
 
 /* Comparisons of two blocks into bool, as NumPy's AVX-512 loops do them:
  * compare into mask registers, join four masks in a general register and
@@ -1080,6 +1094,7 @@ PYET_TARGET512 static int pyet_kernel_narrow512(int op, int dt, int sflags, pyet
 }
 #undef PYET_PEEL
 #define PYET_PEEL 0
+#endif
 
 /* Intel with AVX-512 (x86-64-v4) only; PYET_NO_NARROW512=1 in the
  * environment keeps the 256-bit loops (tests compare both). */
@@ -1095,6 +1110,7 @@ static int pyet_use_narrow512(void)
 }
 #endif
 
+#ifdef PYET_KERNELS_PART_MATH
 /* Run one op over n elements.  in[k] points at a contiguous block, or at
  * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
  * kernel, so the planner can refuse it before anything runs; with n == 0
@@ -2803,7 +2819,9 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
+#endif /* PYET_KERNELS_PART_MATH */
 
+#ifdef PYET_KERNELS_PART_CAST_REDUCE
 /* ------------------------------------------------------ data movement */
 
 #define PYET_CAST_FROM(TI)                                                  \
@@ -3072,6 +3090,7 @@ void pyet_prefetch(const char *p, pyet_intp nbytes, int write)
         for (pyet_intp i = 0; i < nbytes; i += 64) __builtin_prefetch(p + i, 0, 3);
     }
 }
+#endif /* PYET_KERNELS_PART_CAST_REDUCE */
 
 #endif /* PYET_KERNELS_IMPL */
 
@@ -3081,7 +3100,7 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
        RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8,
        RED_SUM_WIDE = 9 /* float32 values summed into float64 accumulators */ };
 
-#ifdef PYET_KERNELS_IMPL
+#if defined(PYET_KERNELS_IMPL) && defined(PYET_KERNELS_PART_CAST_REDUCE)
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
@@ -3451,11 +3470,11 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
     }
 }
 
-#endif /* PYET_KERNELS_IMPL */
+#endif /* PYET_KERNELS_IMPL && PYET_KERNELS_PART_CAST_REDUCE */
 
 static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 
-/* The kernels, as kernels.c defines them (comments at their definitions). */
+/* The kernels, as the kernels_*.c units define them (comments at their definitions). */
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
