@@ -98,8 +98,8 @@ typedef struct {
 } pyet_instr;
 
 /* The kernels are compiled once, into a static library the extensions link,
- * as three units that compile side by side: kernels_narrow.c, kernels_math.c
- * and kernels_cast_reduce.c each define PYET_KERNELS_IMPL and their
+ * as two units that compile side by side: kernels_elementwise.c and
+ * kernels_narrow512_reduce.c each define PYET_KERNELS_IMPL and their
  * PYET_KERNELS_PART_* (the #ifdefs below), which selects the functions that
  * unit defines; every unit sees the shared inline helpers and macros.
  * Every other includer sees only the tables and the declarations at the end
@@ -140,10 +140,11 @@ typedef struct {
 #endif
 #endif
 
-/* pyet_kernel's 256-bit loops (PYET_KERNELS_PART_NARROW) as its dispatch
- * (PYET_KERNELS_PART_MATH) calls them, each through its load-time choice */
-int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out, void *const *in);
-int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
+#ifdef PYET_NARROW512
+/* pyet_kernel's 512-bit loops (PYET_KERNELS_PART_NARROW512_REDUCE), as its
+ * dispatch (PYET_KERNELS_PART_ELEMENTWISE) calls them */
+int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define PYET_IVDEP _Pragma("GCC ivdep")
@@ -791,7 +792,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
             O_[i] = Z_[i] - q; }                                            \
         return 1; }
 
-#ifdef PYET_KERNELS_PART_MATH
+#ifdef PYET_KERNELS_PART_ELEMENTWISE
 PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
                                                void *out, void *const *in)
 {
@@ -923,12 +924,12 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
 #define PYET_IS_DIV(op) \
     ((op) == OP_floor_divide || (op) == OP_remainder || (op) == OP_fmod)
 
-#ifdef PYET_KERNELS_PART_NARROW
+#ifdef PYET_KERNELS_PART_ELEMENTWISE
 /* Integer //, % and fmod by a scalar: multiply-high and shifts, compute-bound
  * (NumPy's AVX-512 loops run them at 512 bits), so cloned as the wide loops
  * (and reached from pyet_kernel: a narrow clone would call its own target's). */
-PYET_DISPATCH_WIDE int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
-                                        void *const *in)
+PYET_DISPATCH_WIDE static int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
+                                               void *const *in)
 {
     if (dt == DT_I32)
         PYET_DIV_BY_SCALAR(int32_t, uint32_t, 32, PYET_MULHI32);
@@ -938,8 +939,8 @@ PYET_DISPATCH_WIDE int pyet_kernel_idiv(int op, int dt, pyet_intp n, void *out,
 }
 
 /* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
-PYET_DISPATCH int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
-                                     void *out, void *const *in)
+PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
+                                            void *out, void *const *in)
 {
     switch (dt) {
     case DT_BOOL:
@@ -976,7 +977,7 @@ PYET_DISPATCH int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
  * lines made these loops up to 1.6x slower, and no AMD host was at hand to
  * measure the peeled ones (pyet_use_narrow512). */
 #include <immintrin.h>
-#ifdef PYET_KERNELS_PART_MATH
+#ifdef PYET_KERNELS_PART_NARROW512_REDUCE
 
 /* Comparisons of two blocks into bool, as NumPy's AVX-512 loops do them:
  * compare into mask registers, join four masks in a general register and
@@ -1062,8 +1063,8 @@ PYET_TARGET512 static int pyet_cmp512(int op, int dt, pyet_intp n, void *out,
 
 #undef PYET_PEEL
 #define PYET_PEEL 1
-PYET_TARGET512 static int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n,
-                                                void *out, void *const *in)
+PYET_TARGET512 int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n,
+                                         void *out, void *const *in)
 {
     if (sflags == 0 && n > 0 && op >= OP_less && op <= OP_not_equal && dt != DT_BOOL &&
         pyet_cmp512(op, dt, n, out, in))
@@ -1110,7 +1111,7 @@ static int pyet_use_narrow512(void)
 }
 #endif
 
-#ifdef PYET_KERNELS_PART_MATH
+#ifdef PYET_KERNELS_PART_ELEMENTWISE
 /* Run one op over n elements.  in[k] points at a contiguous block, or at
  * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
  * kernel, so the planner can refuse it before anything runs; with n == 0
@@ -2819,9 +2820,9 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
-#endif /* PYET_KERNELS_PART_MATH */
+#endif /* PYET_KERNELS_PART_ELEMENTWISE */
 
-#ifdef PYET_KERNELS_PART_CAST_REDUCE
+#ifdef PYET_KERNELS_PART_NARROW512_REDUCE
 /* ------------------------------------------------------ data movement */
 
 #define PYET_CAST_FROM(TI)                                                  \
@@ -3090,7 +3091,7 @@ void pyet_prefetch(const char *p, pyet_intp nbytes, int write)
         for (pyet_intp i = 0; i < nbytes; i += 64) __builtin_prefetch(p + i, 0, 3);
     }
 }
-#endif /* PYET_KERNELS_PART_CAST_REDUCE */
+#endif /* PYET_KERNELS_PART_NARROW512_REDUCE */
 
 #endif /* PYET_KERNELS_IMPL */
 
@@ -3100,7 +3101,7 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
        RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8,
        RED_SUM_WIDE = 9 /* float32 values summed into float64 accumulators */ };
 
-#if defined(PYET_KERNELS_IMPL) && defined(PYET_KERNELS_PART_CAST_REDUCE)
+#if defined(PYET_KERNELS_IMPL) && defined(PYET_KERNELS_PART_NARROW512_REDUCE)
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
@@ -3470,7 +3471,7 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
     }
 }
 
-#endif /* PYET_KERNELS_IMPL && PYET_KERNELS_PART_CAST_REDUCE */
+#endif /* PYET_KERNELS_IMPL && PYET_KERNELS_PART_NARROW512_REDUCE */
 
 static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 
