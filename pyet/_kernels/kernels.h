@@ -101,7 +101,8 @@ typedef struct {
  * as two units that compile side by side: kernels_elementwise.c and
  * kernels_narrow512_reduce.c each define PYET_KERNELS_IMPL and their
  * PYET_KERNELS_PART_* (the #ifdefs below), which selects the functions that
- * unit defines; every unit sees the shared inline helpers and macros.
+ * unit defines; every unit sees the shared inline helpers and macros (a new
+ * non-static function goes inside one unit's #ifdef, or it is defined twice).
  * Every other includer sees only the tables and the declarations at the end
  * of this file. */
 #ifdef PYET_KERNELS_IMPL
