@@ -101,9 +101,14 @@ typedef struct {
     int src[PYET_MAX_IN];       /* register, leaf or scalar index */
 } pyet_instr;
 
-/* The kernels are compiled once, in kernels.c (which defines
- * PYET_KERNELS_IMPL), into a static library the extensions link: every other
- * includer sees only the tables and the declarations at the end of this file. */
+/* The kernels are compiled once, into a static library the extensions link,
+ * as two units that compile side by side: kernels_elementwise.c and
+ * kernels_narrow512_reduce.c each define PYET_KERNELS_IMPL and their
+ * PYET_KERNELS_PART_* (the #ifdefs below), which selects the functions that
+ * unit defines; every unit sees the shared inline helpers and macros (a new
+ * non-static function goes inside one unit's #ifdef, or it is defined twice).
+ * Every other includer sees only the tables and the declarations at the end
+ * of this file. */
 #ifdef PYET_KERNELS_IMPL
 
 #include "fpstatus.h"
@@ -138,6 +143,12 @@ typedef struct {
 #else
 #define PYET_HAVE_FMA() 0
 #endif
+#endif
+
+#ifdef PYET_NARROW512
+/* pyet_kernel's 512-bit loops (PYET_KERNELS_PART_NARROW512_REDUCE), as its
+ * dispatch (PYET_KERNELS_PART_ELEMENTWISE) calls them */
+int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -820,6 +831,7 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
             O_[i] = W_[i] - (s5 * m) / (M(sqrt)(v) * s6 + s7); }           \
         return 1; }
 
+#ifdef PYET_KERNELS_PART_ELEMENTWISE
 PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_intp n,
                                                void *out, void *const *in)
 {
@@ -831,6 +843,7 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
     }
     return 0;
 }
+#endif
 
 /* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
 #define PYET_BOOL_CASES                                                     \
@@ -950,6 +963,7 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
 #define PYET_IS_DIV(op) \
     ((op) == OP_floor_divide || (op) == OP_remainder || (op) == OP_fmod)
 
+#ifdef PYET_KERNELS_PART_ELEMENTWISE
 /* Integer //, % and fmod by a scalar: multiply-high and shifts, compute-bound
  * (NumPy's AVX-512 loops run them at 512 bits), so cloned as the wide loops
  * (and reached from pyet_kernel: a narrow clone would call its own target's). */
@@ -990,6 +1004,7 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
     }
     return 0;
 }
+#endif
 
 #ifdef PYET_NARROW512
 /* The vectorizing ops of pyet_kernel_narrow at 512 bits, peeled (PYET_PEEL).
@@ -1001,6 +1016,7 @@ PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_int
  * lines made these loops up to 1.6x slower, and no AMD host was at hand to
  * measure the peeled ones (pyet_use_narrow512). */
 #include <immintrin.h>
+#ifdef PYET_KERNELS_PART_NARROW512_REDUCE
 
 /* Comparisons of two blocks into bool, as NumPy's AVX-512 loops do them:
  * compare into mask registers, join four masks in a general register and
@@ -1086,8 +1102,8 @@ PYET_TARGET512 static int pyet_cmp512(int op, int dt, pyet_intp n, void *out,
 
 #undef PYET_PEEL
 #define PYET_PEEL 1
-PYET_TARGET512 static int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n,
-                                                void *out, void *const *in)
+PYET_TARGET512 int pyet_kernel_narrow512(int op, int dt, int sflags, pyet_intp n,
+                                         void *out, void *const *in)
 {
     if (sflags == 0 && n > 0 && op >= OP_less && op <= OP_not_equal && dt != DT_BOOL &&
         pyet_cmp512(op, dt, n, out, in))
@@ -1118,6 +1134,7 @@ PYET_TARGET512 static int pyet_kernel_narrow512(int op, int dt, int sflags, pyet
 }
 #undef PYET_PEEL
 #define PYET_PEEL 0
+#endif
 
 /* Intel with AVX-512 (x86-64-v4) only; PYET_NO_NARROW512=1 in the
  * environment keeps the 256-bit loops (tests compare both). */
@@ -1133,6 +1150,7 @@ static int pyet_use_narrow512(void)
 }
 #endif
 
+#ifdef PYET_KERNELS_PART_ELEMENTWISE
 /* Run one op over n elements.  in[k] points at a contiguous block, or at
  * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
  * kernel, so the planner can refuse it before anything runs; with n == 0
@@ -2842,7 +2860,9 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
+#endif /* PYET_KERNELS_PART_ELEMENTWISE */
 
+#ifdef PYET_KERNELS_PART_NARROW512_REDUCE
 /* ------------------------------------------------------ data movement */
 
 #define PYET_CAST_FROM(TI)                                                  \
@@ -3111,6 +3131,7 @@ void pyet_prefetch(const char *p, pyet_intp nbytes, int write)
         for (pyet_intp i = 0; i < nbytes; i += 64) __builtin_prefetch(p + i, 0, 3);
     }
 }
+#endif /* PYET_KERNELS_PART_NARROW512_REDUCE */
 
 #endif /* PYET_KERNELS_IMPL */
 
@@ -3120,7 +3141,7 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
        RED_ANY = 6, RED_ARGMAX = 7, RED_ARGMIN = 8,
        RED_SUM_WIDE = 9 /* float32 values summed into float64 accumulators */ };
 
-#ifdef PYET_KERNELS_IMPL
+#if defined(PYET_KERNELS_IMPL) && defined(PYET_KERNELS_PART_NARROW512_REDUCE)
 
 /* Fold a block of n values into the destination: into one element when
  * its stride ds is 0 (the reduced axis runs along the block), else
@@ -3490,11 +3511,11 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
     }
 }
 
-#endif /* PYET_KERNELS_IMPL */
+#endif /* PYET_KERNELS_IMPL && PYET_KERNELS_PART_NARROW512_REDUCE */
 
 static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 
-/* The kernels, as kernels.c defines them (comments at their definitions). */
+/* The kernels, as the kernels_*.c units define them (comments at their definitions). */
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);

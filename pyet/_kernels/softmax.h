@@ -17,7 +17,7 @@
 
 #define PYET_COLS 256  /* the widest column tile of pyet_softmax_cols (nn.pyx reads it) */
 
-/* defined once, in kernels.c (see kernels.h) */
+/* defined once, in kernels_narrow512_reduce.c (see kernels.h) */
 void pyet_softmax_rows_f32(pyet_intp nrows, pyet_intp n, const float *x, pyet_intp xs, float *o,
                            pyet_intp os, int take_log);
 void pyet_softmax_rows_f64(pyet_intp nrows, pyet_intp n, const double *x, pyet_intp xs,
