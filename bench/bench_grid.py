@@ -163,6 +163,32 @@ def elementwise_cases(n, rng):
     return cases
 
 
+# the op table's other float functions: C layout only (their kernels, not the
+# layouts, decide them; libm per element where NumPy has SIMD loops)
+MATH_FUNCTIONS = ("exp2", "log2", "log10", "expm1", "log1p", "cbrt", "tan", "arcsin",
+                  "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh")
+
+
+def math_cases(n, rng):
+    cases = []
+    for name in MATH_FUNCTIONS:
+        for dt in FLOATS:
+            a = rng.uniform(0.1, 0.9, n).astype(dt) + (1 if name == "arccosh" else 0)
+            out_np, out_pe = np.empty_like(a), np.empty_like(a)
+            Dst, expr = pyet.asarray(out_pe), getattr(pyet, name)(pyet.asarray(a))
+            fn = getattr(np, name)
+
+            def f_pyet(Dst=Dst, expr=expr):
+                Dst[...] = expr
+
+            def f_numpy(a=a, fn=fn, out=out_np):
+                return fn(a, out=out)
+
+            cases.append(Case(f"{name:9s} {np.dtype(dt).name:7s} C", f_pyet, f_numpy,
+                              lambda out=out_pe: out, tol=1e-5))
+    return cases
+
+
 def special_cases(n, rng):
     cases = []
     side = int(round(n ** (1 / 3)))
@@ -456,7 +482,7 @@ def main():
     rng = np.random.default_rng(0)
     print(f"pyet grid, 1 thread{f' and {args.threads}' if args.threads > 1 else ''}, ~{n} "
           f"elements per case; {cpu_model()}; numpy {np.__version__}")
-    cases = elementwise_cases(n, rng) + special_cases(n, rng)
+    cases = elementwise_cases(n, rng) + math_cases(n, rng) + special_cases(n, rng)
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
     rows, bad = run(cases, repeats, min_time, args.threads, args.calls)
