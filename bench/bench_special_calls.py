@@ -51,22 +51,14 @@ def single_calls(fp, fn, calls):
         fp()
         fn()
     for i in range(calls):
-        if i & 1:
-            t0 = clock()
-            fp()
-            t1 = clock()
-            fn()
-            t2 = clock()
-            tp.append(t1 - t0)
-            tn.append(t2 - t1)
-        else:
-            t0 = clock()
-            fn()
-            t1 = clock()
-            fp()
-            t2 = clock()
-            tn.append(t1 - t0)
-            tp.append(t2 - t1)
+        first, second = (fp, fn) if i & 1 else (fn, fp)
+        t0 = clock()
+        first()
+        t1 = clock()
+        second()
+        t2 = clock()
+        (tp if i & 1 else tn).append(t1 - t0)
+        (tn if i & 1 else tp).append(t2 - t1)
     return tp, tn
 
 
