@@ -119,17 +119,14 @@ KNOWN = {
     ("logaddexp2", "float32"): (set(), {"invalid value"}),
     ("logaddexp2", "float64"): (set(), {"invalid value"}),
 }
-# On AVX512_SKX CPUs NumPy's float64 loops for these are SVML's, which raise no underflow where
-# libm (pyet's per-element calls, and NumPy's elsewhere) does on subnormal results.
-SVML_FLOAT64 = ["log1p", "expm1", "tan", "arcsin", "arctan", "sinh", "arcsinh", "arctanh"]
+# (ops.NUMPY_LOOPS -- log1p, expm1, tan, arcsin... -- run NumPy's own loops: its flags exactly,
+# SVML's on AVX512_SKX CPUs, which raise no underflow where libm does on subnormal results)
 # pyet's AVX-512 float64 exp returns 0 for -inf without computing it; its AVX-512 float32 exp
 # overflows (vscalefps) where NumPy's does
 _FEATURES = np._core._multiarray_umath.__cpu_features__
 if _FEATURES.get("AVX512F") and _FEATURES.get("AVX512DQ"):
     del KNOWN[("exp", "float64")]
     del KNOWN[("exp", "float32")]
-if _FEATURES.get("AVX512_SKX"):
-    KNOWN.update({(name, "float64"): ({"underflow"}, set()) for name in SVML_FLOAT64})
 
 
 _raised = fp_flags_raised

@@ -61,6 +61,7 @@ DEF TILE_SKEW = 64  # bytes added to a tile buffer's row pitch (run_tiled)
 DEF TILE_DIRECT_ROWS = 16  # at most this many rows of dst = A.T copied straight into dst
 DEF TILE_MIN_ROW = 16      # rows this long and read across are tiled, not packed
 DEF PYFUNC_BLOCK = 65536
+DEF NUMPY_LOOP_BLOCK = 8192
 
 
 def set_block_size(pyet_intp n):
@@ -94,6 +95,10 @@ for _op in range(OP_COUNT):
                        for _dt in range(DT_COUNT)])
 
 
+# the ops a pass runs as NumPy's ufunc on each block (ops.NUMPY_LOOPS)
+NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
+
+
 def check_op_table():
     """Every dtype the op table declares for a row (``dtypes``) has a compiled
     kernel: ImportError naming the first row that lacks one.  (A kernel may
@@ -116,6 +121,7 @@ cdef class Program:
     cdef int *scalar_dt
     cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
     cdef bint has_pyfunc
+    cdef bint user_pyfunc      # one of them a pyet.F function (not an op's NumPy loop)
     cdef bint copies_leaf      # the whole program is dst = leaf0 (same dtype)
     # prefetching (run_block): which instructions are compute-bound, and how many
     cdef bint *costly
@@ -247,6 +253,11 @@ cdef class _Lowering:
             srcs = [self.operand(a, a._dt, False) for a in e._args]  # fn gets arrays
             return self.emit(OP_pyfunc, e._dt, e._dt, srcs,
                              (slot, [(<Expr>a)._dt for a in e._args]))
+        if e._op in NUMPY_LOOP_OPS and e._cdt == e._dt and not is_scalar(e._args[0]):
+            # NumPy's ufunc on each block (ops.NUMPY_LOOPS), in place
+            srcs = [self.operand(e._args[0], e._cdt, False)]
+            return self.emit(OP_pyfunc, e._cdt, e._dt, srcs,
+                             (NUMPY_LOOP_OPS[e._op], [e._cdt]))
         if e._op == OP_where:
             # the where kernel reads its condition as an array
             srcs = [self.operand(e._args[0], DT_BOOL, False), self.operand(e._args[1], e._cdt),
@@ -521,6 +532,7 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.ndst = ndst
     p.pyfuncs = lw.pyfuncs
     p.has_pyfunc = any(f is not None for f in lw.pyfuncs)
+    p.user_pyfunc = any(f is not None and type(f[0]) is int for f in lw.pyfuncs)
     p.copies_leaf = (ndst == 1 and len(lw.code) == 1 and lw.code[0][0] == OP_copy
                      and lw.code[0][4][0][0] == SRC_LEAF)
     for i, d in enumerate(lw.scalar_dt):
@@ -535,7 +547,11 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
             p.code[i].src[j] = idx
             if kind == SRC_SCALAR:
                 p.code[i].sflags |= 1 << j
-        lines.append(_listing(op, dt, dt_out, out, srcs, ndst))
+        line = _listing(op, dt, dt_out, out, srcs, ndst)
+        fn = lw.pyfuncs[i]
+        if fn is not None and type(fn[0]) is not int:  # an op run as NumPy's loop
+            line = line.replace("pyfunc[", f"{fn[0].__name__}[", 1) + " (NumPy's loop)"
+        lines.append(line)
         if op != OP_cast and op != OP_pyfunc and not HAS_KERNEL[op][dt]:
             raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
     p.text = "\n".join(lines)
@@ -836,10 +852,10 @@ cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
     with gil:
         try:
             prog = <Program>r.prog
-            errors, fns = <tuple>r.state
+            errors, fns, quiet = <tuple>r.state
             dt_out = prog.code[i].dt_out
-            slot, dts = prog.pyfuncs[i]
-            fn = fns[slot]
+            dts = prog.pyfuncs[i][1]
+            fn = _pyfunc_at(prog, i, fns)
             if _ufunc_in_place(fn, dts, dt_out):
                 # a NumPy ufunc keeps no reference: it reads the blocks where
                 # they are and writes its loop's result straight into out; its
@@ -850,8 +866,12 @@ cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
                     view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
                     view.flags.writeable = False
                     args.append(view)
-                with np.errstate(all="ignore"):
-                    fn(*args, out=cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt_out], out))
+                res = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt_out], out)
+                if quiet:
+                    fn(*args, out=res)
+                else:
+                    with np.errstate(all="ignore"):
+                        fn(*args, out=res)
                 return 1
             args = []
             for j in range(len(dts)):
@@ -892,14 +912,21 @@ cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
     return ok
 
 
+cdef inline object _pyfunc_at(Program prog, int i, list fns):
+    # instruction i's function: a user function's slot among the bound ones,
+    # or a NumPy ufunc the op itself lowers to (ops.NUMPY_LOOPS)
+    fn_or_slot = prog.pyfuncs[i][0]
+    return fns[fn_or_slot] if type(fn_or_slot) is int else fn_or_slot
+
+
 cdef bint ufuncs_only(Program prog, list fns) except -1:
     """Whether every user function of prog is a ufunc run in place (errors
     ignored, flags kept): then the pass cannot raise midway."""
     cdef int i
     for i in range(prog.ninstr):
         if prog.pyfuncs[i] is not None:
-            slot, dts = prog.pyfuncs[i]
-            if not _ufunc_in_place(fns[slot], dts, prog.code[i].dt_out):
+            if not _ufunc_in_place(_pyfunc_at(prog, i, fns), prog.pyfuncs[i][1],
+                                   prog.code[i].dt_out):
                 return False
     return True
 
@@ -1561,8 +1588,11 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             for k in range(nops):
                 if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
                     blocklen = BLOCK
-        if prog.has_pyfunc:
+        if prog.user_pyfunc:
             blocklen = max(BLOCK, PYFUNC_BLOCK)
+        elif prog.has_pyfunc:  # an op's NumPy loop: a call per block (~3 us), on
+            # long blocks when it is the whole program (no register kept in L1)
+            blocklen = max(BLOCK, PYFUNC_BLOCK if prog.ninstr == 1 else NUMPY_LOOP_BLOCK)
         r.total = 1
         for d in range(r.nd):
             r.total *= r.shape[d]
@@ -1652,14 +1682,22 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # only a user function fails midway (call_pyfunc): its exception
         errors = state = None
         r.state = NULL
+        quiet = False
         if prog.has_pyfunc:
             errors = []
-            state = (errors, pyfuncs)
+            # ufuncs only: NumPy's errors ignored once for the pass, not per block
+            # (np.errstate costs ~1 us; their flags are the pass's, reported below)
+            quiet = ufuncs_only(prog, pyfuncs)
+            state = (errors, pyfuncs, quiet)
             r.state = <void *>state
         if nthreads == 1 and r.total <= GIL_HELD_PASS and not prog.has_pyfunc:
             # a tiny pass runs with the GIL held: releasing and retaking it
             # costs about as much as the pass
             rc = run_parallel(&r, prog, nthreads)
+        elif quiet:
+            with np.errstate(all="ignore"):
+                with nogil:
+                    rc = run_parallel(&r, prog, nthreads)
         else:
             with nogil:
                 rc = run_parallel(&r, prog, nthreads)

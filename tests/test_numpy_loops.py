@@ -1,0 +1,100 @@
+"""ops.NUMPY_LOOPS: float functions a pass runs as NumPy's own ufunc loop on each
+block (SIMD where NumPy has it), so their values are NumPy's bit for bit, on
+every layout, inside fused trees, in place, on threads and in kept plans."""
+
+import numpy as np
+import pytest
+
+import pyet
+from pyet._core.ops import NUMPY_LOOPS, OPS_BY_NAME
+
+
+def values(name, shape, dtype, rng):
+    lo, hi = OPS_BY_NAME[name].domain[0][:2]
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def layout(a, kind):
+    return {"C": a, "F": np.asfortranarray(a), "strided": np.repeat(a, 2, axis=1)[:, ::2],
+            "reversed": np.ascontiguousarray(a[::-1, ::-1])[::-1, ::-1], "empty": a[:0],
+            "broadcast row": np.broadcast_to(a[0], a.shape)}[kind]
+
+
+def assert_same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_LOOPS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["C", "F", "strided", "reversed", "empty", "broadcast row"])
+def test_op_alone_gives_numpys_bits(name, dtype, kind):
+    a = layout(values(name, (9, 70), dtype, np.random.default_rng(0)), kind)
+    # NumPy's values on contiguous memory (its SIMD loop): on an all-reversed view
+    # NumPy itself takes its scalar loop and rounds differently, pyet flips the axes
+    want = getattr(np, name)(np.ascontiguousarray(a))
+    out = np.full(a.shape, 7, dtype)
+    pyet.evaluate(getattr(pyet, name)(pyet.asarray(a)), out=out)
+    assert_same_bits(out, want)
+    assert_same_bits(pyet.evaluate(getattr(pyet, name)(pyet.asarray(a))), want)
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_LOOPS))
+def test_inside_a_fused_tree_and_in_place(name):
+    rng = np.random.default_rng(1)
+    x = values(name, (300, 41), np.float32, rng)
+    y = rng.standard_normal((300, 41)).astype(np.float32)
+    e = getattr(pyet, name)(pyet.asarray(x)) * pyet.asarray(y) + 1.5
+    text = pyet.explain(e)
+    assert f"{name}[float32->float32](leaf0) (NumPy's loop)" in text
+    assert_same_bits(pyet.evaluate(e), getattr(np, name)(x) * y + np.float32(1.5))
+    inplace = x.copy()
+    t = pyet.asarray(inplace)
+    t[...] = getattr(pyet, name)(t)
+    assert_same_bits(inplace, getattr(np, name)(x))
+
+
+def test_integer_input_is_cast_and_scalars_take_the_kernel():
+    a = np.arange(1, 50, dtype=np.int32)
+    assert_same_bits(pyet.evaluate(pyet.log1p(pyet.asarray(a))), np.log1p(a))
+    zero_d = np.array(0.25)
+    np.testing.assert_allclose(pyet.evaluate(pyet.arcsin(pyet.asarray(zero_d))),
+                               np.arcsin(zero_d), rtol=1e-15)
+
+
+def test_errors_are_reported_once_as_numpys_errstate_says():
+    a = np.array([-2.0, 0.5, 2.0])  # log10(-2): invalid; arctanh(2): invalid
+    with np.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError, match="invalid value"):
+            pyet.evaluate(pyet.log10(pyet.asarray(a)))
+    out = np.zeros(3)
+    with np.errstate(invalid="ignore"):
+        pyet.evaluate(pyet.arctanh(pyet.asarray(a)) + 1, out=out)
+    with np.errstate(invalid="ignore"):
+        assert_same_bits(out, np.arctanh(a) + 1)
+    with pytest.warns(RuntimeWarning, match="invalid value") as record:
+        pyet.evaluate(pyet.log2(pyet.asarray(a)))
+    assert len(record) == 1
+
+
+def test_two_threads_and_kept_plans_give_the_same_bits():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.1, 0.9, 200_000)
+    y = rng.standard_normal(200_000)
+    want = np.expm1(x) * y - np.cbrt(y)
+    before = pyet.get_num_threads()
+    try:
+        pyet.set_num_threads(2)
+        got = pyet.evaluate(pyet.expm1(pyet.asarray(x)) * pyet.asarray(y)
+                            - pyet.cbrt(pyet.asarray(y)))
+    finally:
+        pyet.set_num_threads(before)
+    assert_same_bits(got, want)
+    out = np.empty_like(x)
+    plan = pyet.EvalPlan()
+    plan.assign(out, pyet.sinh(pyet.asarray(x)) + pyet.asarray(y))
+    for _ in range(3):
+        plan.run(keep=True)
+        assert_same_bits(out, np.sinh(x) + y)
+        x[:] = rng.uniform(0.1, 0.9, x.size)
