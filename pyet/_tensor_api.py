@@ -1,12 +1,9 @@
 """Creating tensors and evaluating expressions (the public, plain-Python layer)."""
 
-
 import numpy as np
 
 from pyet._core import core
 from pyet._core.core import Expr, Tensor
-
-ALIGNMENT = 64  # bytes: a cache line, and enough for any SIMD load
 
 
 def _dtype(dtype):
@@ -57,7 +54,7 @@ def _is_dask_array(obj):
 
 def _has_dask_leaf(e):
     # a leaf of pyet.dask (a special node, so only trees with special nodes can have one)
-    if not e._flags & 1:  # HAS_SPECIAL
+    if not e._flags & core.SPECIAL_BELOW:
         return False
     stack, seen = [e], set()
     while stack:
@@ -76,7 +73,7 @@ def _aligned_empty(shape, dtype):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape) or len(shape) > 64:
         shape = np.empty(shape, dt).shape  # NumPy's error, or its reading of shape
-    # (ALIGNMENT bytes: the compiled allocation's own)
+    # 64-byte aligned (a cache line, enough for any SIMD load), allocated in C
     return core.aligned_empty(shape, code)
 
 
@@ -121,7 +118,7 @@ def evaluate(expr, out=None):
     A tree with Dask-backed leaves (:mod:`pyet.dask`) is computed by the
     current Dask scheduler, one fused task per chunk.
     """
-    if out is None and type(expr) is Expr and not expr._flags & 1:
+    if out is None and type(expr) is Expr and not expr._flags & core.SPECIAL_BELOW:
         # an elementwise tree (no special node: no Dask leaf) into new aligned
         # memory, by one check (evaluate(a*b + 1) of 4096 float64: ~5 us less)
         arr = core.aligned_empty(expr.shape, expr._dt)

@@ -357,3 +357,29 @@ def test_dtype_codes_by_identity_and_by_name():
     swapped = np.dtype(np.float64).newbyteorder()
     with pytest.raises(TypeError, match="pyet does not support dtype"):
         core.dtype_code(swapped)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64])
+def test_indices_of_every_integer_dtype_are_checked_and_wrapped_in_one_pass(dtype):
+    # take's and softmax_xent_grad's indices share the compiled check (wrapped_indices)
+    w = np.arange(12.0).reshape(6, 2)
+    idx = np.array([0, 5, 2], dtype)
+    if np.dtype(dtype).kind == "i":
+        idx = np.array([0, -1, 2], dtype)
+    np.testing.assert_array_equal(pyet.evaluate(pyet.take(idx, w)), w[idx.astype(np.int64)])
+    logp = np.log(np.full((3, 6), 1 / 6))
+    want = np.exp(logp) - np.eye(6)[idx.astype(np.int64)]
+    np.testing.assert_allclose(pyet.evaluate(pyet.softmax_xent_grad(logp, idx, 1.0)), want)
+    bad = np.array([1, 6], dtype)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 of W of size 6"):
+        pyet.take(bad, w)
+    with pytest.raises(IndexError, match=r"class index out of range \[-6, 6\)"):
+        pyet.softmax_xent_grad(logp[:2], bad, 1.0)
+
+
+def test_uint64_indices_beyond_int64_are_out_of_range_with_their_value():
+    big = np.array([1, 2**64 - 1], np.uint64)  # not -1 wrapped from the end
+    with pytest.raises(IndexError, match=f"index {2**64 - 1} is out of bounds"):
+        pyet.take(big, np.zeros((4, 2)))
+    with pytest.raises(IndexError, match="class index out of range"):
+        pyet.softmax_xent_grad(np.zeros((2, 4)), big, 1.0)

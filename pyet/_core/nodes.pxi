@@ -26,6 +26,8 @@ cdef enum:
     HAS_INT_POWER = 2   # an integer power with an array exponent: checked for negatives
     HAS_PYFUNC = 4      # a user function: evaluated aside, then copied
     HAS_COSTLY = 8      # a costly elementwise op below (rewrite.COSTLY_OPS): plans share it
+# (for the Python layers)
+SPECIAL_BELOW = HAS_SPECIAL
 
 # deeper trees, or trees of more leaves, are evaluated in pieces (engine.pxi)
 cdef enum:

@@ -423,7 +423,7 @@ cdef bint _apply_pass_rules(list code, list pyfuncs) except -1:
 cdef object _match_run(list code, Py_ssize_t i, tuple instrs):
     """{name: source} binding the run of instructions at code[i] to a
     PASS_RULES row, or None."""
-    cdef Py_ssize_t k, j
+    cdef Py_ssize_t k
     if i + len(instrs) > len(code) or code[i][1] not in (DT_F32, DT_F64):
         return None
     dt = code[i][1]

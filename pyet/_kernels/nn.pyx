@@ -130,13 +130,17 @@ cdef take_args gather_args(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx, pyet
 
 
 def wrapped_indices(cnp.ndarray idx, pyet_intp n):
-    """(a new contiguous intp copy of int64 ``idx`` with negatives counted from
-    the end (n added), its least and greatest value) in one pass; the caller
-    checks the range.  None for other dtypes."""
-    if cnp.PyArray_TYPE(idx) != cnp.NPY_INT64 or sizeof(pyet_intp) != 8:
-        return None
-    src = np.ascontiguousarray(idx)
-    out = np.empty((<object>idx).shape, np.intp)
+    """(a new contiguous intp copy of integer ``idx`` with negatives counted
+    from the end (n added), its least and greatest value) in one pass; the
+    caller checks the range (out of it, the copy is None or meaningless)."""
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"indices must be integers, got {idx.dtype}")
+    if cnp.PyArray_TYPE(idx) == cnp.NPY_UINT64 and idx.size:
+        top = int(idx.max())
+        if top > 0x7FFFFFFFFFFFFFFF:  # beyond int64: out of range for any n
+            return None, 0, top
+    src = np.ascontiguousarray(idx, dtype=np.int64)
+    out = np.empty((<object>idx).shape, np.int64)
     cdef const int64_t *x = <const int64_t *>cnp.PyArray_DATA(src)
     cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
     cdef pyet_intp i, size = cnp.PyArray_SIZE(src)
@@ -149,7 +153,7 @@ def wrapped_indices(cnp.ndarray idx, pyet_intp n):
             lo = v if v < lo else lo
             hi = v if v > hi else hi
             o[i] = v + n if v < 0 else v
-    return out, lo, hi
+    return out.astype(np.intp, copy=False), lo, hi
 
 
 def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):

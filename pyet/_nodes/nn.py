@@ -45,21 +45,10 @@ def _indices(indices, n, fname, what):
             arr = arr.astype(np.intp)  # [] indexes nothing, as in NumPy
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{fname}: indices must be integers, got {arr.dtype}")
-    wrapped = _nn_kernels.wrapped_indices(arr, n)
-    if wrapped is not None:  # int64: checked, copied and wrapped in one pass
-        out, lo, hi = wrapped
-        if arr.size and (lo < -n or hi >= n):
-            bad = hi if hi >= n else lo
-            raise IndexError(f"{fname}: index {bad} is out of bounds for {what} of size {n}")
-        return out
-    if arr.size:
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < -n or hi >= n:
-            bad = hi if hi >= n else lo
-            raise IndexError(f"{fname}: index {bad} is out of bounds for {what} of size {n}")
-    out = arr.astype(np.intp)  # always a copy: the node keeps the values checked now
-    if arr.size and lo < 0:
-        out[out < 0] += n
+    out, lo, hi = _nn_kernels.wrapped_indices(arr, n)  # checked, copied, wrapped: one pass
+    if arr.size and (lo < -n or hi >= n):
+        bad = hi if hi >= n else lo
+        raise IndexError(f"{fname}: index {bad} is out of bounds for {what} of size {n}")
     return out
 
 

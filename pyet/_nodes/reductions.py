@@ -286,18 +286,22 @@ class Reduction(Special):
         into ``dst`` when it is the accumulator's dtype (no accumulator array,
         no copy); the rest is computed aside and copied."""
         child = args[0]
-        if type(child) is _Tensor and self._ufunc_reduce is not None and \
-                0 < child.size <= SMALL_LEAF:
-            # _small_leaf's NumPy reduction, its arguments made once (~1 us a call)
-            self._ufunc_reduce(child._array, self._numpy_axis, None, dst, self.keepdims)
-            return
+        if type(child) is not _Tensor:
+            child = materialize(child)
         kind, axes = self.kind, self.axes
-        child = materialize(child)
+        if _small_leaf(kind, child):
+            # NumPy's own reduction: the same work with less set-up; sum, prod,
+            # max and min by their ufunc's reduce, its arguments made once
+            if self._ufunc_reduce is not None:
+                self._ufunc_reduce(child._array, self._numpy_axis, None, dst, self.keepdims)
+            else:
+                _numpy_reduction(kind, child._array, None if self.whole else axes,
+                                 self.keepdims, dst)
+            return
         nthreads = core.reduce_threads(child.size)
-        # NumPy's own reduction: the same work with less set-up (small leaves),
-        # or its faster loops (_numpy_kind; out= of the result's dtype)
-        if _small_leaf(kind, child) or (_numpy_leaf(kind, child, axes, self.whole, nthreads)
-                                        and dst.dtype == _result_dtype(kind, child.dtype)):
+        # NumPy's faster loops (_numpy_kind; out= of the result's dtype)
+        if (_numpy_leaf(kind, child, axes, self.whole, nthreads)
+                and dst.dtype == _result_dtype(kind, child.dtype)):
             _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
                              dst)
             return
@@ -405,10 +409,10 @@ class Reduction(Special):
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
         kind, axes = self.kind, self.axes
-        if _small_leaf(kind, child) and kind in _UFUNC_REDUCE:
+        if _small_leaf(kind, child) and self._ufunc_reduce is not None:
             # what np.sum/prod/max/min(..., out=out) call, without their Python wrapper
-            return functools.partial(_UFUNC_REDUCE[kind], child._array,
-                                     None if self.whole else axes, None, out, self.keepdims)
+            return functools.partial(self._ufunc_reduce, child._array, self._numpy_axis, None,
+                                     out, self.keepdims)
         if _small_leaf(kind, child) and kind == "mean":
             return functools.partial(_mean_into, child._array, None if self.whole else axes,
                                      self.keepdims, out,

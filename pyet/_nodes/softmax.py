@@ -277,20 +277,9 @@ def softmax_xent_grad(logp, t, c, axis=-1):
                              f"2-D logp along axis 1 with as many rows, got {logp.shape}, "
                              f"axis {axis}")
         n = logp.shape[1]
-        wrapped = _nn_kernels.wrapped_indices(idx, n)
-        if wrapped is not None:  # int64: checked, copied and wrapped in one compiled pass
-            own, lo, hi = wrapped
-            if own.size and (lo < -n or hi >= n):
-                raise IndexError(f"softmax_xent_grad: class index out of range [-{n}, {n})")
-        else:
-            own = idx.astype(np.intp)  # the node's own copy, negative indices wrapped
-            if own.size:
-                lo, hi = own.min(), own.max()
-                if lo < -n or hi >= n:
-                    raise IndexError(f"softmax_xent_grad: class index out of range "
-                                     f"[-{n}, {n})")
-                if lo < 0:
-                    own[own < 0] += n
+        own, lo, hi = _nn_kernels.wrapped_indices(idx, n)  # the node's own wrapped copy
+        if idx.size and (lo < -n or hi >= n):
+            raise IndexError(f"softmax_xent_grad: class index out of range [-{n}, {n})")
         t = core.tensor(own)
     else:
         t = core.as_expr(t)
