@@ -9,6 +9,9 @@ without pyet's tree dispatch, so `pyet/gemm` is pyet's own overhead and `gemm/np
 difference between the two OpenBLAS builds (scipy's vs NumPy's).
 Table 2: C[...] = 0.5 * pyet.dot(A.T, B) + C (one gemm, alpha 0.5, beta 1) against NumPy's
 0.5 * (A.T @ B) + C, NumPy's A.T @ B alone, and NumPy with out= buffers.
+Table 3 (one thread): the small products of the nets (the MLP's and the GRU's shapes) on pyet's
+AVX-512 register tiles (gemm.h) against the same call with the tiles switched off (scipy's
+OpenBLAS) and NumPy's np.matmul with out=; A C-ordered or a transposed view.
 
 BLAS threads are left at their defaults unless --threads is given (threadpoolctl then limits
 every BLAS and OpenMP pool in the process).  NumPy and scipy each bundle their own OpenBLAS; the
@@ -102,6 +105,39 @@ def fused_case(pyet, n, dtype, repeats, min_time):
     return bench(fns, repeats, min_time)
 
 
+# (m, k, n) of the nets' products: the GRU's per-step ones, the MLP's layers
+TILE_SHAPES = [(32, 128, 384), (32, 384, 128), (64, 64, 128), (64, 128, 128), (256, 64, 128),
+               (256, 128, 128), (512, 64, 256), (8, 512, 512)]
+
+
+def tiles_case(pyet, shape, dtype, transposed, repeats, min_time):
+    from pyet._kernels import blas as _blas
+
+    m, k, n = shape
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((k, m)).astype(dtype).T if transposed else \
+        rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    a_, b_ = pyet.asarray(a), pyet.asarray(b)
+    c, c_np = pyet.asarray(np.empty((m, n), dtype)), np.empty((m, n), dtype)
+
+    def with_tiles(on):
+        def f():
+            _blas._set_tiles(on)
+            c[...] = pyet.dot(a_, b_)
+        return f
+
+    fns = {"tiles": with_tiles(True), "blas": with_tiles(False),
+           "np_out": lambda: np.matmul(a, b, out=c_np)}
+    try:
+        for f in fns.values():
+            f()
+            np.testing.assert_allclose(c.numpy(), a @ b, rtol=rtol_for(dtype, k))
+        return bench(fns, repeats, min_time)
+    finally:
+        _blas._set_tiles(True)
+
+
 def blas_description():
     try:
         import threadpoolctl
@@ -174,7 +210,34 @@ def main():
             print(f"{np.dtype(dtype).name:<8}{n:>6}{t['pyet']:>11.3e}"
                   f"{ratio(t['pyet'], t['np'], 12)}{ratio(t['pyet'], t['np_AtB'], 12)}"
                   f"{ratio(t['pyet'], t['np_out'], 12)}", flush=True)
-    print("sanity: pyet's and np-out's results equal NumPy's (assert_allclose) before timing")
+    print("sanity: pyet's and np-out's results equal NumPy's (assert_allclose) before timing\n")
+
+    # one thread: pyet's passes, and BLAS's pools where threadpoolctl can limit them
+    threads = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        import threadpoolctl
+        one = threadpoolctl.threadpool_limits(1, user_api="blas")
+    except ImportError:
+        one = None
+        print("(threadpoolctl not installed: BLAS keeps its threads in table 3)")
+    print("C[...] = pyet.dot(A, B), the nets' shapes, one thread   (tiles: gemm.h's register "
+          "tiles; blas: the same call on scipy's OpenBLAS; np-out: np.matmul(A, B, out=C))")
+    head = ["dtype", "m x k x n", "A", "tiles [s]", "tiles/blas", "tiles/np-out", "blas/np-out"]
+    print(f"{head[0]:<8}{head[1]:>16}{head[2]:>5}{head[3]:>11}"
+          + "".join(f"{h:>13}" for h in head[4:]))
+    for dtype in DTYPES:
+        for shape in TILE_SHAPES:
+            for transposed in (False, True):
+                t = tiles_case(pyet, shape, dtype, transposed, repeats, min_time)
+                print(f"{np.dtype(dtype).name:<8}{'x'.join(map(str, shape)):>16}"
+                      f"{'A.T' if transposed else 'A':>5}{t['tiles']:>11.3e}"
+                      f"{ratio(t['tiles'], t['blas'], 13)}{ratio(t['tiles'], t['np_out'], 13)}"
+                      f"{ratio(t['blas'], t['np_out'], 13)}", flush=True)
+    print("sanity: each result equals NumPy's (assert_allclose) before timing")
+    if one is not None:
+        one.restore_original_limits()
+    pyet.set_num_threads(threads)
     if limiter is not None:
         limiter.restore_original_limits()
     return 0

@@ -16,7 +16,11 @@ cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
 from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, sdot, sgemm, sgemv
 
+from pyet._kernels.gemm cimport (PYET_GEMM_MIN_M, PYET_GEMM_MIN_N, pyet_dgemm_small,
+                                 pyet_gemm_small_available, pyet_sgemm_small)
 from pyet._kernels.nn cimport aligned, readable, shp, specialization
+from pyet._kernels.parallel cimport pool_threads, run_chunks, threads_for
+from pyet._kernels.types cimport pyet_intp
 
 import numpy as np
 
@@ -187,6 +191,116 @@ def blas_ok(cnp.ndarray x):
     return blas_layout(x, &ld) >= 0
 
 
+# Products of at most this many multiply-adds, with at least PYET_GEMM_MIN_M
+# rows and PYET_GEMM_MIN_N columns in C's row-major orientation, run on
+# gemm.h's register tiles, not BLAS: 0.35-0.97x OpenBLAS's time on the MLP's
+# and GRU's shapes (its packing of A and B on every call was a quarter of its
+# time in the GRU); from 256^3 (1.7e7) on they were even or slower, and with
+# fewer rows or columns the tiles run part empty (1.1-1.2x).
+DEF TILE_GEMM_MAX = 1 << 23
+# the tiles' columns per panel (float32; float64 panels are 24 wide)
+DEF TILE_PANEL = 48
+cdef bint TILES = True
+cdef Py_ssize_t TILE_PRODUCTS = 0  # products the tiles computed (tests read it)
+
+
+def _set_tiles(bint on):
+    """Let products use the register tiles (or only BLAS: tests and
+    benchmarks compare the two); returns the old setting."""
+    global TILES
+    old, TILES = TILES, on
+    return old
+
+
+def _tile_products():
+    """How many products (stacks) the register tiles have computed."""
+    return TILE_PRODUCTS
+
+
+def tiles_available():
+    """True where this CPU runs the register tiles (AVX-512)."""
+    return bool(pyet_gemm_small_available())
+
+
+cdef struct tile_gemm_args:
+    bint single                     # float32, else float64
+    char *a
+    char *b
+    char *c
+    Py_ssize_t sa, sb, sc           # batch strides (elements; 0 broadcasts)
+    Py_ssize_t m, n, k, sai, sap, ldb, ldc
+    Py_ssize_t groups               # column groups per matrix (chunks = batch * groups)
+    double alpha, beta
+
+
+cdef int tile_gemm_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
+    # chunk: matrix chunk // groups, whole panels of its columns
+    cdef tile_gemm_args *g = <tile_gemm_args *>ctx
+    cdef Py_ssize_t t = chunk // g.groups, q = chunk % g.groups
+    cdef Py_ssize_t panels = (g.n + TILE_PANEL - 1) // TILE_PANEL
+    cdef Py_ssize_t j0 = panels * q // g.groups * TILE_PANEL
+    cdef Py_ssize_t j1 = min(g.n, panels * (q + 1) // g.groups * TILE_PANEL)
+    if j1 <= j0:
+        return 0
+    if g.single:
+        pyet_sgemm_small(g.m, j1 - j0, g.k, <float>g.alpha, <float *>g.a + t * g.sa, g.sai,
+                         g.sap, <float *>g.b + t * g.sb + j0, g.ldb, <float>g.beta,
+                         <float *>g.c + t * g.sc + j0, g.ldc)
+    else:
+        pyet_dgemm_small(g.m, j1 - j0, g.k, g.alpha, <double *>g.a + t * g.sa, g.sai,
+                         g.sap, <double *>g.b + t * g.sb + j0, g.ldb, g.beta,
+                         <double *>g.c + t * g.sc + j0, g.ldc)
+    return 0
+
+
+cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t flops,
+                            bint rows) noexcept nogil:
+    # the register tiles take a product of `flops` multiply-adds into a
+    # row-major m x n C, its right operand row-major if `rows`
+    return (TILES and rows and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N
+            and flops <= TILE_GEMM_MAX and pyet_gemm_small_available())
+
+
+cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
+                    real *b, Py_ssize_t sb, bint b_rows, int ldb,
+                    real *c, Py_ssize_t sc, bint c_rows, int ldc,
+                    Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                    real alpha, real beta) noexcept nogil:
+    # gemm_stack's product on the register tiles when they take it (False:
+    # nothing written).  The tiles read B by rows and write C by rows; a
+    # column-major C is the row-major C^T = B^T A^T, which needs A column-major.
+    global TILE_PRODUCTS
+    cdef tile_gemm_args g
+    cdef int nthreads, fpflags
+    cdef Py_ssize_t t
+    g.single = real is float
+    g.alpha, g.beta, g.k, g.ldc, g.sc, g.c = alpha, beta, k, ldc, sc, <char *>c
+    if c_rows:
+        if not tiles_take(m, n, batch * m * n * k, b_rows):
+            return False
+        g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb = m, n, <char *>a, sa, <char *>b, sb, ldb
+        g.sai = lda if a_rows else 1
+        g.sap = 1 if a_rows else lda
+    else:
+        if not tiles_take(n, m, batch * m * n * k, not a_rows):
+            return False
+        g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb = n, m, <char *>b, sb, <char *>a, sa, lda
+        g.sai = 1 if b_rows else ldb
+        g.sap = ldb if b_rows else 1
+    TILE_PRODUCTS += 1
+    # an FMA lane is about an eighth of an elementwise element's work
+    nthreads = threads_for(batch * m * n * k // 8, batch * ((g.n + TILE_PANEL - 1) // TILE_PANEL))
+    if nthreads > 1:
+        nthreads = pool_threads(nthreads)
+    g.groups = nthreads if batch < nthreads else 1
+    if nthreads <= 1:
+        for t in range(batch):
+            tile_gemm_chunk(&g, t, 0)
+    else:
+        run_chunks(tile_gemm_chunk, &g, batch * g.groups, nthreads, &fpflags)
+    return True
+
+
 cdef void gemm_stack(real *a, Py_ssize_t sa, bint a_rows, int lda,
                      real *b, Py_ssize_t sb, bint b_rows, int ldb,
                      real *c, Py_ssize_t sc, bint c_rows, int ldc,
@@ -275,16 +389,25 @@ cdef int gemm_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
         c[...] = c * beta if beta else 0
         return 0
     if batch * m * n * k <= NOGIL_FLOPS:  # (see NOGIL_FLOPS)
+        if tile_gemm(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
+                     <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
+                     <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
+                     batch, m, n, k, <real>alpha, <real>beta):
+            return 0
         gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
                    <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
                    <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
                    batch, m, n, k, <real>alpha, <real>beta, lim)
     else:
         with nogil:
-            gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
-                       <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
-                       <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
-                       batch, m, n, k, <real>alpha, <real>beta, lim)
+            if not tile_gemm(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
+                             <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
+                             <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
+                             batch, m, n, k, <real>alpha, <real>beta):
+                gemm_stack(<real *>cnp.PyArray_DATA(a), sa, la == 1, lda,
+                           <real *>cnp.PyArray_DATA(b), sb, lb == 1, ldb,
+                           <real *>cnp.PyArray_DATA(c), sc, lc == 1, ldc,
+                           batch, m, n, k, <real>alpha, <real>beta, lim)
     return 0
 
 
@@ -495,9 +618,12 @@ DEF NUMPY_VECTOR_MIN = 10240
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
                  double beta) except -1:
     """C := alpha*A@B + beta*C for operands gemm_2d_ready accepted."""
+    cdef Py_ssize_t flops
     if a.ndim == 2 and b.ndim == 2:
-        if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize
-                and c.shape[0] * c.shape[1] * a.shape[1] >= NUMPY_BLAS_MIN):
+        flops = c.shape[0] * c.shape[1] * a.shape[1]
+        if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize and flops >= NUMPY_BLAS_MIN
+                and not tiles_take(c.shape[0], c.shape[1], flops,
+                                   b.shape[1] == 1 or b.strides[1] == b.itemsize)):
             np.matmul(a, b, out=c)
             return 0
         return gemm_any(c, a, b, alpha, beta)

@@ -6,3 +6,5 @@
 #define PYET_KERNELS_PART_NARROW512_REDUCE
 #include "kernels.h"
 #include "softmax.h"
+#define PYET_GEMM_IMPL
+#include "gemm.h"

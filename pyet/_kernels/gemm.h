@@ -1,0 +1,192 @@
+/* Small matrix products: C := alpha * A @ B + beta * C with AVX-512
+ * register tiles, no packing.
+ *
+ * OpenBLAS packs A and B on every call (its copy routines were a quarter of
+ * its time in the GRU's per-step products).  These tiles read B's rows in
+ * place (a row of a 48-column panel: three vector loads), broadcast A's
+ * elements from wherever they are (any strides: A or A.T alike) and keep an
+ * 8 x 48 (float32) or 8 x 24 (float64) block of C in 24 registers: 0.35-0.97x
+ * OpenBLAS's time on the MLP's and GRU's shapes, one thread (32 x 128 x 384
+ * float32 0.73x; bench/bench_dot.py's tiles section).  blas.pyx decides which
+ * products come here: narrow or large ones stay with BLAS.
+ *
+ * Layout: A's element (i, p) at a[i * sai + p * sap]; B row-major (row
+ * stride ldb, unit columns); C row-major (row stride ldc, unit columns); all
+ * in elements.  K is cut in blocks of 256 (float32; 128 float64) so that a
+ * panel of B (48 KiB) stays near L1 while every row tile of C passes over it;
+ * the blocks after the first accumulate into C.  Copying the panel to
+ * consecutive rows first (B's rows a power of two apart share few L1 sets)
+ * measured no faster on these shapes: 10 % slower with 32 rows.
+ *
+ * pyet_sgemm_small and pyet_dgemm_small return 0 (nothing written) where the
+ * CPU or the compiler lacks AVX-512: the caller then uses BLAS. */
+#ifndef PYET_GEMM_H
+#define PYET_GEMM_H
+
+#include <stddef.h>
+
+/* fewer rows or columns leave the tiles part empty (1.1-1.2x BLAS's time) */
+#define PYET_GEMM_MIN_M 8
+#define PYET_GEMM_MIN_N 48
+
+int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
+                     ptrdiff_t sai, ptrdiff_t sap, const float *b, ptrdiff_t ldb, float beta,
+                     float *c, ptrdiff_t ldc);
+int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
+                     ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, double beta,
+                     double *c, ptrdiff_t ldc);
+int pyet_gemm_small_available(void);
+
+#ifdef PYET_GEMM_IMPL
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+#define PYET_GEMM_TARGET __attribute__((target("avx512f,avx512dq")))
+#define PYET_GEMM_MR 8   /* rows of a register tile */
+#define PYET_GEMM_NV 3   /* vectors per row of a tile */
+
+/* One tile: rows mr <= 8, nv <= 3 vectors per row, the last one masked by
+ * `last`; kc steps of p.  `first`: this K block writes alpha*AB + beta*C,
+ * the later ones add alpha*AB.  mr and nv are constants in every call (the
+ * switch below), so the accumulators live in registers. */
+#define PYET_GEMM_TILE(NAME, T, V, MASK, W, SETZERO, LOADU, MASKZ_LOADU, MASK_STOREU,   \
+                       SET1, FMADD, MUL, ADD)                                           \
+PYET_GEMM_TARGET static inline __attribute__((always_inline)) void                      \
+NAME(int mr, int nv, MASK last, ptrdiff_t kc, const T *a, ptrdiff_t sai, ptrdiff_t sap,  \
+     const T *b, ptrdiff_t ldb, T *c, ptrdiff_t ldc, T alpha, T beta, int first)       \
+{                                                                                       \
+    V r[PYET_GEMM_MR][PYET_GEMM_NV];                                                    \
+    _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                                \
+        _Pragma("GCC unroll 3") for (int v = 0; v < nv; v++) r[i][v] = SETZERO();       \
+    for (ptrdiff_t p = 0; p < kc; p++) {                                                \
+        const T *bp = b + p * ldb;                                                      \
+        const T *ap = a + p * sap;                                                      \
+        V b0 = nv == 1 ? MASKZ_LOADU(last, bp) : LOADU(bp), b1 = b0, b2 = b0;           \
+        if (nv > 1) b1 = nv == 2 ? MASKZ_LOADU(last, bp + W) : LOADU(bp + W);           \
+        if (nv > 2) b2 = MASKZ_LOADU(last, bp + 2 * W);                                 \
+        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                          \
+            V ai = SET1(ap[i * sai]);                                                   \
+            r[i][0] = FMADD(ai, b0, r[i][0]);                                           \
+            if (nv > 1) r[i][1] = FMADD(ai, b1, r[i][1]);                               \
+            if (nv > 2) r[i][2] = FMADD(ai, b2, r[i][2]);                               \
+        }                                                                               \
+    }                                                                                   \
+    V va = SET1(alpha), vb = SET1(beta);                                                \
+    _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                                \
+        _Pragma("GCC unroll 3") for (int v = 0; v < nv; v++) {                          \
+            T *cp = c + i * ldc + v * W;                                                \
+            MASK mk = v == nv - 1 ? last : (MASK)-1;                                    \
+            V x = alpha == 1 ? r[i][v] : MUL(va, r[i][v]);                              \
+            if (!first)                                                                 \
+                x = ADD(x, MASKZ_LOADU(mk, cp));                                        \
+            else if (beta != 0)                                                         \
+                x = FMADD(vb, MASKZ_LOADU(mk, cp), x);                                  \
+            MASK_STOREU(cp, mk, x);                                                     \
+        }                                                                               \
+}
+
+#define PYET_GEMM_CASE(TILE, MR)                                                        \
+    case MR:                                                                            \
+        if (nv == 3)                                                                    \
+            TILE(MR, 3, last, kc, a, sai, sap, b, ldb, c, ldc, alpha, beta, first);     \
+        else if (nv == 2)                                                               \
+            TILE(MR, 2, last, kc, a, sai, sap, b, ldb, c, ldc, alpha, beta, first);     \
+        else                                                                            \
+            TILE(MR, 1, last, kc, a, sai, sap, b, ldb, c, ldc, alpha, beta, first);     \
+        break;
+
+/* The whole product: panels of 48 (24) columns, blocks of KC, tiles of 8 rows
+ * (the last ones shorter, masked columns at the right edge). */
+#define PYET_GEMM_DEFINE(NAME, TILE, T, MASK, W, KC)                                    \
+PYET_GEMM_TARGET static void                                                            \
+NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,              \
+              ptrdiff_t sai, ptrdiff_t sap, const T *b0, ptrdiff_t ldb, T beta, T *c0,  \
+              ptrdiff_t ldc)                                                            \
+{                                                                                       \
+    for (ptrdiff_t j = 0; j < n; j += PYET_GEMM_NV * W) {                               \
+        ptrdiff_t nn = n - j < PYET_GEMM_NV * W ? n - j : PYET_GEMM_NV * W;             \
+        int nv = (int)((nn + W - 1) / W);                                               \
+        int tail = (int)(nn - (ptrdiff_t)(nv - 1) * W);                                 \
+        MASK last = (MASK)(tail == W ? (MASK)-1 : (MASK)((1u << tail) - 1));             \
+        for (ptrdiff_t p = 0; p < k; p += KC) {                                         \
+            ptrdiff_t kc = k - p < KC ? k - p : KC;                                     \
+            int first = p == 0;                                                         \
+            for (ptrdiff_t i0 = 0; i0 < m; i0 += PYET_GEMM_MR) {                        \
+                int mr = m - i0 < PYET_GEMM_MR ? (int)(m - i0) : PYET_GEMM_MR;          \
+                const T *a = a0 + i0 * sai + p * sap;                                   \
+                const T *b = b0 + p * ldb + j;                                          \
+                T *c = c0 + i0 * ldc + j;                                               \
+                switch (mr) {                                                           \
+                    PYET_GEMM_CASE(TILE, 8) PYET_GEMM_CASE(TILE, 7)                     \
+                    PYET_GEMM_CASE(TILE, 6) PYET_GEMM_CASE(TILE, 5)                     \
+                    PYET_GEMM_CASE(TILE, 4) PYET_GEMM_CASE(TILE, 3)                     \
+                    PYET_GEMM_CASE(TILE, 2) PYET_GEMM_CASE(TILE, 1)                     \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
+    }                                                                                   \
+}
+
+PYET_GEMM_TILE(pyet_stile, float, __m512, __mmask16, 16, _mm512_setzero_ps, _mm512_loadu_ps,
+               _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_set1_ps,
+               _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps)
+PYET_GEMM_TILE(pyet_dtile, double, __m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_loadu_pd,
+               _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_set1_pd,
+               _mm512_fmadd_pd, _mm512_mul_pd, _mm512_add_pd)
+PYET_GEMM_DEFINE(pyet_sgemm, pyet_stile, float, __mmask16, 16, 256)
+PYET_GEMM_DEFINE(pyet_dgemm, pyet_dtile, double, __mmask8, 8, 128)
+
+int pyet_gemm_small_available(void)
+{
+    static int have = -1;  /* a benign race: every thread computes the same */
+    if (have < 0)
+        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    return have;
+}
+
+int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
+                     ptrdiff_t sai, ptrdiff_t sap, const float *b, ptrdiff_t ldb, float beta,
+                     float *c, ptrdiff_t ldc)
+{
+    if (!pyet_gemm_small_available())
+        return 0;
+    pyet_sgemm_avx512(m, n, k, alpha, a, sai, sap, b, ldb, beta, c, ldc);
+    return 1;
+}
+
+int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
+                     ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, double beta,
+                     double *c, ptrdiff_t ldc)
+{
+    if (!pyet_gemm_small_available())
+        return 0;
+    pyet_dgemm_avx512(m, n, k, alpha, a, sai, sap, b, ldb, beta, c, ldc);
+    return 1;
+}
+
+#else  /* no AVX-512 tiles on this compiler or CPU family: BLAS does it all */
+
+int pyet_gemm_small_available(void) { return 0; }
+
+int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
+                     ptrdiff_t sai, ptrdiff_t sap, const float *b, ptrdiff_t ldb, float beta,
+                     float *c, ptrdiff_t ldc)
+{
+    (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)sai; (void)sap; (void)b;
+    (void)ldb; (void)beta; (void)c; (void)ldc;
+    return 0;
+}
+
+int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
+                     ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, double beta,
+                     double *c, ptrdiff_t ldc)
+{
+    (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)sai; (void)sap; (void)b;
+    (void)ldb; (void)beta; (void)c; (void)ldc;
+    return 0;
+}
+
+#endif
+#endif  /* PYET_GEMM_IMPL */
+#endif  /* PYET_GEMM_H */

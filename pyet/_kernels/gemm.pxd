@@ -1,0 +1,18 @@
+# The small matrix products of gemm.h (AVX-512 register tiles), as blas.pyx
+# calls them: C := alpha*A@B + beta*C, 0 returned where the CPU lacks AVX-512.
+
+from pyet._kernels.types cimport pyet_intp
+
+
+cdef extern from "gemm.h" nogil:
+    enum:
+        PYET_GEMM_MIN_M
+        PYET_GEMM_MIN_N
+
+    int pyet_gemm_small_available() noexcept
+    int pyet_sgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, float alpha, const float *a,
+                         pyet_intp sai, pyet_intp sap, const float *b, pyet_intp ldb,
+                         float beta, float *c, pyet_intp ldc) noexcept
+    int pyet_dgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, double alpha, const double *a,
+                         pyet_intp sai, pyet_intp sap, const double *b, pyet_intp ldb,
+                         double beta, double *c, pyet_intp ldc) noexcept
