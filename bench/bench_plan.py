@@ -4,7 +4,8 @@
 
 1. An Adam step on 1e7 float32 parameters as one plan (three statements, one multi-output pass)
    against a hand-written fused C loop of the same update (bench/adam_step.c, compiled here),
-   the same three statements run one by one (no plan), NumPy with out= buffers, and PyTorch's
+   the three statements as three C loops (what fusing them can gain at best), the same three
+   statements run one by one (no plan), NumPy with out= buffers, and PyTorch's
    torch.optim.Adam with foreach=False and fused=True (optional: skipped without torch).
 2. Two structurally equal trees y1 = sigmoid(dot(x, W) + b), y2 = 2 * sigmoid(dot(x, W) + b)
    (built separately) in one plan (one gemm) against evaluating them separately.
@@ -61,6 +62,7 @@ def build_adam(tmpdir):
     lib = ctypes.CDLL(str(so))
     f = ctypes.c_float
     lib.AdamStep.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_ssize_t] + [f] * 8
+    lib.AdamThreeLoops.argtypes = lib.AdamStep.argtypes
     return lib
 
 
@@ -115,6 +117,7 @@ def adam_case(pyet, lib, n, repeats, min_time):
         args = [ctypes.c_void_p(a.ctypes.data) for a in (w, g, m, v)]
         consts = [ctypes.c_float(x) for x in (LR, B1, 1 - B1, B2, 1 - B2, bc1, bc2, EPS)]
         fns["C loop"] = lambda: lib.AdamStep(*args, ctypes.c_ssize_t(n), *consts)
+        fns["C three loops"] = lambda: lib.AdamThreeLoops(*args, ctypes.c_ssize_t(n), *consts)
     try:
         import torch
         torch.set_num_threads(1)
@@ -242,6 +245,10 @@ def main():
     for name, sec in best.items():
         r = best["plan"] / sec
         print(f"  {name:22s} {sec * 1e3:8.2f} ms   {r:6.2f}")
+    if "C loop" in best:
+        # the floor of "plan / one by one": one fused loop against the statements' own loops
+        print(f"  (C loop / C three loops {best['C loop'] / best['C three loops']:.2f}: "
+              f"the fused loop's gain on this machine)")
     best, calls = sigmoid_pair_case(pyet, repeats, min_time)
     print("\n2. y1 = sigmoid(dot(x, W) + b), y2 = 2 * sigmoid(dot(x, W) + b), 256x256 float64")
     print_calls(best, calls)
