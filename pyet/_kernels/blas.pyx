@@ -193,11 +193,11 @@ def blas_ok(cnp.ndarray x):
 
 # Products of at most this many multiply-adds, with at least PYET_GEMM_MIN_M
 # rows and PYET_GEMM_MIN_N columns in C's row-major orientation, run on
-# gemm.h's register tiles, not BLAS: 0.35-0.97x OpenBLAS's time on the MLP's
-# and GRU's shapes (its packing of A and B on every call was a quarter of its
-# time in the GRU); from 256^3 (1.7e7) on they were even or slower, and with
-# fewer rows or columns the tiles run part empty (1.1-1.2x).
-DEF TILE_GEMM_MAX = 1 << 23
+# gemm.h's register tiles, not BLAS: one thread, 0.36-0.98x OpenBLAS's time on
+# the MLP's and GRU's shapes (32 x 128 x 384 float32: 0.62; its packing of A
+# and B on every call was a quarter of its time in the GRU), 0.96-1.04x at
+# 512 x 256 x 256 (2^25); beyond, BLAS's packing and blocking pay.
+DEF TILE_GEMM_MAX = 1 << 25
 # the tiles' columns per panel (float32; float64 panels are 24 wide)
 DEF TILE_PANEL = 48
 cdef bint TILES = True

@@ -5,9 +5,10 @@
  * its time in the GRU's per-step products).  These tiles read B's rows in
  * place (a row of a 48-column panel: three vector loads), broadcast A's
  * elements from wherever they are (any strides: A or A.T alike) and keep an
- * 8 x 48 (float32) or 8 x 24 (float64) block of C in 24 registers: 0.35-0.97x
+ * 8 x 48 (float32) or 8 x 24 (float64) block of C in 24 registers: 0.36-0.98x
  * OpenBLAS's time on the MLP's and GRU's shapes, one thread (32 x 128 x 384
- * float32 0.73x; bench/bench_dot.py's tiles section).  blas.pyx decides which
+ * float32 0.62x; bench/bench_dot.py's table 3); the loop over K unrolled by 4
+ * gained 8-12 %, prefetching B's rows ahead nothing.  blas.pyx decides which
  * products come here: narrow or large ones stay with BLAS.
  *
  * Layout: A's element (i, p) at a[i * sai + p * sap]; B row-major (row
@@ -59,7 +60,7 @@ NAME(int mr, int nv, MASK last, ptrdiff_t kc, const T *a, ptrdiff_t sai, ptrdiff
     V r[PYET_GEMM_MR][PYET_GEMM_NV];                                                    \
     _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                                \
         _Pragma("GCC unroll 3") for (int v = 0; v < nv; v++) r[i][v] = SETZERO();       \
-    for (ptrdiff_t p = 0; p < kc; p++) {                                                \
+    _Pragma("GCC unroll 4") for (ptrdiff_t p = 0; p < kc; p++) {                        \
         const T *bp = b + p * ldb;                                                      \
         const T *ap = a + p * sap;                                                      \
         V b0 = nv == 1 ? MASKZ_LOADU(last, bp) : LOADU(bp), b1 = b0, b2 = b0;           \
