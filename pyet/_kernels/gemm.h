@@ -146,47 +146,35 @@ int pyet_gemm_small_available(void)
     return have;
 }
 
-int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
-                     ptrdiff_t sai, ptrdiff_t sap, const float *b, ptrdiff_t ldb, float beta,
-                     float *c, ptrdiff_t ldc)
-{
-    if (!pyet_gemm_small_available())
-        return 0;
-    pyet_sgemm_avx512(m, n, k, alpha, a, sai, sap, b, ldb, beta, c, ldc);
-    return 1;
+/* the entry points: the tiles where the CPU has AVX-512, else 0 (BLAS's turn) */
+#define PYET_GEMM_ENTRY(NAME, T)                                                        \
+int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptrdiff_t sai,  \
+                 ptrdiff_t sap, const T *b, ptrdiff_t ldb, T beta, T *c, ptrdiff_t ldc)  \
+{                                                                                       \
+    if (!pyet_gemm_small_available())                                                   \
+        return 0;                                                                       \
+    NAME##_avx512(m, n, k, alpha, a, sai, sap, b, ldb, beta, c, ldc);                   \
+    return 1;                                                                           \
 }
 
-int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
-                     ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, double beta,
-                     double *c, ptrdiff_t ldc)
-{
-    if (!pyet_gemm_small_available())
-        return 0;
-    pyet_dgemm_avx512(m, n, k, alpha, a, sai, sap, b, ldb, beta, c, ldc);
-    return 1;
-}
+PYET_GEMM_ENTRY(pyet_sgemm, float)
+PYET_GEMM_ENTRY(pyet_dgemm, double)
 
 #else  /* no AVX-512 tiles on this compiler or CPU family: BLAS does it all */
 
 int pyet_gemm_small_available(void) { return 0; }
 
-int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
-                     ptrdiff_t sai, ptrdiff_t sap, const float *b, ptrdiff_t ldb, float beta,
-                     float *c, ptrdiff_t ldc)
-{
-    (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)sai; (void)sap; (void)b;
-    (void)ldb; (void)beta; (void)c; (void)ldc;
-    return 0;
+#define PYET_GEMM_NONE(NAME, T)                                                         \
+int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptrdiff_t sai,  \
+                 ptrdiff_t sap, const T *b, ptrdiff_t ldb, T beta, T *c, ptrdiff_t ldc)  \
+{                                                                                       \
+    (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)sai; (void)sap; (void)b;     \
+    (void)ldb; (void)beta; (void)c; (void)ldc;                                          \
+    return 0;                                                                           \
 }
 
-int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
-                     ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, double beta,
-                     double *c, ptrdiff_t ldc)
-{
-    (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)sai; (void)sap; (void)b;
-    (void)ldb; (void)beta; (void)c; (void)ldc;
-    return 0;
-}
+PYET_GEMM_NONE(pyet_sgemm, float)
+PYET_GEMM_NONE(pyet_dgemm, double)
 
 #endif
 #endif  /* PYET_GEMM_IMPL */
