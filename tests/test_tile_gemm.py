@@ -1,7 +1,7 @@
 """Products on the AVX-512 register tiles (gemm.h, chosen in blas.pyx) against NumPy: every
-layout they take (A or A.T, C row- or column-major), the ragged edges of their 8-row and
-48 (float32) / 24 (float64) column tiles, several blocks of K, alpha and beta folded from the
-tree, stacks, two threads, and the destination's neighbours untouched."""
+layout (A or A.T, B row- or column-major, C row- or column-major), the ragged edges of their
+8-row and 48 (float32) / 24 (float64) column tiles, several blocks of K, alpha and beta folded
+from the tree, stacks, two threads, and the destination's neighbours untouched."""
 
 import numpy as np
 import pytest
@@ -59,25 +59,24 @@ def assign(out, expr):
 @pytest.mark.parametrize("c_order", ["C", "F"])
 def test_layouts(dtype, a_layout, b_layout, c_order):
     rng = np.random.default_rng(0)
-    m, k, n = 53, 70, 101  # ragged rows and columns (both at least a tile wide)
+    m, k, n = 70, 70, 101  # ragged rows and columns (both at least a tile wide)
     a, b = operand(rng, (m, k), dtype, a_layout), operand(rng, (k, n), dtype, b_layout)
     out = np.full((m, n), np.nan, dtype, order=c_order)  # beta 0: never read
     ran = tiles_ran(assign, out, pyet.dot(a, b))
     check(out, a.astype(np.float64) @ b, dtype, k)
-    # the tiles take a row-major C with a row-major B, or a column-major C with
-    # a column-major A (C^T = B^T A^T); a strided A is copied row-major first
-    a_cols = a_layout == "F"
-    takes = (c_order == "C" and b_layout == "C") or (c_order == "F" and a_cols)
-    assert ran == takes
+    # every layout: B by rows or gathered by columns, C by rows or as C.T = B.T A.T
+    assert ran
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m", [8, 9, 15, 16, 17, 31, 64])
 @pytest.mark.parametrize("n", [48, 49, 63, 64, 95, 96, 97, 150])
-def test_tile_edges(dtype, m, n):
+@pytest.mark.parametrize("b_t", [False, True])
+def test_tile_edges(dtype, m, n, b_t):
     rng = np.random.default_rng(m * 1000 + n)
     k = 33
-    a, b = mat(rng, (m, k), dtype), mat(rng, (k, n), dtype)
+    a = mat(rng, (m, k), dtype)
+    b = mat(rng, (n, k), dtype).T if b_t else mat(rng, (k, n), dtype)  # B.T: columns gathered
     out = np.full((m + 2, n + 3), 7.0, dtype)  # the product lands in out[1:-1, 1:-2]
     view = pyet.asarray(out)[1:m + 1, 1:n + 1]
     assert tiles_ran(view.__setitem__, ..., pyet.dot(a, b))
@@ -88,10 +87,12 @@ def test_tile_edges(dtype, m, n):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("k", [1, 127, 128, 129, 255, 256, 257, 600])
-def test_blocks_of_k(dtype, k):
+@pytest.mark.parametrize("k", [1, 15, 17, 127, 128, 129, 255, 256, 257, 600])
+@pytest.mark.parametrize("b_t", [False, True])
+def test_blocks_of_k(dtype, k, b_t):
     rng = np.random.default_rng(k)
-    a, b = mat(rng, (20, k), dtype), mat(rng, (k, 60), dtype)
+    a = mat(rng, (20, k), dtype)
+    b = mat(rng, (60, k), dtype).T if b_t else mat(rng, (k, 60), dtype)
     out = np.empty((20, 60), dtype)
     assert tiles_ran(assign, out, pyet.dot(a, b))
     check(out, a.astype(np.float64) @ b, dtype, k)
@@ -149,6 +150,11 @@ def test_left_to_blas(dtype):
         out = np.empty((m, n), dtype)
         assert not tiles_ran(assign, out, pyet.dot(a, b))
         check(out, a.astype(np.float64) @ b, dtype, k)
+    # both operands transposed with few rows: BLAS's packing beats the gathers
+    a, b = mat(rng, (64, 32), dtype).T, mat(rng, (128, 64), dtype).T
+    out = np.empty((32, 128), dtype)
+    assert not tiles_ran(assign, out, pyet.dot(a, b))
+    check(out, a.astype(np.float64) @ b, dtype, 64)
 
 
 def test_switch_off_agrees():
@@ -178,11 +184,12 @@ def test_special_values():
 
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(8, 70), k=st.integers(1, 300), n=st.integers(48, 130),
-       dtype=st.sampled_from(DTYPES), a_t=st.booleans(), acc=st.booleans())
-def test_random_products(m, k, n, dtype, a_t, acc):
+       dtype=st.sampled_from(DTYPES), a_t=st.booleans(), b_t=st.booleans(), acc=st.booleans())
+def test_random_products(m, k, n, dtype, a_t, b_t, acc):
     rng = np.random.default_rng(m * 7 + k * 11 + n)
     a = mat(rng, (k, m), dtype).T if a_t else mat(rng, (m, k), dtype)
-    b, c0 = mat(rng, (k, n), dtype), mat(rng, (m, n), dtype)
+    b = mat(rng, (n, k), dtype).T if b_t else mat(rng, (k, n), dtype)
+    c0 = mat(rng, (m, n), dtype)
     out = c0.copy()
     t = pyet.asarray(out)
     if acc:

@@ -224,6 +224,7 @@ def tiles_available():
 
 cdef struct tile_gemm_args:
     bint single                     # float32, else float64
+    bint bt                         # B column-major (ldb its column stride)
     char *a
     char *b
     char *c
@@ -240,24 +241,26 @@ cdef int tile_gemm_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
     cdef Py_ssize_t panels = (g.n + TILE_PANEL - 1) // TILE_PANEL
     cdef Py_ssize_t j0 = panels * q // g.groups * TILE_PANEL
     cdef Py_ssize_t j1 = min(g.n, panels * (q + 1) // g.groups * TILE_PANEL)
+    cdef Py_ssize_t bj = t * g.sb + (j0 * g.ldb if g.bt else j0)  # B's column j0
     if j1 <= j0:
         return 0
     if g.single:
         pyet_sgemm_small(g.m, j1 - j0, g.k, <float>g.alpha, <float *>g.a + t * g.sa, g.sai,
-                         g.sap, <float *>g.b + t * g.sb + j0, g.ldb, <float>g.beta,
+                         g.sap, <float *>g.b + bj, g.ldb, g.bt, <float>g.beta,
                          <float *>g.c + t * g.sc + j0, g.ldc)
     else:
         pyet_dgemm_small(g.m, j1 - j0, g.k, g.alpha, <double *>g.a + t * g.sa, g.sai,
-                         g.sap, <double *>g.b + t * g.sb + j0, g.ldb, g.beta,
+                         g.sap, <double *>g.b + bj, g.ldb, g.bt, g.beta,
                          <double *>g.c + t * g.sc + j0, g.ldc)
     return 0
 
 
 cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t flops,
-                            bint rows) noexcept nogil:
+                            Py_ssize_t ldb) noexcept nogil:
     # the register tiles take a product of `flops` multiply-adds into a
-    # row-major m x n C, its right operand row-major if `rows`
-    return (TILES and rows and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N
+    # row-major m x n C (a column-major right operand's columns gathered with
+    # 32-bit offsets: ldb below 2^27)
+    return (TILES and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N and ldb < (1 << 27)
             and flops <= TILE_GEMM_MAX and pyet_gemm_small_available())
 
 
@@ -267,8 +270,8 @@ cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
                     Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
                     real alpha, real beta) noexcept nogil:
     # gemm_stack's product on the register tiles when they take it (False:
-    # nothing written).  The tiles read B by rows and write C by rows; a
-    # column-major C is the row-major C^T = B^T A^T, which needs A column-major.
+    # nothing written).  The tiles write C by rows; a column-major C is the
+    # row-major C^T = B^T A^T.
     global TILE_PRODUCTS
     cdef tile_gemm_args g
     cdef int nthreads, fpflags
@@ -276,17 +279,23 @@ cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
     g.single = real is float
     g.alpha, g.beta, g.k, g.ldc, g.sc, g.c = alpha, beta, k, ldc, sc, <char *>c
     if c_rows:
-        if not tiles_take(m, n, batch * m * n * k, b_rows):
+        if not tiles_take(m, n, batch * m * n * k, ldb):
             return False
-        g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb = m, n, <char *>a, sa, <char *>b, sb, ldb
+        g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb, g.bt = m, n, <char *>a, sa, <char *>b, sb, ldb, \
+            not b_rows
         g.sai = lda if a_rows else 1
         g.sap = 1 if a_rows else lda
     else:
-        if not tiles_take(n, m, batch * m * n * k, not a_rows):
+        if not tiles_take(n, m, batch * m * n * k, lda):
             return False
-        g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb = n, m, <char *>b, sb, <char *>a, sa, lda
+        g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb, g.bt = n, m, <char *>b, sb, <char *>a, sa, lda, \
+            a_rows
         g.sai = 1 if b_rows else ldb
         g.sap = ldb if b_rows else 1
+    if g.bt and g.sai == 1 and g.m < 64:
+        # both operands transposed (A's rows and B's columns strided): with
+        # few rows the gathers cost more than BLAS's packing (32x64x128: 1.23x)
+        return False
     TILE_PRODUCTS += 1
     # an FMA lane is about an eighth of an elementwise element's work
     nthreads = threads_for(batch * m * n * k // 8, batch * ((g.n + TILE_PANEL - 1) // TILE_PANEL))
@@ -622,8 +631,8 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
     if a.ndim == 2 and b.ndim == 2:
         flops = c.shape[0] * c.shape[1] * a.shape[1]
         if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize and flops >= NUMPY_BLAS_MIN
-                and not tiles_take(c.shape[0], c.shape[1], flops,
-                                   b.shape[1] == 1 or b.strides[1] == b.itemsize)):
+                and not tiles_take(c.shape[0], c.shape[1], flops, 0)):
+            # (a column-major B beyond the tiles' column stride goes to SciPy's BLAS)
             np.matmul(a, b, out=c)
             return 0
         return gemm_any(c, a, b, alpha, beta)

@@ -10,9 +10,10 @@ cdef extern from "gemm.h" nogil:
         PYET_GEMM_MIN_N
 
     int pyet_gemm_small_available() noexcept
+    # bt: B column-major (ldb its column stride), else row-major
     int pyet_sgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, float alpha, const float *a,
-                         pyet_intp sai, pyet_intp sap, const float *b, pyet_intp ldb,
+                         pyet_intp sai, pyet_intp sap, const float *b, pyet_intp ldb, int bt,
                          float beta, float *c, pyet_intp ldc) noexcept
     int pyet_dgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, double alpha, const double *a,
-                         pyet_intp sai, pyet_intp sap, const double *b, pyet_intp ldb,
+                         pyet_intp sai, pyet_intp sap, const double *b, pyet_intp ldb, int bt,
                          double beta, double *c, pyet_intp ldc) noexcept
