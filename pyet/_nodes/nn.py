@@ -37,7 +37,9 @@ def _indices(indices, n, fname, what):
     Raises TypeError for non-integer indices and IndexError for an index
     outside ``[-n, n)``, where n is the length of the indexed axis (``what``).
     """
-    if isinstance(indices, core.Expr):
+    if type(indices) is np.ndarray:
+        arr = indices  # (the common case: no conversion to try)
+    elif isinstance(indices, core.Expr):
         arr = array_of(indices)
     else:
         arr = np.asarray(indices)
@@ -46,7 +48,7 @@ def _indices(indices, n, fname, what):
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{fname}: indices must be integers, got {arr.dtype}")
     out, lo, hi = _nn_kernels.wrapped_indices(arr, n)  # checked, copied, wrapped: one pass
-    if arr.size and (lo < -n or hi >= n):
+    if (lo < -n or hi >= n) and arr.size:
         bad = hi if hi >= n else lo
         raise IndexError(f"{fname}: index {bad} is out of bounds for {what} of size {n}")
     return out
@@ -120,8 +122,8 @@ class Take(Kernel):
 
     def into(self, dst, args):
         idx, w = args
-        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 and w.ndim == 2 \
-                and idx.ndim == 1:
+        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 \
+                and len(w.shape) == 2 and len(idx.shape) == 1:
             # rows of a 2-D table by a vector: the kernel's own shapes (the
             # indices are the node's own intp copy, a leaf)
             _nn_kernels.take_into(dst, w._array, idx._array)
@@ -175,10 +177,11 @@ def take(indices, W):
         If an index is outside ``[-rows, rows)``.
     """
     w = _operand(W)
-    if w.ndim == 0:
+    wshape = w.shape
+    if not wshape:
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
-    idx = _indices(indices, w.shape[0], "take", "axis 0 of W")
-    return node(_TAKE, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
+    idx = _indices(indices, wshape[0], "take", "axis 0 of W")
+    return node(_TAKE, (core.tensor(idx), w), idx.shape + wshape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):
