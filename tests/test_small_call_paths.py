@@ -278,3 +278,49 @@ def test_special_kind_per_class():
     pyet.evaluate(pyet.take(np.array([0, 1]), a))
     s = pyet.stats()
     assert s["reductions"] >= 1 and s["gemm_calls"] >= 1 and s["special_nodes"] >= 1
+
+
+# ------------------------------------------------------------ reductions
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "negative", "transposed"])
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "prod", "mean", "argmax", "any"])
+def test_small_reductions_layouts(layout, kind):
+    rng = np.random.default_rng(11)
+    a = _layouts(rng.random((12, 9)) + 0.5)[layout]
+    for axis in (None, 0, 1, -1, (0, 1)):
+        if kind == "argmax" and isinstance(axis, tuple):
+            continue
+        for keepdims in (False, True, 1, np.bool_(True)):
+            if kind == "argmax" and keepdims is not False and keepdims is not True:
+                continue
+            want = getattr(np, kind)(a, axis=axis, keepdims=bool(keepdims))
+            e = getattr(pyet, kind)(pyet.asarray(a), axis=axis, keepdims=keepdims)
+            got = pyet.evaluate(e).numpy()
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-13)
+            dst = np.empty(want.shape, want.dtype)
+            pyet.asarray(dst)[...] = e
+            np.testing.assert_allclose(dst, want, rtol=1e-13)
+
+
+def test_small_reductions_of_scalars_trees_and_empty():
+    rng = np.random.default_rng(12)
+    a = rng.random((5, 6))
+    A = pyet.asarray(a)
+    np.testing.assert_allclose(pyet.evaluate(pyet.sum(A * 2 + 1, axis=0)).numpy(),
+                               (a * 2 + 1).sum(0))
+    assert pyet.evaluate(pyet.sum(3.5)).numpy() == 3.5
+    assert pyet.evaluate(pyet.max(np.float32(2))).numpy().dtype == np.float32
+    np.testing.assert_array_equal(pyet.evaluate(pyet.sum(a[:0], axis=0)).numpy(), np.zeros(6))
+    np.testing.assert_array_equal(pyet.evaluate(pyet.sum(np.array(4.0), axis=0)).numpy(), 4.0)
+    # the destination is the operand's memory (aliasing): NumPy's answer
+    b = a.copy()
+    want = b.sum(0, keepdims=True)
+    pyet.asarray(b[:1])[...] = pyet.sum(pyet.asarray(b), axis=0, keepdims=True)
+    np.testing.assert_allclose(b[:1], want)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        pyet.max(a[:0], axis=0)
+    with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+        pyet.sum(a, axis=(0, 0))
+    with pytest.raises(np.exceptions.AxisError):
+        pyet.sum(a, axis=2)
