@@ -324,3 +324,20 @@ def test_small_reductions_of_scalars_trees_and_empty():
         pyet.sum(a, axis=(0, 0))
     with pytest.raises(np.exceptions.AxisError):
         pyet.sum(a, axis=2)
+
+
+def test_concatenate_one_call_build_takes_any_operands():
+    rng = np.random.default_rng(13)
+    a = rng.random((3, 4))
+    pyet.concatenate([a, a], 1)  # the kernel for axis 1 exists
+    for seq in ([a, pyet.asarray(a) * 2], (a, a.astype(np.float32)), [a, np.float64(1) + a],
+                (x for x in (a, a))):
+        arrs = [np.asarray(pyet.evaluate(x).numpy()) if isinstance(x, pyet.Expr) else x
+                for x in (seq if not hasattr(seq, "__next__") else (a, a))]
+        got = pyet.evaluate(pyet.concatenate(seq, 1)).numpy()
+        np.testing.assert_array_equal(got, np.concatenate(arrs, 1))
+    with pytest.raises(TypeError, match="pyet does not support dtype complex"):
+        pyet.concatenate([a, a.astype(complex)], 1)
+    with pytest.raises(ValueError, match="need at least one array to concatenate"):
+        pyet.concatenate((), 1)
+    assert core.join_node(pyet.concatenate([a, a], 1)._kernel, [], 1) is None

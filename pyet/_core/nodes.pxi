@@ -1684,19 +1684,23 @@ class Special(ABC):
         return [repr(p) for p in self.params()]
 
 
-def join_node(object kernel, list pieces, Py_ssize_t axis):
-    """The special node of ``kernel`` joining ``pieces`` (Exprs) along ``axis``
-    when they have one dtype, one number of dimensions (more than ``axis``)
-    and equal lengths except along ``axis``; None otherwise (the caller's
-    checks then, with their messages).  The common join built in one call
-    (concatenate of two 64 x 64 leaves: ~1.5 us of Python checks)."""
-    cdef Expr first = <Expr?>pieces[0], p
+def join_node(object kernel, object pieces, Py_ssize_t axis):
+    """The special node of ``kernel`` joining ``pieces`` (a list or tuple of
+    operands, each made an Expr as any op's) along ``axis`` when they have
+    one dtype, one number of dimensions (more than ``axis``) and equal lengths
+    except along ``axis``; None otherwise (the caller's checks then, with
+    their messages).  The common join built in one call (concatenate of two
+    64 x 64 leaves: ~1.5 us of Python checks)."""
+    if type(pieces) is not list and type(pieces) is not tuple or not pieces:
+        return None
+    cdef tuple args = tuple([as_operand(x) for x in pieces])
+    cdef Expr first = <Expr>args[0], p
     cdef tuple fs = first.shape, s
     cdef Py_ssize_t nd = len(fs), d, along = 0
     if not 0 <= axis < nd:
         return None
-    for x in pieces:
-        p = <Expr?>x
+    for x in args:
+        p = <Expr>x
         s = p.shape
         if p._dt != first._dt or len(s) != nd:
             return None
@@ -1704,8 +1708,7 @@ def join_node(object kernel, list pieces, Py_ssize_t axis):
             if d != axis and <Py_ssize_t>s[d] != <Py_ssize_t>fs[d]:
                 return None
         along += <Py_ssize_t>s[axis]
-    return make_special(kernel, tuple(pieces), fs[:axis] + (along,) + fs[axis + 1:],
-                        first._dt)
+    return make_special(kernel, args, fs[:axis] + (along,) + fs[axis + 1:], first._dt)
 
 
 def node(kernel, args, shape, dtype):

@@ -449,12 +449,12 @@ def concatenate(seq, axis=0):
     of an assignment each piece is evaluated straight into its slice of the
     destination.
     """
-    pieces = _pieces(seq, "concatenate")
     kernel = _CONCAT.get(axis) if type(axis) is int else None
     if kernel is not None:  # (an axis joined before: the common join in one call)
-        e = core.join_node(kernel, pieces, axis)
+        e = core.join_node(kernel, seq, axis)
         if e is not None:
             return e
+    pieces = _pieces(seq, "concatenate")
     if axis is None:
         pieces = [reshape(p, -1) for p in pieces]
         axis = 0
