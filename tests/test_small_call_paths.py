@@ -341,3 +341,73 @@ def test_concatenate_one_call_build_takes_any_operands():
     with pytest.raises(ValueError, match="need at least one array to concatenate"):
         pyet.concatenate((), 1)
     assert core.join_node(pyet.concatenate([a, a], 1)._kernel, [], 1) is None
+
+
+# ------------------------------------------------------ into_leaves entry
+
+class _Doubled(core.Special):
+    """2 * child, with an into_leaves that handles float64 only."""
+
+    __slots__ = ()
+    calls = []
+
+    def params(self):
+        return ()
+
+    def value(self, args):
+        return 2 * np.asarray(args[0])
+
+    def into(self, dst, args):
+        _Doubled.calls.append("into")
+        dst[...] = 2 * np.asarray(args[0])
+
+    def into_leaves(self, dst, arrays):
+        if arrays[0].dtype != np.float64:
+            return False
+        _Doubled.calls.append("leaves")
+        np.multiply(arrays[0], 2, out=dst)
+        return True
+
+
+def test_into_leaves_used_for_leaf_roots_only():
+    a = np.arange(6.0).reshape(2, 3)
+    dst = np.empty((2, 3))
+    for x, dt, want in ((a, np.float64, ["leaves"]), (a.astype(np.float32), np.float32,
+                                                      ["into"])):
+        _Doubled.calls.clear()
+        out = np.empty((2, 3), dt)
+        pyet.asarray(out)[...] = core.node(_Doubled(), (pyet.asarray(x),), (2, 3), dt)
+        np.testing.assert_array_equal(out, 2 * a)
+        assert _Doubled.calls == want
+    # a child that is not a leaf, a destination overlapping the child, a tree above
+    for make in (lambda A: core.node(_Doubled(), (A + 0,), (2, 3), np.float64),
+                 lambda A: core.node(_Doubled(), (A,), (2, 3), np.float64) + 0):
+        _Doubled.calls.clear()
+        pyet.asarray(dst)[...] = make(pyet.asarray(a))
+        np.testing.assert_array_equal(dst, 2 * a)
+        assert "leaves" not in _Doubled.calls
+    b = a.copy()
+    _Doubled.calls.clear()
+    pyet.asarray(b)[...] = core.node(_Doubled(), (pyet.asarray(b),), (2, 3), np.float64)
+    np.testing.assert_array_equal(b, 2 * a)
+    assert "leaves" not in _Doubled.calls
+
+
+def test_take_and_concatenate_leaf_entries_fall_back():
+    rng = np.random.default_rng(14)
+    w3 = rng.random((10, 2, 3))
+    idx = np.array([[1, 2], [3, -1]])
+    # a 3-D table, 2-D indices: take_leaves refuses, into() reshapes
+    np.testing.assert_array_equal(pyet.evaluate(pyet.take(idx, w3)).numpy(), w3[idx])
+    # leaves of other dtypes than the join's: join_leaves refuses, into() assigns
+    a, b = rng.random((2, 3)), rng.integers(0, 5, (2, 3)).astype(np.int32)
+    dst = np.empty((4, 3))
+    pyet.asarray(dst)[...] = pyet.concatenate([a, b], 0)
+    np.testing.assert_array_equal(dst, np.concatenate([a, b], 0))
+    # a plan being recorded: the ordinary way (its replays redo the passes)
+    plan = pyet.EvalPlan()
+    out = np.empty((4, 3))
+    plan.assign(out, pyet.concatenate([a, a], 0))
+    for _ in range(2):
+        plan.run(keep=True)
+        np.testing.assert_array_equal(out, np.concatenate([a, a], 0))

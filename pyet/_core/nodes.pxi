@@ -1657,6 +1657,11 @@ class Special(ABC):
 
     __slots__ = ()
     name = "special"
+    # a compiled fn(kernel, dst, arrays) -> bool that writes the node into dst
+    # from its children's arrays when every child is a leaf disjoint from dst
+    # (the engine's root, no plan recorded), False where it does not apply
+    # (nothing written: into() then); None: into() always
+    into_leaves = None
 
     @abstractmethod
     def params(self):

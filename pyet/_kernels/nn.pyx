@@ -170,6 +170,17 @@ def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     _take_rows(out, w, idx)
 
 
+def take_leaves(kernel, cnp.ndarray out, tuple arrays):
+    """Take's ``into_leaves`` (pyet's Special): take_into for the arrays
+    (indices, table) of a vector of indices and a 2-D table into a 2-D
+    ``out``; False, nothing written, for other shapes."""
+    cdef cnp.ndarray idx = arrays[0], w = arrays[1]
+    if out.ndim != 2 or w.ndim != 2 or idx.ndim != 1:
+        return False
+    _take_checked(out, w, idx)
+    return True
+
+
 def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     """``out[i, :] = w[idx[i], :]``.
 
@@ -182,6 +193,10 @@ def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     idx : ndarray (n,) of intp
         Contiguous, each in ``[0, rows)`` (checked by the caller).
     """
+    _take_checked(out, w, idx)
+
+
+cdef _take_checked(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     if out.ndim != 2 or w.ndim != 2 or w.shape[1] != out.shape[1] or w.dtype != out.dtype:
         raise ValueError(f"take_into: cannot take rows of {w.dtype} {shp(w)} into "
                          f"{out.dtype} {shp(out)}")

@@ -106,6 +106,7 @@ class Take(Kernel):
 
     __slots__ = ()
     name = "take"
+    into_leaves = _nn_kernels.take_leaves  # rows of a 2-D table by a vector, no Python frame
 
     def params(self):
         return ()

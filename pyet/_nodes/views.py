@@ -310,6 +310,7 @@ class Concat(Special):
     __slots__ = ("axis",)
     name = "concatenate"
     records_into = True  # into() only assigns: a kept plan records its passes
+    into_leaves = core.join_leaves  # block copies of leaves, no Python frame
 
     def __init__(self, axis):
         self.axis = axis
