@@ -26,6 +26,7 @@ from pyet._nodes.views import broadcast_to, reshape
 
 _operand = core.as_expr
 _Tensor = core.Tensor
+_tensor = core.tensor
 
 
 _fmt = core.fmt_shape
@@ -45,9 +46,10 @@ def _indices(indices, n, fname, what):
         arr = np.asarray(indices)
         if arr.size == 0 and not isinstance(indices, np.ndarray):
             arr = arr.astype(np.intp)  # [] indexes nothing, as in NumPy
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{fname}: indices must be integers, got {arr.dtype}")
-    out, lo, hi = _nn_kernels.wrapped_indices(arr, n)  # checked, copied, wrapped: one pass
+    try:  # checked (integers), copied, wrapped: one pass
+        out, lo, hi = _nn_kernels.wrapped_indices(arr, n)
+    except TypeError:  # (its own check, named here)
+        raise TypeError(f"{fname}: indices must be integers, got {arr.dtype}") from None
     if (lo < -n or hi >= n) and arr.size:
         bad = hi if hi >= n else lo
         raise IndexError(f"{fname}: index {bad} is out of bounds for {what} of size {n}")
@@ -182,7 +184,7 @@ def take(indices, W):
     if not wshape:
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
     idx = _indices(indices, wshape[0], "take", "axis 0 of W")
-    return node(_TAKE, (core.tensor(idx), w), idx.shape + wshape[1:], w.dtype)
+    return node(_TAKE, (_tensor(idx), w), idx.shape + wshape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):
