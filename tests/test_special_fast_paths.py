@@ -247,7 +247,9 @@ def test_join_into_refuses_without_writing():
     assert not core.join_into(dst, [a, b[:2]], 0)         # pieces short of dst
     assert not core.join_into(dst, [a, dst[2:]], 0)       # a piece in dst's memory
     assert not core.join_into(dst, [a, b], 2)             # no such axis
-    assert not core.join_into(np.full((2, 2), -1.0), [np.ones((2, 1))] * 2, 1)  # short blocks
+    # short blocks (but a pair of 4- or 8-byte ones: _join_pair)
+    assert not core.join_into(np.full((2, 3), -1.0), [np.ones((2, 1))] * 3, 1)
+    assert not core.join_into(np.full((2, 3), -1.0), [np.ones((2, 1)), np.ones((2, 2))], 1)
     assert (dst == -1).all()
     assert core.join_into(dst, [a, b], 0)
     np.testing.assert_array_equal(dst, np.concatenate([a, b], 0))

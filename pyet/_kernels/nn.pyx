@@ -26,9 +26,13 @@ cnp.import_array()
 
 cdef cnp.ndarray indices(cnp.ndarray idx, pyet_intp n, str fname):
     # idx as n contiguous intp (the callers checked the values)
-    if idx.ndim != 1 or idx.shape[0] != n or idx.dtype != np.intp:
+    if idx.ndim != 1 or idx.shape[0] != n or not (
+            (cnp.PyArray_TYPE(idx) == cnp.NPY_INTP and cnp.PyArray_ISNOTSWAPPED(idx))
+            or idx.dtype == np.intp):
         raise ValueError(f"{fname}: indices must be {n} intp, got {idx.dtype} of shape "
                          f"{shp(idx)}")
+    if cnp.PyArray_IS_C_CONTIGUOUS(idx) and aligned(idx) and cnp.PyArray_ISNOTSWAPPED(idx):
+        return idx  # (the nodes' own copies: no conversion to make)
     return np.ascontiguousarray(idx) if aligned(idx) else idx.copy()
 
 cdef inline const pyet_intp *index_data(cnp.ndarray idx):
@@ -133,14 +137,20 @@ def wrapped_indices(cnp.ndarray idx, pyet_intp n):
     """(a new contiguous intp copy of integer ``idx`` with negatives counted
     from the end (n added), its least and greatest value) in one pass; the
     caller checks the range (out of it, the copy is None or meaningless)."""
-    if idx.dtype.kind not in "iu":
+    if not cnp.PyArray_ISINTEGER(idx):  # (dtype.kind in "iu", without the lookups)
         raise TypeError(f"indices must be integers, got {idx.dtype}")
     if cnp.PyArray_TYPE(idx) == cnp.NPY_UINT64 and idx.size:
         top = int(idx.max())
         if top > 0x7FFFFFFFFFFFFFFF:  # beyond int64: out of range for any n
             return None, 0, top
-    src = np.ascontiguousarray(idx, dtype=np.int64)
-    out = np.empty((<object>idx).shape, np.int64)
+    # (an aligned C-contiguous int64 vector, the common case, read in place:
+    # NumPy's conversions cost ~0.4 us of a 64-index call's ~0.8)
+    src = idx if cnp.PyArray_TYPE(idx) in (cnp.NPY_INT64, cnp.NPY_LONGLONG) \
+        and cnp.PyArray_ITEMSIZE(idx) == 8 and cnp.PyArray_ISNOTSWAPPED(idx) \
+        and cnp.PyArray_IS_C_CONTIGUOUS(idx) and cnp.PyArray_ISALIGNED(idx) \
+        else np.ascontiguousarray(idx, dtype=np.int64)
+    out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(idx), cnp.PyArray_DIMS(idx),
+                            cnp.NPY_INTP if sizeof(pyet_intp) == 8 else cnp.NPY_INT64, 0)
     cdef const int64_t *x = <const int64_t *>cnp.PyArray_DATA(src)
     cdef int64_t *o = <int64_t *>cnp.PyArray_DATA(out)
     cdef pyet_intp i, size = cnp.PyArray_SIZE(src)
@@ -153,15 +163,22 @@ def wrapped_indices(cnp.ndarray idx, pyet_intp n):
             lo = v if v < lo else lo
             hi = v if v > hi else hi
             o[i] = v + n if v < 0 else v
-    return out.astype(np.intp, copy=False), lo, hi
+    return (out if sizeof(pyet_intp) == 8 else out.astype(np.intp, copy=False)), lo, hi
 
 
 def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
-    cdef pyet_intp n = out.shape[0], m = out.shape[1]
-    cdef take_args a = gather_args(out, w, idx, m)
-    cdef int nt = threads_for(n * m, n)
-    with nogil:
-        run_lines(take_lines, &a, n, nt, chunks_for(n, nt))
+    _take_rows(out, w, idx)
+
+
+def take_leaves(kernel, cnp.ndarray out, tuple arrays):
+    """Take's ``into_leaves`` (pyet's Special): take_into for the arrays
+    (indices, table) of a vector of indices and a 2-D table into a 2-D
+    ``out``; False, nothing written, for other shapes."""
+    cdef cnp.ndarray idx = arrays[0], w = arrays[1]
+    if out.ndim != 2 or w.ndim != 2 or idx.ndim != 1:
+        return False
+    _take_checked(out, w, idx)
+    return True
 
 
 def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
@@ -176,13 +193,34 @@ def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     idx : ndarray (n,) of intp
         Contiguous, each in ``[0, rows)`` (checked by the caller).
     """
+    _take_checked(out, w, idx)
+
+
+cdef _take_checked(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     if out.ndim != 2 or w.ndim != 2 or w.shape[1] != out.shape[1] or w.dtype != out.dtype:
         raise ValueError(f"take_into: cannot take rows of {w.dtype} {shp(w)} into "
                          f"{out.dtype} {shp(out)}")
-    fn = specialization(_take, out, True, "take_into")
+    if not fused_name(out, True):  # (take copies bits: any 1-, 4- or 8-byte dtype)
+        raise TypeError(f"take_into: unsupported dtype {out.dtype}")
     idx = indices(idx, out.shape[0], "take_into")
     if out.size:
-        aside(fn, out, (readable(w), idx))
+        if aligned(out):  # (the common case without the fused call's argument handling)
+            _take_rows(out, readable(w), idx)
+        else:
+            aside(_take, out, (readable(w), idx))
+
+
+cdef _take_rows(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
+    cdef pyet_intp n = out.shape[0], m = out.shape[1]
+    cdef take_args a = gather_args(out, w, idx, m)
+    cdef int nt = threads_for(n * m, n)
+    if nt <= 1 and n * m * a.itemsize <= 65536:
+        # in-cache rows on one thread: releasing and retaking the GIL would be
+        # a good part of the call
+        take_lines(&a, 0, n)
+        return
+    with nogil:
+        run_lines(take_lines, &a, n, nt, chunks_for(n, nt))
 
 
 def _choose(item_t tag, cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):

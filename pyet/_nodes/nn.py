@@ -26,6 +26,7 @@ from pyet._nodes.views import broadcast_to, reshape
 
 _operand = core.as_expr
 _Tensor = core.Tensor
+_tensor = core.tensor
 
 
 _fmt = core.fmt_shape
@@ -37,16 +38,19 @@ def _indices(indices, n, fname, what):
     Raises TypeError for non-integer indices and IndexError for an index
     outside ``[-n, n)``, where n is the length of the indexed axis (``what``).
     """
-    if isinstance(indices, core.Expr):
+    if type(indices) is np.ndarray:
+        arr = indices  # (the common case: no conversion to try)
+    elif isinstance(indices, core.Expr):
         arr = array_of(indices)
     else:
         arr = np.asarray(indices)
         if arr.size == 0 and not isinstance(indices, np.ndarray):
             arr = arr.astype(np.intp)  # [] indexes nothing, as in NumPy
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{fname}: indices must be integers, got {arr.dtype}")
-    out, lo, hi = _nn_kernels.wrapped_indices(arr, n)  # checked, copied, wrapped: one pass
-    if arr.size and (lo < -n or hi >= n):
+    try:  # checked (integers), copied, wrapped: one pass
+        out, lo, hi = _nn_kernels.wrapped_indices(arr, n)
+    except TypeError:  # (its own check, named here)
+        raise TypeError(f"{fname}: indices must be integers, got {arr.dtype}") from None
+    if (lo < -n or hi >= n) and arr.size:
         bad = hi if hi >= n else lo
         raise IndexError(f"{fname}: index {bad} is out of bounds for {what} of size {n}")
     return out
@@ -104,6 +108,7 @@ class Take(Kernel):
 
     __slots__ = ()
     name = "take"
+    into_leaves = _nn_kernels.take_leaves  # rows of a 2-D table by a vector, no Python frame
 
     def params(self):
         return ()
@@ -120,8 +125,8 @@ class Take(Kernel):
 
     def into(self, dst, args):
         idx, w = args
-        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 and w.ndim == 2 \
-                and idx.ndim == 1:
+        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 \
+                and len(w.shape) == 2 and len(idx.shape) == 1:
             # rows of a 2-D table by a vector: the kernel's own shapes (the
             # indices are the node's own intp copy, a leaf)
             _nn_kernels.take_into(dst, w._array, idx._array)
@@ -175,10 +180,11 @@ def take(indices, W):
         If an index is outside ``[-rows, rows)``.
     """
     w = _operand(W)
-    if w.ndim == 0:
+    wshape = w.shape
+    if not wshape:
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
-    idx = _indices(indices, w.shape[0], "take", "axis 0 of W")
-    return node(_TAKE, (core.tensor(idx), w), idx.shape + w.shape[1:], w.dtype)
+    idx = _indices(indices, wshape[0], "take", "axis 0 of W")
+    return node(_TAKE, (_tensor(idx), w), idx.shape + wshape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):

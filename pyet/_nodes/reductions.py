@@ -18,7 +18,7 @@ import numpy as np
 from pyet._core import core
 from pyet._core.core import Special, materialize, node
 
-_Tensor = core.Tensor
+_Tensor, _Scalar = core.Tensor, core.Scalar
 
 _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
                            np.dtype(np.float64))
@@ -68,8 +68,8 @@ ONE_CALL_BYTES = 1 << 22
 
 
 def _small_leaf(kind, child):
-    return (isinstance(child, core.Tensor) and 0 < child.size <= SMALL_LEAF
-            and kind not in ("argmax", "argmin"))
+    return (isinstance(child, _Tensor) and 0 < child._array.size <= SMALL_LEAF
+            and kind != "argmax" and kind != "argmin")
 
 
 def _numpy_kind(kind, child, axes, whole):
@@ -292,8 +292,9 @@ class Reduction(Special):
         if _small_leaf(kind, child):
             # NumPy's own reduction: the same work with less set-up; sum, prod,
             # max and min by their ufunc's reduce, its arguments made once
-            if self._ufunc_reduce is not None:
-                self._ufunc_reduce(child._array, self._numpy_axis, None, dst, self.keepdims)
+            reduce = self._ufunc_reduce
+            if reduce is not None:
+                reduce(child._array, self._numpy_axis, None, dst, self.keepdims)
             else:
                 _numpy_reduction(kind, child._array, None if self.whole else axes,
                                  self.keepdims, dst)
@@ -493,15 +494,16 @@ _NUMPY_NAMES = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "mini
 
 def reduction(kind, e, axis=None, keepdims=False):
     """A lazy reduction node (MShadow's kComplex) of ``kind`` over ``axis``."""
-    x = core.as_expr(e)
-    if isinstance(x, core.Scalar):
+    x = e if type(e) is _Tensor else core.as_expr(e)
+    if type(x) is _Scalar:
         x = core.tensor(np.asarray(x._value, dtype=x.dtype))
     # cached for plain int axes only (a cache key would take True for 1, and
     # a list is unhashable); (this module's all() is pyet's)
     layout = (_layout if axis is None or type(axis) is int or (
         type(axis) is tuple and not [a for a in axis if type(a) is not int])
         else _layout.__wrapped__)
-    kernel, shape, dtype = layout(kind, x.shape, x._dt, axis, bool(keepdims))
+    kernel, shape, dtype = layout(kind, x.shape, x._dt, axis,
+                                  keepdims if keepdims is False else bool(keepdims))
     return node(kernel, (x,), shape, dtype)
 
 

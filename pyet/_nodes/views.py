@@ -310,6 +310,7 @@ class Concat(Special):
     __slots__ = ("axis",)
     name = "concatenate"
     records_into = True  # into() only assigns: a kept plan records its passes
+    into_leaves = core.join_leaves  # block copies of leaves, no Python frame
 
     def __init__(self, axis):
         self.axis = axis
@@ -328,15 +329,16 @@ class Concat(Special):
         return out
 
     def into(self, dst, args):
-        if not core.recording() and all(
-                [type(a) is core.Tensor and a.dtype == dst.dtype for a in args]):
-            # nothing to fuse: block copies, or NumPy's own join, straight into
-            # dst (not while a plan is recorded: its replays redo only the
-            # passes assign() makes)
-            arrays = [a._array for a in args]
-            if not core.join_into(dst, arrays, self.axis):
-                np.concatenate(arrays, self.axis, out=dst)
-            return
+        if not core.recording():
+            # nothing to fuse: block copies (join_into checks the leaves and
+            # their dtype itself), or NumPy's own join, straight into dst (not
+            # while a plan is recorded: its replays redo only the passes
+            # assign() makes)
+            if core.join_into(dst, args, self.axis):
+                return
+            if all([type(a) is core.Tensor and a.dtype == dst.dtype for a in args]):
+                np.concatenate([a._array for a in args], self.axis, out=dst)
+                return
         lead = (slice(None),) * self.axis
         start = 0
         for a in args:
@@ -448,6 +450,11 @@ def concatenate(seq, axis=0):
     of an assignment each piece is evaluated straight into its slice of the
     destination.
     """
+    kernel = _CONCAT.get(axis) if type(axis) is int else None
+    if kernel is not None:  # (an axis joined before: the common join in one call)
+        e = core.join_node(kernel, seq, axis)
+        if e is not None:
+            return e
     pieces = _pieces(seq, "concatenate")
     if axis is None:
         pieces = [reshape(p, -1) for p in pieces]
@@ -481,16 +488,14 @@ def concatenate(seq, axis=0):
 
 def _concat_node(pieces, axis, shape):
     # the join of checked pieces: NumPy's result_type only for mixed dtypes (~1 us)
-    dt = pieces[0]._dt
-    dtype = pieces[0].dtype
-    for p in pieces:
-        if p._dt != dt:
-            dtype = np.result_type(*[p.dtype for p in pieces])
-            core.dtype_code(dtype)
-            break
     kernel = _CONCAT.get(axis)
     if kernel is None:
         kernel = _CONCAT[axis] = Concat(axis)
+    e = core.join_node(kernel, pieces, axis)  # one dtype
+    if e is not None:
+        return e
+    dtype = np.result_type(*[p.dtype for p in pieces])
+    core.dtype_code(dtype)
     return node(kernel, pieces, shape, dtype)
 
 
@@ -508,7 +513,8 @@ def stack(seq, axis=0):
             raise ValueError(f"all input arrays must have the same shape: the array at index 0 "
                              f"has shape {_fmt(shape)} and the array at index {i} has shape "
                              f"{_fmt(p.shape)}")
-    axis = core.axis_index(axis, len(shape) + 1)
+    if type(axis) is not int or not 0 <= axis <= len(shape):  # (the common axis as it is)
+        axis = core.axis_index(axis, len(shape) + 1)
     new = shape[:axis] + (1,) + shape[axis:]
     # the pieces are checked: their join without concatenate's checks again
     return _concat_node([_push(p, "expand", axis, new) for p in pieces], axis,
