@@ -1,16 +1,17 @@
-"""One compute-bound op on strided operands (sqrt, divide, x ** -1, float64
-sin and cos): on one thread the pass runs as NumPy's ufunc on the whole
-operands (NumPy's SIMD loops read strided memory directly; pyet's blocks
-gathered it first).  Only where NumPy's loop gives pyet's kernel's bits: the
-values never depend on the layout (float32 sin, cos, tanh and float64 tanh
-stay pyet's kernels); floating-point errors follow np.errstate as every
-pass's do."""
+"""One compute-bound op on strided operands (issue 15: pyet gathered them into
+blocks first, where NumPy's SIMD loops read them in place).  sqrt, divide,
+x ** -1 and float64 sin and cos run, on one thread, as NumPy's ufunc on the
+whole operands, where NumPy's loop gives pyet's kernel's bits; float32 sin,
+cos, tanh and float64 tanh read the strided operand in their AVX-512 loops.
+Either way the values never depend on the layout, and floating-point errors
+follow np.errstate as every pass's do."""
 
 import contextlib
 import warnings
 
 import numpy as np
 import pytest
+from conftest import fp_flags_raised
 
 import pyet
 from pyet._core import core
@@ -262,3 +263,58 @@ def test_fused_trees_keep_pyets_kernels():
     assert "sin[float32->float32](leaf0)" in text and "NumPy" not in text
     got = assign(pyet.sin(pyet.asarray(a)) * 2, a.shape, np.float32)
     np.testing.assert_allclose(got, np.sin(a) * 2, rtol=3e-7, atol=3e-7)
+
+
+def special_values(dtype, n, rng):
+    """Random values of every magnitude with nan, inf, zeros, subnormals, tiny
+    and huge arguments (the kernels' slow lanes) mixed in."""
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)).astype(dtype)
+    info = np.finfo(dtype)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, info.smallest_subnormal,
+                         -info.smallest_subnormal, info.tiny, 1e-30, 3e-20, 2.0 ** -13,
+                         2.0 ** 19, 2.0 ** 20, -2.0 ** 21, 1e30, info.max], dtype)
+    x[rng.integers(0, n, 400)] = rng.choice(specials, 400)
+    return x
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tanh"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("step", [2, 3, 7, -1, -5])
+@pytest.mark.parametrize("n", [5, 17, 1000, 20_000])
+def test_strided_kernels_give_the_contiguous_bits_and_flags(name, dtype, step, n):
+    # float32 sin, cos, tanh and float64 tanh read a strided operand in their
+    # loop (pyet_kernel_strided): the bits and the flags of the contiguous pass
+    rng = np.random.default_rng(9)
+    x = special_values(dtype, n, rng)
+    base = np.zeros(n * abs(step), dtype)
+    view = base[::step]
+    view[...] = x
+    f = getattr(pyet, name)
+
+    def run(a):
+        return np.asarray(pyet.evaluate(f(pyet.asarray(a))))
+
+    with np.errstate(all="ignore"):
+        want, got = run(x), run(view)
+    assert bits(got) == bits(want)
+    assert fp_flags_raised(lambda: run(view)) == fp_flags_raised(lambda: run(x))
+    # into a strided destination, and in place on the strided view
+    out = np.zeros(2 * n, dtype)[::-2]
+    with np.errstate(all="ignore"):
+        pyet.asarray(out)[...] = f(pyet.asarray(view))
+        assert bits(out) == bits(want)
+        pyet.asarray(view)[...] = f(pyet.asarray(view))
+    assert bits(view) == bits(want)
+
+
+def test_strided_kernels_on_threads(threaded):
+    rng = np.random.default_rng(10)
+    x = special_values(np.float32, 50_000, rng)
+    base = np.zeros(3 * x.size, np.float32)
+    base[::3] = x
+    with np.errstate(all="ignore"):
+        for name in ("sin", "cos", "tanh"):
+            f = getattr(pyet, name)
+            got = pyet.evaluate(f(pyet.asarray(base[::3])))
+            want = pyet.evaluate(f(pyet.asarray(x)))
+            assert bits(got) == bits(want)

@@ -161,6 +161,9 @@ cdef class Program:
     # when there is none with the op's bits (WHOLE_UFUNC_OPS)
     cdef object whole_fn
     cdef bint whole_backwards  # also where an operand's rows step backwards
+    # dst = op(leaf0) with a kernel that reads a strided leaf where it lies
+    # (pyet_kernel_strided): the leaf is not gathered into blocks
+    cdef bint strided_kernel
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
@@ -593,6 +596,10 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         p.costly[i] = OPNAMES[op] in COMPUTE_BOUND
         p.ncostly += p.costly[i]
     p.whole_fn = _whole_fn(lw, ndst, dst_dt)
+    p.strided_kernel = (ndst == 1 and p.ninstr == 1 and p.code[0].nin == 1
+                        and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
+                        and p.code[0].dt == p.code[0].dt_out == dst_dt
+                        and pyet_kernel_strided(p.code[0].op, p.code[0].dt, 0, NULL, NULL, 8))
     p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     return p
 
@@ -874,6 +881,7 @@ cdef struct Run:
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     int npf                 # operands whose next block is prefetched (distinct memory)
+    bint direct             # Program.strided_kernel on a strided leaf: read where it lies
     int pfk[MAX_PREFETCH]
 
 
@@ -1063,6 +1071,20 @@ cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
         pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
 
 
+cdef inline void call_strided(pyet_instr *ins, pyet_intp n, void *out, const char *src,
+                              pyet_intp stride) noexcept nogil:
+    # call_kernel's flag handling, for pyet_kernel_strided
+    cdef int before, raised
+    if QUIET_FLAGS[ins.op]:
+        before = pyet_fs_get()
+        pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
+        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+        if raised:
+            pyet_fs_clear(raised)
+    else:
+        pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
+
+
 cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_intp *end,
                                 const pyet_intp *step) noexcept nogil:
     # the next slice of each stream's block ahead
@@ -1108,6 +1130,12 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         return 0
     for k in range(nd):  # a strided destination row is written in a block, then scattered
         dstp[k] = ptr[k] if r.gather[k] < 0 or r.packed else gathered + r.gather[k] * regbytes
+    if r.direct:  # one op whose kernel reads the strided leaf where it lies
+        call_strided(&prog.code[0], n, dstp[0], ptr[1], r.strides[MAXD + r.nd - 1])
+        if r.gather[0] >= 0:
+            pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp[0], r.itemsize[0], n,
+                              r.itemsize[0])
+        return 0
     # one compute-bound float64 kernel on strided leaves: gathered and
     # computed in pieces, so that the next piece's loads run while the kernel
     # computes (sqrt of a[::3] 1.62 -> 1.39x NumPy, a[:, ::2] 1.58 -> 1.33;
@@ -1634,12 +1662,16 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # so it takes long blocks: less per-block overhead; a user function
         # is called on long blocks (each call costs microseconds)
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
+        # a strided leaf that Program.strided_kernel's kernel reads where
+        # it lies (not a broadcast: those are filled into a block)
+        r.direct = (prog.strided_kernel and not red and r.strides[MAXD + r.nd - 1] != 0
+                    and r.strides[MAXD + r.nd - 1] != r.itemsize[1])
         if not prog.copies_leaf:
             # a strided row is gathered into (scattered from) a block that
             # stays in L1 too (8192 float64 were 64 KiB: sqrt of a[::3]
             # 1.66x NumPy, 1.41x with blocks of 512)
             for k in range(nops):
-                if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] and not (r.direct and k == 1):
                     blocklen = BLOCK
         if prog.user_pyfunc:
             blocklen = max(BLOCK, PYFUNC_BLOCK)
@@ -1670,6 +1702,9 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             if r.strides[d] != 0:  # several accumulators: no single decision
                 r.early = 0
         r.tile = 0 if r.packed else tile
+        if r.direct and (r.packed or r.tile):  # the leaf is gathered after all
+            r.direct = False
+            blocklen = BLOCK
         if r.tile:
             blocklen = BLOCK
         r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
@@ -1684,7 +1719,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 if not flat_operand(&r, k):
                     r.gather[k] = ngather
                     ngather += 1
-            elif r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red):
+            elif (r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red)) \
+                    and not (r.direct and k == 1):
                 r.gather[k] = ngather
                 ngather += 1
         if r.packed:
