@@ -277,13 +277,14 @@ def special_values(dtype, n, rng):
     return x
 
 
-@pytest.mark.parametrize("name", ["sin", "cos", "tanh"])
+@pytest.mark.parametrize("name", ["sin", "cos", "tanh", "exp", "log", "sigmoid"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("step", [2, 3, 7, -1, -5])
 @pytest.mark.parametrize("n", [5, 17, 1000, 20_000])
 def test_strided_kernels_give_the_contiguous_bits_and_flags(name, dtype, step, n):
-    # float32 sin, cos, tanh and float64 tanh read a strided operand in their
-    # loop (pyet_kernel_strided): the bits and the flags of the contiguous pass
+    # float32 sin, cos, tanh and float64 tanh, exp, log, sigmoid read a strided
+    # operand in their loop (pyet_kernel_strided): the bits and the flags of
+    # the contiguous pass (the others: gathered into blocks, as before)
     rng = np.random.default_rng(9)
     x = special_values(dtype, n, rng)
     base = np.zeros(n * abs(step), dtype)
@@ -307,13 +308,14 @@ def test_strided_kernels_give_the_contiguous_bits_and_flags(name, dtype, step, n
     assert bits(view) == bits(want)
 
 
-def test_strided_kernels_on_threads(threaded):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_kernels_on_threads(threaded, dtype):
     rng = np.random.default_rng(10)
-    x = special_values(np.float32, 50_000, rng)
-    base = np.zeros(3 * x.size, np.float32)
+    x = special_values(dtype, 50_000, rng)
+    base = np.zeros(3 * x.size, dtype)
     base[::3] = x
     with np.errstate(all="ignore"):
-        for name in ("sin", "cos", "tanh"):
+        for name in ("sin", "cos", "tanh", "exp", "log"):
             f = getattr(pyet, name)
             got = pyet.evaluate(f(pyet.asarray(base[::3])))
             want = pyet.evaluate(f(pyet.asarray(x)))

@@ -2264,14 +2264,16 @@ PYET_AVX512 static void pyet_tanh_avx512(pyet_intp n, void *out, const void *in,
 /* op: OP_exp (exp(x)), OP_sigmoid (1/(1 + exp(-x))) or OP_logistic
  * (s1/(s2 + exp(-x))), each rounded as its unfused tree (with this exp) */
 PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const void *in,
-                                        double s1, double s2)
+                                        double s1, double s2, pyet_intp stride)
 {
-    const double *X_ = (const double *)in;
+    const char *X_ = (const char *)in;
     double *O_ = (double *)out;
     const __m512d v1 = _mm512_set1_pd(s1), v2 = _mm512_set1_pd(s2);
-    for (pyet_intp i = 0; i < n; i += 8) {
-        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
-        const __m512d x = _mm512_maskz_loadu_pd(lm, X_ + i);
+    const __m512i vidx = pyet_lanes8(stride);
+    for (pyet_intp i = 0, m = pyet_head(out, 8, 8, n); i < n;
+         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 8)) {
+        const __mmask8 lm = (__mmask8)((1u << m) - 1);
+        const __m512d x = pyet_load8d(X_, stride, lm, vidx);
         __m512d res;
         if (op == OP_exp) {
             res = pyet_exp8_avx512(x, lm);
@@ -2413,13 +2415,16 @@ pyet_log8_dd(__m512i ix, __m512d *lo)
     _mm512_cmpge_epu64_mask(_mm512_sub_epi64(ix, _mm512_set1_epi64(0x0010000000000000ll)), \
                             _mm512_set1_epi64(0x7fe0000000000000ll))
 
-PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in)
+PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in,
+                                        pyet_intp stride)
 {
-    const double *X_ = (const double *)in;
+    const char *X_ = (const char *)in;
     double *O_ = (double *)out;
-    for (pyet_intp i = 0; i < n; i += 8) {
-        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
-        const __m512d x = _mm512_maskz_loadu_pd(lm, X_ + i);
+    const __m512i vidx = pyet_lanes8(stride);
+    for (pyet_intp i = 0, m = pyet_head(out, 8, 8, n); i < n;
+         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 8)) {
+        const __mmask8 lm = (__mmask8)((1u << m) - 1);
+        const __m512d x = pyet_load8d(X_, stride, lm, vidx);
         __m512i ix = _mm512_castpd_si512(x);
         const __mmask8 sl = PYET_X_SLOW(ix);
         if (sl) ix = _mm512_mask_mov_epi64(ix, sl, _mm512_set1_epi64(0x3ff0000000000000ll));
@@ -2904,7 +2909,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
 #ifdef PYET_EXP_AVX512
     if (dt == DT_F64 && pyet_have_avx512()) {
         if (op == OP_log && !(sflags & 1)) {
-            pyet_log_avx512(n, out, in[0]);
+            pyet_log_avx512(n, out, in[0], 8);
             return 1;
         }
         if (op == OP_power && !pyet_pow_direct(dt, sflags, n, in)) {
@@ -2912,7 +2917,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
             return 1;
         }
         if ((op == OP_exp || op == OP_sigmoid) && !(sflags & 1)) {
-            pyet_exp_avx512(op, n, out, in[0], 1.0, 1.0);
+            pyet_exp_avx512(op, n, out, in[0], 1.0, 1.0, 8);
             return 1;
         }
         if (op == OP_tanh && !(sflags & 1)) {
@@ -2920,7 +2925,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
             return 1;
         }
         if (op == OP_logistic && !(sflags & 4)) {
-            pyet_exp_avx512(op, n, out, in[2], *(const double *)in[0], *(const double *)in[1]);
+            pyet_exp_avx512(op, n, out, in[2], *(const double *)in[0], *(const double *)in[1], 8);
             return 1;
         }
     }
@@ -2980,7 +2985,8 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
 /* One-operand kernels that read their operand at any step (stride bytes,
  * negative too) and write n contiguous items: AVX-512 gathers in the loop,
  * where the engine's gathering into a block first cost 1.1-1.4x NumPy's
- * strided SIMD loops (float32 sin, cos, tanh and float64 tanh; issue 15).
+ * strided SIMD loops (float32 sin, cos, tanh, float64 tanh, exp, sigmoid and
+ * log; issue 15).
  * Returns 0 (nothing done) where it has none: without AVX-512, for other
  * ops, steps beyond 2^26 bytes; with n == 0 it only answers that. */
 int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
@@ -3002,6 +3008,14 @@ int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
     }
     if (dt == DT_F64 && op == OP_tanh) {
         if (n) pyet_tanh_avx512(n, out, in, stride);
+        return 1;
+    }
+    if (dt == DT_F64 && (op == OP_exp || op == OP_sigmoid)) {
+        if (n) pyet_exp_avx512(op, n, out, in, 1.0, 1.0, stride);
+        return 1;
+    }
+    if (dt == DT_F64 && op == OP_log) {
+        if (n) pyet_log_avx512(n, out, in, stride);
         return 1;
     }
 #endif
