@@ -103,14 +103,15 @@ NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
 # into blocks for pyet's kernel cost 1.15-1.7x NumPy (one thread).  Only
 # where NumPy's loop gives pyet's kernel's bits, so values never depend on
 # the layout: sqrt, divide and reciprocal (power -1) are exact, float64 sin
-# and cos are libm's in both.  (float32 sin, cos, tanh and float64 tanh are
-# pyet's own, within 1 ulp; exp and log: NumPy's strided loops are 2-4x its
-# contiguous ones, pyet's blocks were faster.)  On negative steps NumPy's
-# float64 sin and cos and float32 divide are slower: pyet's blocks stay
+# and cos are libm's in both.  (pyet's own float32 sin, cos, tanh and
+# float64 tanh, exp, log read strided operands in their loops instead:
+# Program.strided_kernel.  float32 divide: pyet's blocks measured 0.79x
+# NumPy at 32768 elements, NumPy's loop 1.06x, and even at 2^18.)  On
+# negative steps NumPy's float64 sin and cos are slower: pyet's blocks stay
 # (WHOLE_UFUNC_BACKWARDS lists the others).
 WHOLE_UFUNC_OPS = {(OPCODES[name], dt): getattr(np, name) for name, dt in (
-    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F32), ("divide", DT_F64),
-    ("sin", DT_F64), ("cos", DT_F64))}
+    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("sin", DT_F64),
+    ("cos", DT_F64))}
 WHOLE_UFUNC_BACKWARDS = {(OPCODES[name], dt) for name, dt in (
     ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("power", DT_F32),
     ("power", DT_F64))}
@@ -1865,9 +1866,9 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
 cdef int whole_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     # run_whole's one chunk (run_chunks reads the flags it raised)
     with gil:
-        fn, args, out, errors = <tuple>ctx
+        fn, args, errors = <tuple>ctx
         try:
-            fn(*args, out=out)
+            fn(*args)  # (out the last: positional, as NumPy parses it fastest)
             return 0
         except BaseException as exc:
             (<list>errors).append(exc)
@@ -1893,8 +1894,9 @@ cdef bint run_whole(Program prog, cnp.ndarray dst, list leaves, list scalars) ex
         if args[1] != -1:
             return False
         args = args[:1]
+    args.append(dst)
     errors = []
-    state = (fn, args, dst, errors)
+    state = (fn, args, errors)
     token = quiet_numpy()
     try:
         rc = run_chunks(whole_chunk, <void *>state, 1, 1, &flags)
