@@ -1979,34 +1979,36 @@ static const float pyet_tanhf_tab[7][32] __attribute__((aligned(64))) = {
     0x1.93a878p-28f, 0x1.caa47ep-27f, 0.0f, 0.0f},
 };
 
-/* Operands read at a step of ``stride`` bytes (the strided kernels, see
- * pyet_kernel_strided): contiguous loads, or a gather from lanes' offsets
- * vidx (masked lanes read nothing) */
+/* Item i of an operand: contiguous, or (strided, a constant where these
+ * inline) at a step of ``stride`` bytes, gathered from lanes' offsets vidx
+ * (masked lanes read nothing): the kernels' strided variants (see
+ * pyet_kernel_strided) are their loops with this load; the contiguous ones
+ * compile as before */
 PYET_AVX512 static inline __attribute__((always_inline)) __m512
-pyet_load16f(const char *p, pyet_intp stride, __mmask16 lm, __m512i vidx)
+pyet_load16f(const char *p, pyet_intp i, pyet_intp stride, int strided, __mmask16 lm,
+             __m512i vidx)
 {
-    if (stride == 4) return _mm512_maskz_loadu_ps(lm, p);
-    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, vidx, p, 1);
+    if (!strided) return _mm512_maskz_loadu_ps(lm, (const float *)p + i);
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, vidx, p + i * stride, 1);
 }
 
 PYET_AVX512 static inline __attribute__((always_inline)) __m512d
-pyet_load8d(const char *p, pyet_intp stride, __mmask8 lm, __m512i vidx)
+pyet_load8d(const char *p, pyet_intp i, pyet_intp stride, int strided, __mmask8 lm,
+            __m512i vidx)
 {
-    if (stride == 8) return _mm512_maskz_loadu_pd(lm, p);
-    return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), lm, vidx, p, 1);
+    if (!strided) return _mm512_maskz_loadu_pd(lm, (const double *)p + i);
+    return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), lm, vidx, p + i * stride, 1);
 }
 
-/* The first chunk of a 16-lane (8-lane) loop: up to out's next 64-byte
- * boundary, so that the other stores (and a contiguous operand's loads, when
- * it is aligned as out) do not split cache lines, as PYET_PEEL's loops:
- * NumPy's large arrays start 16 bytes into a line */
-PYET_INLINE pyet_intp pyet_head(const void *out, int size, int lanes, pyet_intp n)
+/* The items before out's next 64-byte boundary (at most n): the strided
+ * variants run them first, so that their other 512-bit stores do not split
+ * cache lines (NumPy's large arrays start 16 bytes into a line; float32 sin
+ * of a[::2] and a[::3] at 2^18: 1.06 -> 0.80x NumPy's time) */
+PYET_INLINE pyet_intp pyet_head64(const void *out, int size, pyet_intp n)
 {
-    pyet_intp m = (pyet_intp)(((uintptr_t)0 - (uintptr_t)out) & 63) / size;
-    if (m == 0) m = lanes;
+    const pyet_intp m = (pyet_intp)(((uintptr_t)0 - (uintptr_t)out) & 63) / size;
     return m < n ? m : n;
 }
-#define PYET_NEXT(m, i, n, lanes) ((m) = (n) - (i) < (lanes) ? (n) - (i) : (lanes))
 
 PYET_AVX512 static inline __attribute__((always_inline)) __m512i pyet_lanes16(pyet_intp stride)
 {
@@ -2020,8 +2022,8 @@ PYET_AVX512 static inline __attribute__((always_inline)) __m512i pyet_lanes8(pye
                               _mm512_set1_epi64((long long)stride));
 }
 
-PYET_AVX512 static void pyet_tanhf_avx512(pyet_intp n, void *out, const void *in,
-                                          pyet_intp stride)
+PYET_AVX512 static inline __attribute__((always_inline)) void
+pyet_tanhf_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, int strided)
 {
     const char *X_ = (const char *)in;
     float *O_ = (float *)out;
@@ -2034,10 +2036,9 @@ PYET_AVX512 static void pyet_tanhf_avx512(pyet_intp n, void *out, const void *in
     const __m512 c4l = _mm512_load_ps(pyet_tanhf_tab[4]), c4h = _mm512_load_ps(pyet_tanhf_tab[4] + 16);
     const __m512 c5l = _mm512_load_ps(pyet_tanhf_tab[5]), c5h = _mm512_load_ps(pyet_tanhf_tab[5] + 16);
     const __m512 c6l = _mm512_load_ps(pyet_tanhf_tab[6]), c6h = _mm512_load_ps(pyet_tanhf_tab[6] + 16);
-    for (pyet_intp i = 0, m = pyet_head(out, 4, 16, n); i < n;
-         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 16)) {
-        const __mmask16 lm = (__mmask16)((1u << m) - 1);
-        const __m512 x = pyet_load16f(X_, stride, lm, vidx);
+    for (pyet_intp i = 0; i < n; i += 16) {
+        const __mmask16 lm = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 x = pyet_load16f(X_, i, stride, strided, lm, vidx);
         /* min(|x|, 10), NaN kept (vminps returns its second operand; vrangeps
          * would give 10) */
         const __m512 a = _mm512_min_ps(_mm512_set1_ps(10.0f), _mm512_abs_ps(x));
@@ -2062,6 +2063,19 @@ PYET_AVX512 static void pyet_tanhf_avx512(pyet_intp n, void *out, const void *in
                                                       _mm512_castps_si512(x), 0xac);
         _mm512_mask_storeu_ps(O_ + i, lm, _mm512_castsi512_ps(res));
     }
+}
+
+PYET_AVX512 static void pyet_tanhf_avx512(pyet_intp n, void *out, const void *in)
+{
+    pyet_tanhf_avx512_body(n, out, in, 4, 0);
+}
+
+PYET_AVX512 static void pyet_tanhf_avx512_strided(pyet_intp n, void *out, const void *in,
+                                                  pyet_intp stride)
+{
+    const pyet_intp h = pyet_head64(out, 4, n);
+    if (h) pyet_tanhf_avx512_body(h, out, in, stride, 1);
+    pyet_tanhf_avx512_body(n - h, (float *)out + h, (const char *)in + h * stride, stride, 1);
 }
 
 /* float32 exp at AVX-512 (the gcc-vectorized pyet_expf, without FMA, ran at
@@ -2127,19 +2141,19 @@ PYET_AVX512 static void pyet_expf_avx512(int op, pyet_intp n, void *out, const v
  * straight into out, slow lanes (|x| >= 2^20, inf, nan, tiny) fixed up by
  * pyet_sinf_np / pyet_cosf_np after the vector's store, from its copy of
  * x (out may be in's block).  Strided operands are gathered in the loop. */
-PYET_AVX512 static void pyet_sincosf_avx512(int want_cos, pyet_intp n, void *out,
-                                            const void *in, pyet_intp stride)
+PYET_AVX512 static inline __attribute__((always_inline)) void
+pyet_sincosf_avx512_body(int want_cos, pyet_intp n, void *out, const void *in, pyet_intp stride)
 {
+    const int strided = 1;
     const char *X_ = (const char *)in;
     float *O_ = (float *)out;
     const __m512i vidx = pyet_lanes16(stride);
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), qc = _mm512_set1_epi32(want_cos);
     const __m512 big = _mm512_set1_ps(0x1.8p23f);
     float xs[16];
-    for (pyet_intp i = 0, m = pyet_head(out, 4, 16, n); i < n;
-         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 16)) {
-        const __mmask16 lm = (__mmask16)((1u << m) - 1);
-        const __m512 x0 = pyet_load16f(X_, stride, lm, vidx);
+    for (pyet_intp i = 0; i < n; i += 16) {
+        const __mmask16 lm = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 x0 = pyet_load16f(X_, i, stride, strided, lm, vidx);
         const __m512i a = _mm512_and_si512(_mm512_castps_si512(x0), absm);
         const __mmask16 slow = (__mmask16)(
             _mm512_mask_cmpge_epu32_mask(lm, a, _mm512_set1_epi32(0x49800000))
@@ -2186,6 +2200,15 @@ PYET_AVX512 static void pyet_sincosf_avx512(int want_cos, pyet_intp n, void *out
     }
 }
 
+PYET_AVX512 static void pyet_sincosf_avx512_strided(int want_cos, pyet_intp n, void *out,
+                                                    const void *in, pyet_intp stride)
+{
+    const pyet_intp h = pyet_head64(out, 4, n);
+    if (h) pyet_sincosf_avx512_body(want_cos, h, out, in, stride);
+    pyet_sincosf_avx512_body(want_cos, n - h, (float *)out + h, (const char *)in + h * stride,
+                             stride);
+}
+
 /* float64 tanh at AVX-512 (pyet_tanh, Cephes's, ran per lane in the
  * gcc-vectorized loop at 1.33x NumPy's time, this at 0.94x), pyet_tanh's
  * formulas with one division serving both: a = |x| < 0.625, Cephes's
@@ -2198,8 +2221,8 @@ PYET_AVX512 static void pyet_sincosf_avx512(int want_cos, pyet_intp n, void *out
  * 10^7 random inputs; NumPy's is 1.2; tests/test_transcendental_avx512.py).
  * NaN passes (vminpd returns its second operand); the sign is x's
  * (tanh(-0) = -0). */
-PYET_AVX512 static void pyet_tanh_avx512(pyet_intp n, void *out, const void *in,
-                                         pyet_intp stride)
+PYET_AVX512 static inline __attribute__((always_inline)) void
+pyet_tanh_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, int strided)
 {
     const char *X_ = (const char *)in;
     double *O_ = (double *)out;
@@ -2207,10 +2230,9 @@ PYET_AVX512 static void pyet_tanh_avx512(pyet_intp n, void *out, const void *in,
     const __m512i sign = _mm512_set1_epi64(INT64_MIN);
     const __m512i e2l = _mm512_load_si512(pyet_powf_exp2t), e2h = _mm512_load_si512(pyet_powf_exp2t + 8);
     const __m512d tll = _mm512_load_pd(pyet_exp_tail), tlh = _mm512_load_pd(pyet_exp_tail + 8);
-    for (pyet_intp i = 0, m = pyet_head(out, 8, 8, n); i < n;
-         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 8)) {
-        const __mmask8 lm = (__mmask8)((1u << m) - 1);
-        const __m512d x = pyet_load8d(X_, stride, lm, vidx);
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = pyet_load8d(X_, i, stride, strided, lm, vidx);
         const __m512d a = _mm512_min_pd(_mm512_set1_pd(20.0), _mm512_abs_pd(x));
         const __mmask8 big = _mm512_cmp_pd_mask(a, _mm512_set1_pd(0.625), _CMP_GE_OQ);
         /* e^(2a) - 1 */
@@ -2261,19 +2283,32 @@ PYET_AVX512 static void pyet_tanh_avx512(pyet_intp n, void *out, const void *in,
     }
 }
 
+PYET_AVX512 static void pyet_tanh_avx512(pyet_intp n, void *out, const void *in)
+{
+    pyet_tanh_avx512_body(n, out, in, 8, 0);
+}
+
+PYET_AVX512 static void pyet_tanh_avx512_strided(pyet_intp n, void *out, const void *in,
+                                                 pyet_intp stride)
+{
+    const pyet_intp h = pyet_head64(out, 8, n);
+    if (h) pyet_tanh_avx512_body(h, out, in, stride, 1);
+    pyet_tanh_avx512_body(n - h, (double *)out + h, (const char *)in + h * stride, stride, 1);
+}
+
 /* op: OP_exp (exp(x)), OP_sigmoid (1/(1 + exp(-x))) or OP_logistic
  * (s1/(s2 + exp(-x))), each rounded as its unfused tree (with this exp) */
-PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const void *in,
-                                        double s1, double s2, pyet_intp stride)
+PYET_AVX512 static inline __attribute__((always_inline)) void
+pyet_exp_avx512_body(int op, pyet_intp n, void *out, const void *in, double s1, double s2,
+                     pyet_intp stride, int strided)
 {
     const char *X_ = (const char *)in;
     double *O_ = (double *)out;
     const __m512d v1 = _mm512_set1_pd(s1), v2 = _mm512_set1_pd(s2);
     const __m512i vidx = pyet_lanes8(stride);
-    for (pyet_intp i = 0, m = pyet_head(out, 8, 8, n); i < n;
-         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 8)) {
-        const __mmask8 lm = (__mmask8)((1u << m) - 1);
-        const __m512d x = pyet_load8d(X_, stride, lm, vidx);
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = pyet_load8d(X_, i, stride, strided, lm, vidx);
         __m512d res;
         if (op == OP_exp) {
             res = pyet_exp8_avx512(x, lm);
@@ -2285,6 +2320,21 @@ PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const vo
         }
         _mm512_mask_storeu_pd(O_ + i, lm, res);
     }
+}
+
+PYET_AVX512 static void pyet_exp_avx512(int op, pyet_intp n, void *out, const void *in,
+                                        double s1, double s2)
+{
+    pyet_exp_avx512_body(op, n, out, in, s1, s2, 8, 0);
+}
+
+PYET_AVX512 static void pyet_exp_avx512_strided(int op, pyet_intp n, void *out,
+                                                const void *in, pyet_intp stride)
+{
+    const pyet_intp h = pyet_head64(out, 8, n);
+    if (h) pyet_exp_avx512_body(op, h, out, in, 1.0, 1.0, stride, 1);
+    pyet_exp_avx512_body(op, n - h, (double *)out + h, (const char *)in + h * stride, 1.0, 1.0,
+                         stride, 1);
 }
 
 /* float64 log and pow at AVX-512 (8 lanes, FMA, tables in registers), as
@@ -2415,16 +2465,15 @@ pyet_log8_dd(__m512i ix, __m512d *lo)
     _mm512_cmpge_epu64_mask(_mm512_sub_epi64(ix, _mm512_set1_epi64(0x0010000000000000ll)), \
                             _mm512_set1_epi64(0x7fe0000000000000ll))
 
-PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in,
-                                        pyet_intp stride)
+PYET_AVX512 static inline __attribute__((always_inline)) void
+pyet_log_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, int strided)
 {
     const char *X_ = (const char *)in;
     double *O_ = (double *)out;
     const __m512i vidx = pyet_lanes8(stride);
-    for (pyet_intp i = 0, m = pyet_head(out, 8, 8, n); i < n;
-         i += m, X_ += m * stride, PYET_NEXT(m, i, n, 8)) {
-        const __mmask8 lm = (__mmask8)((1u << m) - 1);
-        const __m512d x = pyet_load8d(X_, stride, lm, vidx);
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = pyet_load8d(X_, i, stride, strided, lm, vidx);
         __m512i ix = _mm512_castpd_si512(x);
         const __mmask8 sl = PYET_X_SLOW(ix);
         if (sl) ix = _mm512_mask_mov_epi64(ix, sl, _mm512_set1_epi64(0x3ff0000000000000ll));
@@ -2439,6 +2488,19 @@ PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in,
         }
         _mm512_mask_storeu_pd(O_ + i, lm, res);
     }
+}
+
+PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in)
+{
+    pyet_log_avx512_body(n, out, in, 8, 0);
+}
+
+PYET_AVX512 static void pyet_log_avx512_strided(pyet_intp n, void *out, const void *in,
+                                                pyet_intp stride)
+{
+    const pyet_intp h = pyet_head64(out, 8, n);
+    if (h) pyet_log_avx512_body(h, out, in, stride, 1);
+    pyet_log_avx512_body(n - h, (double *)out + h, (const char *)in + h * stride, stride, 1);
 }
 
 /* exp(t + tl) for |t| in [2^-54, 708] (or t = tl = 0), |tl| < 2^-40 |t|:
@@ -2909,7 +2971,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
 #ifdef PYET_EXP_AVX512
     if (dt == DT_F64 && pyet_have_avx512()) {
         if (op == OP_log && !(sflags & 1)) {
-            pyet_log_avx512(n, out, in[0], 8);
+            pyet_log_avx512(n, out, in[0]);
             return 1;
         }
         if (op == OP_power && !pyet_pow_direct(dt, sflags, n, in)) {
@@ -2917,15 +2979,15 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
             return 1;
         }
         if ((op == OP_exp || op == OP_sigmoid) && !(sflags & 1)) {
-            pyet_exp_avx512(op, n, out, in[0], 1.0, 1.0, 8);
+            pyet_exp_avx512(op, n, out, in[0], 1.0, 1.0);
             return 1;
         }
         if (op == OP_tanh && !(sflags & 1)) {
-            pyet_tanh_avx512(n, out, in[0], 8);
+            pyet_tanh_avx512(n, out, in[0]);
             return 1;
         }
         if (op == OP_logistic && !(sflags & 4)) {
-            pyet_exp_avx512(op, n, out, in[2], *(const double *)in[0], *(const double *)in[1], 8);
+            pyet_exp_avx512(op, n, out, in[2], *(const double *)in[0], *(const double *)in[1]);
             return 1;
         }
     }
@@ -2935,7 +2997,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return pyet_kernel_pow(op, dt, sflags, n, out, in);
 #ifdef PYET_EXP_AVX512
     if (dt == DT_F32 && op == OP_tanh && !(sflags & 1) && pyet_have_avx512()) {
-        pyet_tanhf_avx512(n, out, in[0], 4);
+        pyet_tanhf_avx512(n, out, in[0]);
         return 1;
     }
     if (dt == DT_F32 && pyet_have_avx512()) {
@@ -2949,7 +3011,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         }
     }
 #endif
-    /* (float32 sin and cos contiguous: pyet_sincosf_avx512 measured no
+    /* (float32 sin and cos contiguous: pyet_sincosf_avx512_body measured no
      * faster than these 256-bit loops, 0.85-0.9x NumPy's time either way) */
     if (dt == DT_F32 && (op == OP_sin || op == OP_cos || op == OP_log || op == OP_tanh)) {
         static int fma_ = -1;  /* a benign race: every thread stores the same */
@@ -2999,23 +3061,23 @@ int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
         static int fma_ = -1;  /* (the bits of pyet_kernel_f32math's FMA loops) */
         if (fma_ < 0) fma_ = PYET_HAVE_FMA() != 0;
         if (!fma_) return 0;
-        if (n) pyet_sincosf_avx512(op == OP_cos, n, out, in, stride);
+        if (n) pyet_sincosf_avx512_strided(op == OP_cos, n, out, in, stride);
         return 1;
     }
     if (dt == DT_F32 && op == OP_tanh) {
-        if (n) pyet_tanhf_avx512(n, out, in, stride);
+        if (n) pyet_tanhf_avx512_strided(n, out, in, stride);
         return 1;
     }
     if (dt == DT_F64 && op == OP_tanh) {
-        if (n) pyet_tanh_avx512(n, out, in, stride);
+        if (n) pyet_tanh_avx512_strided(n, out, in, stride);
         return 1;
     }
     if (dt == DT_F64 && (op == OP_exp || op == OP_sigmoid)) {
-        if (n) pyet_exp_avx512(op, n, out, in, 1.0, 1.0, stride);
+        if (n) pyet_exp_avx512_strided(op, n, out, in, stride);
         return 1;
     }
     if (dt == DT_F64 && op == OP_log) {
-        if (n) pyet_log_avx512(n, out, in, stride);
+        if (n) pyet_log_avx512_strided(n, out, in, stride);
         return 1;
     }
 #endif
