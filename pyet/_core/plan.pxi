@@ -97,6 +97,34 @@ for _op in range(OP_COUNT):
 
 # the ops a pass runs as NumPy's ufunc on each block (ops.NUMPY_LOOPS)
 NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
+# compute-bound float ops whose pass, when it is the op alone on strided
+# operands (steps 2, 3, 7), runs as NumPy's ufunc on the whole arrays:
+# NumPy's SIMD loops load strided operands directly, where gathering them
+# into blocks for pyet's kernel cost 1.15-1.7x NumPy (one thread).  Only
+# where NumPy's loop gives pyet's kernel's bits, so values never depend on
+# the layout: sqrt, divide and reciprocal (power -1) are exact, float64 sin
+# and cos are libm's in both.  (pyet's own float32 sin, cos, tanh and
+# float64 tanh, exp, log read strided operands in their loops instead:
+# Program.strided_kernel.  float32 divide: pyet's blocks measured 0.79x
+# NumPy at 32768 elements, NumPy's loop 1.06x, and even at 2^18.)  On
+# negative steps NumPy's float64 sin and cos are slower: pyet's blocks stay
+# (WHOLE_UFUNC_BACKWARDS lists the others).
+WHOLE_UFUNC_OPS = {(OPCODES[name], dt): getattr(np, name) for name, dt in (
+    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("sin", DT_F64),
+    ("cos", DT_F64))}
+WHOLE_UFUNC_BACKWARDS = {(OPCODES[name], dt) for name, dt in (
+    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("power", DT_F32),
+    ("power", DT_F64))}
+# strided passes of fewer elements keep pyet's blocks (a ufunc call and
+# np.errstate cost a few microseconds)
+cdef pyet_intp WHOLE_UFUNC_MIN = 4096
+
+
+def set_whole_ufunc_min(pyet_intp n):
+    """Strided one-op passes of at least ``n`` elements run as NumPy's ufunc
+    on the whole operands (a tuning knob; -1 turns it off)."""
+    global WHOLE_UFUNC_MIN
+    WHOLE_UFUNC_MIN = n if n >= 0 else (<pyet_intp>1) << 62
 
 
 def check_op_table():
@@ -129,6 +157,14 @@ cdef class Program:
     # one fused pass kernel (PASS_RULES), which reads its memory in one loop:
     # prefetching slowed it (Adam at 1e7: 0.9x -> 1.1x the C loop)
     cdef bint streams
+    # one op from leaves (and scalars) straight into dst, run on strided
+    # operands as this NumPy ufunc on the whole arrays (execute_group); None
+    # when there is none with the op's bits (WHOLE_UFUNC_OPS)
+    cdef object whole_fn
+    cdef bint whole_backwards  # also where an operand's rows step backwards
+    # dst = op(leaf0) with a kernel that reads a strided leaf where it lies
+    # (pyet_kernel_strided): the leaf is not gathered into blocks
+    cdef bint strided_kernel
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
@@ -560,7 +596,32 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     for i, (op, *_) in enumerate(lw.code):
         p.costly[i] = OPNAMES[op] in COMPUTE_BOUND
         p.ncostly += p.costly[i]
+    p.whole_fn = _whole_fn(lw, ndst, dst_dt)
+    p.strided_kernel = (ndst == 1 and p.ninstr == 1 and p.code[0].nin == 1
+                        and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
+                        and p.code[0].dt == p.code[0].dt_out == dst_dt
+                        and pyet_kernel_strided(p.code[0].op, p.code[0].dt, 0, NULL, NULL, 8))
+    p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     return p
+
+
+cdef object _whole_fn(_Lowering lw, int ndst, int dst_dt):
+    # the NumPy ufunc that computes the whole program, dst = op(leaves,
+    # scalars), with the program's bits, or None: a WHOLE_UFUNC_OPS op, or
+    # power with a scalar exponent (np.reciprocal when it is -1, see
+    # run_whole).  (An op's NumPy loop, ops.NUMPY_LOOPS, keeps its blocks:
+    # most of those loops are 2-40x slower strided than contiguous.)
+    if ndst != 1 or len(lw.code) != 1:
+        return None
+    op, dt, dt_out, out, srcs = lw.code[0]
+    if out != -1 or dt != dt_out or dt != dst_dt or (dt != DT_F32 and dt != DT_F64):
+        return None
+    if not all(kind == SRC_LEAF or kind == SRC_SCALAR for kind, _ in srcs) \
+            or not any(kind == SRC_LEAF for kind, _ in srcs):
+        return None
+    if op == OP_power and srcs[0][0] == SRC_LEAF and srcs[1][0] == SRC_SCALAR:
+        return np.reciprocal
+    return WHOLE_UFUNC_OPS.get((op, dt))
 
 
 # per fused op of rewrite.PASS_RULES: how many of its last operands it writes
@@ -821,6 +882,7 @@ cdef struct Run:
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     int npf                 # operands whose next block is prefetched (distinct memory)
+    bint direct             # Program.strided_kernel on a strided leaf: read where it lies
     int pfk[MAX_PREFETCH]
 
 
@@ -1010,6 +1072,20 @@ cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
         pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
 
 
+cdef inline void call_strided(pyet_instr *ins, pyet_intp n, void *out, const char *src,
+                              pyet_intp stride) noexcept nogil:
+    # call_kernel's flag handling, for pyet_kernel_strided
+    cdef int before, raised
+    if QUIET_FLAGS[ins.op]:
+        before = pyet_fs_get()
+        pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
+        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+        if raised:
+            pyet_fs_clear(raised)
+    else:
+        pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
+
+
 cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_intp *end,
                                 const pyet_intp *step) noexcept nogil:
     # the next slice of each stream's block ahead
@@ -1055,6 +1131,12 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         return 0
     for k in range(nd):  # a strided destination row is written in a block, then scattered
         dstp[k] = ptr[k] if r.gather[k] < 0 or r.packed else gathered + r.gather[k] * regbytes
+    if r.direct:  # one op whose kernel reads the strided leaf where it lies
+        call_strided(&prog.code[0], n, dstp[0], ptr[1], r.strides[MAXD + r.nd - 1])
+        if r.gather[0] >= 0:
+            pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp[0], r.itemsize[0], n,
+                              r.itemsize[0])
+        return 0
     # one compute-bound float64 kernel on strided leaves: gathered and
     # computed in pieces, so that the next piece's loads run while the kernel
     # computes (sqrt of a[::3] 1.62 -> 1.39x NumPy, a[:, ::2] 1.58 -> 1.33;
@@ -1581,12 +1663,16 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # so it takes long blocks: less per-block overhead; a user function
         # is called on long blocks (each call costs microseconds)
         blocklen = BLOCK if prog.nregs > 0 else max(BLOCK, 8192)
+        # a strided leaf that Program.strided_kernel's kernel reads where
+        # it lies (not a broadcast: those are filled into a block)
+        r.direct = (prog.strided_kernel and not red and r.strides[MAXD + r.nd - 1] != 0
+                    and r.strides[MAXD + r.nd - 1] != r.itemsize[1])
         if not prog.copies_leaf:
             # a strided row is gathered into (scattered from) a block that
             # stays in L1 too (8192 float64 were 64 KiB: sqrt of a[::3]
             # 1.66x NumPy, 1.41x with blocks of 512)
             for k in range(nops):
-                if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] and not (r.direct and k == 1):
                     blocklen = BLOCK
         if prog.user_pyfunc:
             blocklen = max(BLOCK, PYFUNC_BLOCK)
@@ -1617,6 +1703,9 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             if r.strides[d] != 0:  # several accumulators: no single decision
                 r.early = 0
         r.tile = 0 if r.packed else tile
+        if r.direct and (r.packed or r.tile):  # the leaf is gathered after all
+            r.direct = False
+            blocklen = BLOCK
         if r.tile:
             blocklen = BLOCK
         r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
@@ -1631,7 +1720,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 if not flat_operand(&r, k):
                     r.gather[k] = ngather
                     ngather += 1
-            elif r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red):
+            elif (r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red)) \
+                    and not (r.direct and k == 1):
                 r.gather[k] = ngather
                 ngather += 1
         if r.packed:
@@ -1664,6 +1754,9 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                                cnp.PyArray_DATA(dst), red_stride)
         else:
             nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
+            if prog.whole_fn is not None and nthreads == 1 and whole_wanted(&r, prog) \
+                    and run_whole(prog, dst, leaves, scalars):
+                return 0
         r.npf = 0
         if not red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
                 and r.nblocks > PREFETCH_AHEAD and not prog.streams:
@@ -1695,9 +1788,12 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # costs about as much as the pass
             rc = run_parallel(&r, prog, nthreads)
         elif quiet:
-            with np.errstate(all="ignore"):
+            token = quiet_numpy()
+            try:
                 with nogil:
                     rc = run_parallel(&r, prog, nthreads)
+            finally:
+                loud_numpy(token)
         else:
             with nogil:
                 rc = run_parallel(&r, prog, nthreads)
@@ -1712,6 +1808,105 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         if mem != <char *>small_meta:
             free(mem)
         free(buf)
+
+
+# NumPy's errors ignored for a pass of its ufuncs, as np.errstate(all="ignore")
+# does it in NumPy 2: a context variable set to an extobj; the one made from
+# the caller's (its buffer size and error callback kept) is reused while that
+# stays.  Entering np.errstate took 3-9 us a pass (sqrt of a float32
+# a[:, ::2] at 2^18: 1.06x np.sqrt's time); without the private variable,
+# np.errstate.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+except ImportError:
+    _EXTOBJ = None
+cdef object _extobj_from = None, _extobj_quiet = None
+
+
+cdef object quiet_numpy():
+    """Start ignoring NumPy's errors: a token for loud_numpy."""
+    global _extobj_from, _extobj_quiet
+    if _EXTOBJ is None:
+        ctx = np.errstate(all="ignore")
+        ctx.__enter__()
+        return ctx
+    cur = _EXTOBJ.get()
+    if cur is not _extobj_from:
+        with np.errstate(all="ignore"):
+            _extobj_quiet = _EXTOBJ.get()
+        _extobj_from = cur
+    return _EXTOBJ.set(_extobj_quiet)
+
+
+cdef void loud_numpy(object token) except *:
+    if _EXTOBJ is None:
+        token.__exit__(None, None, None)
+    else:
+        _EXTOBJ.reset(token)
+
+
+cdef bint whole_wanted(Run *r, Program prog) noexcept:
+    # a one-op pass (Program.whole_fn) runs as NumPy's ufunc on the whole
+    # arrays when an operand's rows are strided (not broadcast, not read
+    # across rows: tiled; packed short rows stay pyet's), and long enough
+    cdef int k
+    cdef pyet_intp s
+    cdef bint strided = False
+    if r.total < WHOLE_UFUNC_MIN or r.tile or r.packed:
+        return False
+    for k in range(r.nops):
+        s = r.strides[k * MAXD + r.nd - 1]
+        if s < 0 and not prog.whole_backwards:
+            return False
+        if s != 0 and s != r.itemsize[k]:
+            strided = True
+    return strided
+
+
+cdef int whole_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # run_whole's one chunk (run_chunks reads the flags it raised)
+    with gil:
+        fn, args, errors = <tuple>ctx
+        try:
+            fn(*args)  # (out the last: positional, as NumPy parses it fastest)
+            return 0
+        except BaseException as exc:
+            (<list>errors).append(exc)
+            return -1
+
+
+cdef bint run_whole(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
+    """Run a one-op program as its NumPy ufunc (prog.whole_fn) on the whole
+    operands, NumPy's errors ignored and its flags reported as a pass's;
+    False (nothing done) when the op's operands do not allow it."""
+    cdef pyet_instr *ins = &prog.code[0]
+    cdef int j, flags = 0, rc
+    args = []
+    for j in range(ins.nin):
+        if ins.src_kind[j] == SRC_LEAF:
+            args.append(leaves[ins.src[j]])
+        else:  # the scalar in the program's dtype, as store_scalar has it
+            v = scalars[ins.src[j]]
+            t = DTYPES[prog.scalar_dt[ins.src[j]]]
+            args.append(v.astype(t)[()] if isinstance(v, cnp.ndarray) else t.type(v))
+    fn = prog.whole_fn
+    if ins.op == OP_power:  # a scalar exponent: NumPy's reciprocal is x ** -1
+        if args[1] != -1:
+            return False
+        args = args[:1]
+    args.append(dst)
+    errors = []
+    state = (fn, args, errors)
+    token = quiet_numpy()
+    try:
+        rc = run_chunks(whole_chunk, <void *>state, 1, 1, &flags)
+    finally:
+        loud_numpy(token)
+    if rc < 0:
+        raise errors[0]
+    if flags:
+        report_fp(flags)
+    return True
 
 
 # ---------------------------------------------------------------- assigning

@@ -73,6 +73,8 @@ cdef extern from "kernels.h" nogil:
 
     int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out,
                     void *const *inp) noexcept
+    int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *inp,
+                            pyet_intp stride) noexcept
     void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out,
                    const void *inp) noexcept
     void pyet_prefetch(const char *p, pyet_intp nbytes, int write) noexcept

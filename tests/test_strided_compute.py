@@ -1,0 +1,322 @@
+"""One compute-bound op on strided operands (issue 15: pyet gathered them into
+blocks first, where NumPy's SIMD loops read them in place).  sqrt, divide,
+x ** -1 and float64 sin and cos run, on one thread, as NumPy's ufunc on the
+whole operands, where NumPy's loop gives pyet's kernel's bits; float32 sin,
+cos, tanh and float64 tanh read the strided operand in their AVX-512 loops.
+Either way the values never depend on the layout, and floating-point errors
+follow np.errstate as every pass's do."""
+
+import contextlib
+import warnings
+
+import numpy as np
+import pytest
+from conftest import fp_flags_raised
+
+import pyet
+from pyet._core import core
+
+N = 9000  # above the strided-ufunc threshold (4096 elements)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(one_thread):
+    yield
+
+
+def make(layout, dtype, rng, n=N, lo=0.25, hi=4.25):
+    """An operand of about n elements in [lo, hi) with the given layout."""
+    side = int(n ** 0.5)
+
+    def base(shape):
+        return (rng.random(shape) * (hi - lo) + lo).astype(dtype)
+
+    if layout == "step2":
+        return base((side, 2 * side))[:, ::2]
+    if layout == "step3":
+        return base((3 * n,))[::3]
+    if layout == "step7":
+        return base((7 * n,))[::7]
+    if layout == "negstep":
+        return base((side, side))[::-1, ::-1]
+    if layout == "neg3":
+        return base((3 * n,))[::-3]
+    if layout == "fortran_step":
+        return np.asfortranarray(base((2 * side, side)))[::2, :]
+    if layout == "fortran":
+        return np.asfortranarray(base((side, side)))
+    if layout == "0d":
+        return base(())
+    if layout == "empty":
+        return base((0, 2 * side))[:, ::2]
+    if layout == "small_step":
+        return base((30,))[::3]
+    raise ValueError(layout)
+
+
+LAYOUTS = ["step2", "step3", "step7", "negstep", "neg3", "fortran_step", "fortran", "0d",
+           "empty", "small_step"]
+DTYPES = [np.float32, np.float64]
+
+# (name, pyet, NumPy, arity)
+EXACT = [
+    ("sqrt", pyet.sqrt, np.sqrt, 1),
+    ("divide", lambda a, b: a / b, np.divide, 2),
+    ("reciprocal", lambda a: a ** -1, lambda a: np.power(a, -1.0, dtype=a.dtype), 1),
+    ("scalar/a", lambda a: 3.0 / a, lambda a: np.divide(3.0, a), 1),
+    ("a/scalar", lambda a: a / 0.1, lambda a: np.divide(a, 0.1), 1),
+]
+TRIG = [("sin", pyet.sin, np.sin), ("cos", pyet.cos, np.cos), ("tanh", pyet.tanh, np.tanh)]
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.dtype, x.shape, x.tobytes()
+
+
+@contextlib.contextmanager
+def engine_only():
+    """The same pass on pyet's blocks (the strided-ufunc path off)."""
+    core.set_whole_ufunc_min(-1)
+    try:
+        yield
+    finally:
+        core.set_whole_ufunc_min(4096)
+
+
+def assign(expr, shape, dtype):
+    out = np.full(shape, 7, dtype)
+    pyet.asarray(out)[...] = expr
+    return out
+
+
+@pytest.mark.parametrize("name, fp, fn, arity", EXACT)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_exact_ops_keep_numpys_bits(name, fp, fn, arity, dtype, layout):
+    rng = np.random.default_rng(0)
+    arrs = [make(layout, dtype, rng) for _ in range(arity)]
+    want = fn(*[np.array(a, order="C") for a in arrs])
+    expr = fp(*[pyet.asarray(a) for a in arrs])
+    got = assign(expr, arrs[0].shape, dtype)
+    assert bits(got) == bits(want)
+    with engine_only():  # pyet's kernel: the same bits
+        assert bits(assign(expr, arrs[0].shape, dtype)) == bits(want)
+    assert bits(pyet.evaluate(expr)) == bits(want)
+
+
+@pytest.mark.parametrize("name, fp, fn", TRIG)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_sin_cos_tanh_same_bits_on_every_layout(name, fp, fn, dtype, layout):
+    rng = np.random.default_rng(1)
+    a = make(layout, dtype, rng, lo=-6, hi=2)
+    got = assign(fp(pyet.asarray(a)), a.shape, dtype)
+    # pyet's kernel on contiguous memory: float64 sin and cos are libm's, as
+    # NumPy's loop (which the strided pass runs); the others pyet's own
+    want = pyet.evaluate(fp(pyet.asarray(np.array(a, order="C"))))
+    assert bits(got) == bits(want)
+    if dtype == np.float64 and name != "tanh":
+        assert bits(got) == bits(fn(a))
+    else:  # within NumPy's bounds
+        np.testing.assert_allclose(got, fn(a), rtol=4 * np.finfo(dtype).eps,
+                                   atol=4 * np.finfo(dtype).eps)
+
+
+def test_strided_fortran_destination_and_broadcast_leaf():
+    rng = np.random.default_rng(2)
+    a = make("step3", np.float64, rng, 6400).reshape(80, 80)
+    b = rng.random(80) + 0.5  # broadcast along rows
+    out = np.asfortranarray(np.zeros((80, 160)))[:, ::2]
+    pyet.asarray(out)[...] = pyet.asarray(a) / pyet.asarray(b)
+    assert bits(out) == bits(a / b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_destination_aliasing_an_input(dtype):
+    rng = np.random.default_rng(3)
+    base = (rng.random(3 * N) + 0.5).astype(dtype)
+    # in place on the same strided view
+    x = base.copy()
+    view = x[::3]
+    want = np.sqrt(view)
+    t = pyet.asarray(view)
+    t[...] = pyet.sqrt(t)
+    assert bits(view) == bits(want)
+    # out is the input reversed (overlapping other than element for element)
+    x = base.copy()
+    src, dst = x[::3], x[::3][::-1]
+    want = np.divide(1.0, src.copy(), dtype=dtype)
+    pyet.asarray(dst)[...] = pyet.asarray(src) ** -1
+    assert bits(dst) == bits(want)
+    # out shifted one step along the input
+    x = base.copy()
+    src, dst = x[:-3:3], x[3::3]
+    want = pyet.evaluate(pyet.sin(pyet.asarray(src.copy())))  # (float64: NumPy's bits)
+    pyet.asarray(dst)[...] = pyet.sin(pyet.asarray(src))
+    assert bits(dst) == bits(want)
+    # the divisor is the destination
+    x = base.copy()
+    a = (rng.random(N) + 0.5).astype(dtype)[::-1]
+    d = x[::3]
+    want = a / d.copy()
+    pyet.asarray(d)[...] = pyet.asarray(a) / pyet.asarray(d)
+    assert bits(d) == bits(want)
+
+
+def test_scalar_exponents_other_than_minus_one_and_0d_operands():
+    rng = np.random.default_rng(4)
+    a = make("step3", np.float64, rng)
+    for p in (-2, 0.5, 3, -1.5):
+        got = assign(pyet.asarray(a) ** p, a.shape, np.float64)
+        np.testing.assert_allclose(got, np.power(a, p), rtol=5e-16)
+    # the exponent -1 as a 0-d array, and int -1 with float32
+    got = assign(pyet.asarray(a) ** pyet.asarray(np.array(-1.0)), a.shape, np.float64)
+    assert bits(got) == bits(1.0 / a)
+    a32 = a.astype(np.float32)
+    got = assign(pyet.asarray(a32) ** -1, a.shape, np.float32)
+    assert bits(got) == bits(np.float32(1) / a32)
+    # a 0-d divisor of another dtype: cast first, as store_scalar does
+    got = assign(pyet.asarray(a32) / pyet.asarray(np.array(3, np.int32)), a.shape, np.float32)
+    assert bits(got) == bits(a32 / np.float32(3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["step3", "negstep"])
+def test_errors_follow_errstate(dtype, layout):
+    rng = np.random.default_rng(5)
+    a = make(layout, dtype, rng)
+    z = a.copy()
+    z.flat[7] = 0
+    neg = a.copy()
+    neg.flat[9] = -1
+    b = make(layout, dtype, rng)  # the strided operand of the division
+    cases = [("divide", "divide by zero", lambda: pyet.asarray(b) / pyet.asarray(z)),
+             ("divide", "divide by zero", lambda: pyet.asarray(z) ** -1),
+             ("invalid", "invalid value", lambda: pyet.sqrt(pyet.asarray(neg))),
+             ("invalid", "invalid value", lambda: pyet.asarray(z) / pyet.asarray(z))]
+    for kind, what, build in cases:
+        with np.errstate(all="ignore", **{kind: "warn"}):
+            with pytest.warns(RuntimeWarning, match=f"{what} encountered in a pyet evaluation") \
+                    as record:
+                assign(build(), a.shape, dtype)
+            assert len(record) == 1
+        with np.errstate(all="ignore", **{kind: "raise"}):
+            with pytest.raises(FloatingPointError, match=what):
+                assign(build(), a.shape, dtype)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assign(build(), a.shape, dtype)
+        seen = []
+        with np.errstate(all="ignore", **{kind: "call"}):
+            old = np.seterrcall(lambda w, flag, seen=seen: seen.append(w))
+            try:
+                assign(build(), a.shape, dtype)
+            finally:
+                np.seterrcall(old)
+        assert seen == [what]
+    # a clean pass stays quiet, and raises nothing a pass before left behind
+    with np.errstate(all="raise"):
+        assign(pyet.sqrt(pyet.asarray(a)) + 0, a.shape, dtype)
+        assign(pyet.sqrt(pyet.asarray(a)), a.shape, dtype)
+        assign(pyet.sin(pyet.asarray(a)), a.shape, dtype)
+
+
+def test_errstate_is_restored_and_kept():
+    a = make("step3", np.float64, np.random.default_rng(6))
+    before = np.geterr(), np.getbufsize(), np.geterrcall()
+    assign(pyet.sqrt(pyet.asarray(a)), a.shape, np.float64)
+    assert (np.geterr(), np.getbufsize(), np.geterrcall()) == before
+    with np.errstate(divide="raise"):
+        assign(pyet.sqrt(pyet.asarray(a)), a.shape, np.float64)
+        assert np.geterr()["divide"] == "raise"
+        with pytest.raises(FloatingPointError):
+            np.divide(1.0, 0.0)
+    assert (np.geterr(), np.getbufsize(), np.geterrcall()) == before
+
+
+def test_threads_and_kept_plans():
+    rng = np.random.default_rng(7)
+    x = (rng.random(3 * 200_000) + 0.5)[::3]
+    y = (rng.random(3 * 200_000) + 0.5)[::3]
+    before = pyet.get_num_threads()
+    try:
+        pyet.set_num_threads(2)  # pyet's threads, on its blocks
+        got = pyet.evaluate(pyet.asarray(x) / pyet.asarray(y))
+    finally:
+        pyet.set_num_threads(before)
+    assert bits(got) == bits(x / y)
+    out = np.empty(x.shape)
+    plan = pyet.EvalPlan()
+    plan.assign(out, pyet.sin(pyet.asarray(x)))
+    for _ in range(3):
+        plan.run(keep=True)
+        assert bits(out) == bits(np.sin(x))
+        x[:] = rng.random(x.size) + 0.5
+
+
+def test_fused_trees_keep_pyets_kernels():
+    # a tree of two ops on strided leaves is one fused pass of pyet's kernels
+    rng = np.random.default_rng(8)
+    a = make("step3", np.float32, rng)
+    text = pyet.explain(pyet.sin(pyet.asarray(a)) * 2)
+    assert "sin[float32->float32](leaf0)" in text and "NumPy" not in text
+    got = assign(pyet.sin(pyet.asarray(a)) * 2, a.shape, np.float32)
+    np.testing.assert_allclose(got, np.sin(a) * 2, rtol=3e-7, atol=3e-7)
+
+
+def special_values(dtype, n, rng):
+    """Random values of every magnitude with nan, inf, zeros, subnormals, tiny
+    and huge arguments (the kernels' slow lanes) mixed in."""
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)).astype(dtype)
+    info = np.finfo(dtype)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, info.smallest_subnormal,
+                         -info.smallest_subnormal, info.tiny, 1e-30, 3e-20, 2.0 ** -13,
+                         2.0 ** 19, 2.0 ** 20, -2.0 ** 21, 1e30, info.max], dtype)
+    x[rng.integers(0, n, 400)] = rng.choice(specials, 400)
+    return x
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tanh", "exp", "log", "sigmoid"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("step", [2, 3, 7, -1, -5])
+@pytest.mark.parametrize("n", [5, 17, 1000, 20_000])
+def test_strided_kernels_give_the_contiguous_bits_and_flags(name, dtype, step, n):
+    # float32 sin, cos, tanh and float64 tanh, exp, log, sigmoid read a strided
+    # operand in their loop (pyet_kernel_strided): the bits and the flags of
+    # the contiguous pass (the others: gathered into blocks, as before)
+    rng = np.random.default_rng(9)
+    x = special_values(dtype, n, rng)
+    base = np.zeros(n * abs(step), dtype)
+    view = base[::step]
+    view[...] = x
+    f = getattr(pyet, name)
+
+    def run(a):
+        return np.asarray(pyet.evaluate(f(pyet.asarray(a))))
+
+    with np.errstate(all="ignore"):
+        want, got = run(x), run(view)
+    assert bits(got) == bits(want)
+    assert fp_flags_raised(lambda: run(view)) == fp_flags_raised(lambda: run(x))
+    # into a strided destination, and in place on the strided view
+    out = np.zeros(2 * n, dtype)[::-2]
+    with np.errstate(all="ignore"):
+        pyet.asarray(out)[...] = f(pyet.asarray(view))
+        assert bits(out) == bits(want)
+        pyet.asarray(view)[...] = f(pyet.asarray(view))
+    assert bits(view) == bits(want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_kernels_on_threads(threaded, dtype):
+    rng = np.random.default_rng(10)
+    x = special_values(dtype, 50_000, rng)
+    base = np.zeros(3 * x.size, dtype)
+    base[::3] = x
+    with np.errstate(all="ignore"):
+        for name in ("sin", "cos", "tanh", "exp", "log"):
+            f = getattr(pyet, name)
+            got = pyet.evaluate(f(pyet.asarray(base[::3])))
+            want = pyet.evaluate(f(pyet.asarray(x)))
+            assert bits(got) == bits(want)
