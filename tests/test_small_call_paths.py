@@ -170,13 +170,9 @@ def test_concatenate_mixed_dtypes_shapes_and_trees():
 
 
 def test_concatenate_errors_unchanged():
-    a, b = np.ones((2, 3)), np.ones((2, 4))
+    # (mismatched sizes: test_special_fast_paths.test_join_errors_keep_numpys_messages)
+    a = np.ones((2, 3))
     pyet.concatenate([a, a], 0)
-    with pytest.raises(ValueError, match="all the input array dimensions except for the "
-                                         "concatenation axis must match exactly, but along "
-                                         "dimension 1, the array at index 0 has size 3 and "
-                                         "the array at index 1 has size 4"):
-        pyet.concatenate([a, b], 0)
     with pytest.raises(ValueError, match="all the input arrays must have same number of "
                                          "dimensions"):
         pyet.concatenate([a, np.ones(3)], 0)

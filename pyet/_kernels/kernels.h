@@ -2065,18 +2065,22 @@ pyet_tanhf_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride,
     }
 }
 
-PYET_AVX512 static void pyet_tanhf_avx512(pyet_intp n, void *out, const void *in)
-{
-    pyet_tanhf_avx512_body(n, out, in, 4, 0);
+/* A unary AVX-512 loop's two entries: contiguous, and strided (running to
+ * the output's 64-byte boundary first, aligned stores after) */
+#define PYET_AVX512_ENTRIES(NAME, T)                                                 \
+PYET_AVX512 static void NAME(pyet_intp n, void *out, const void *in)                 \
+{                                                                                    \
+    NAME##_body(n, out, in, (pyet_intp)sizeof(T), 0);                                \
+}                                                                                    \
+PYET_AVX512 static void NAME##_strided(pyet_intp n, void *out, const void *in,       \
+                                       pyet_intp stride)                             \
+{                                                                                    \
+    const pyet_intp h = pyet_head64(out, (int)sizeof(T), n);                         \
+    if (h) NAME##_body(h, out, in, stride, 1);                                       \
+    NAME##_body(n - h, (T *)out + h, (const char *)in + h * stride, stride, 1);      \
 }
 
-PYET_AVX512 static void pyet_tanhf_avx512_strided(pyet_intp n, void *out, const void *in,
-                                                  pyet_intp stride)
-{
-    const pyet_intp h = pyet_head64(out, 4, n);
-    if (h) pyet_tanhf_avx512_body(h, out, in, stride, 1);
-    pyet_tanhf_avx512_body(n - h, (float *)out + h, (const char *)in + h * stride, stride, 1);
-}
+PYET_AVX512_ENTRIES(pyet_tanhf_avx512, float)
 
 /* float32 exp at AVX-512 (the gcc-vectorized pyet_expf, without FMA, ran at
  * 1.1-1.38x NumPy's time, this at 0.64-0.69x): n = x/ln2 rounded, r = x - n ln2 (ln2 in two parts,
@@ -2283,18 +2287,7 @@ pyet_tanh_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, 
     }
 }
 
-PYET_AVX512 static void pyet_tanh_avx512(pyet_intp n, void *out, const void *in)
-{
-    pyet_tanh_avx512_body(n, out, in, 8, 0);
-}
-
-PYET_AVX512 static void pyet_tanh_avx512_strided(pyet_intp n, void *out, const void *in,
-                                                 pyet_intp stride)
-{
-    const pyet_intp h = pyet_head64(out, 8, n);
-    if (h) pyet_tanh_avx512_body(h, out, in, stride, 1);
-    pyet_tanh_avx512_body(n - h, (double *)out + h, (const char *)in + h * stride, stride, 1);
-}
+PYET_AVX512_ENTRIES(pyet_tanh_avx512, double)
 
 /* op: OP_exp (exp(x)), OP_sigmoid (1/(1 + exp(-x))) or OP_logistic
  * (s1/(s2 + exp(-x))), each rounded as its unfused tree (with this exp) */
@@ -2490,18 +2483,7 @@ pyet_log_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, i
     }
 }
 
-PYET_AVX512 static void pyet_log_avx512(pyet_intp n, void *out, const void *in)
-{
-    pyet_log_avx512_body(n, out, in, 8, 0);
-}
-
-PYET_AVX512 static void pyet_log_avx512_strided(pyet_intp n, void *out, const void *in,
-                                                pyet_intp stride)
-{
-    const pyet_intp h = pyet_head64(out, 8, n);
-    if (h) pyet_log_avx512_body(h, out, in, stride, 1);
-    pyet_log_avx512_body(n - h, (double *)out + h, (const char *)in + h * stride, stride, 1);
-}
+PYET_AVX512_ENTRIES(pyet_log_avx512, double)
 
 /* exp(t + tl) for |t| in [2^-54, 708] (or t = tl = 0), |tl| < 2^-40 |t|:
  * pyet_exp8_avx512's reduction, table and polynomial, tl added to r */
