@@ -255,12 +255,10 @@ cdef int tile_gemm_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
     return 0
 
 
-cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t flops,
-                            Py_ssize_t ldb) noexcept nogil:
+cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t flops) noexcept nogil:
     # the register tiles take a product of `flops` multiply-adds into a
-    # row-major m x n C (a column-major right operand's columns gathered with
-    # 32-bit offsets: ldb below 2^27)
-    return (TILES and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N and ldb < (1 << 27)
+    # row-major m x n C
+    return (TILES and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N
             and flops <= TILE_GEMM_MAX and pyet_gemm_small_available())
 
 
@@ -279,14 +277,14 @@ cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
     g.single = real is float
     g.alpha, g.beta, g.k, g.ldc, g.sc, g.c = alpha, beta, k, ldc, sc, <char *>c
     if c_rows:
-        if not tiles_take(m, n, batch * m * n * k, ldb):
+        if not tiles_take(m, n, batch * m * n * k):
             return False
         g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb, g.bt = m, n, <char *>a, sa, <char *>b, sb, ldb, \
             not b_rows
         g.sai = lda if a_rows else 1
         g.sap = 1 if a_rows else lda
     else:
-        if not tiles_take(n, m, batch * m * n * k, lda):
+        if not tiles_take(n, m, batch * m * n * k):
             return False
         g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb, g.bt = n, m, <char *>b, sb, <char *>a, sa, lda, \
             a_rows
@@ -631,8 +629,7 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
     if a.ndim == 2 and b.ndim == 2:
         flops = c.shape[0] * c.shape[1] * a.shape[1]
         if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize and flops >= NUMPY_BLAS_MIN
-                and not tiles_take(c.shape[0], c.shape[1], flops, 0)):
-            # (a column-major B beyond the tiles' column stride goes to SciPy's BLAS)
+                and not tiles_take(c.shape[0], c.shape[1], flops)):
             np.matmul(a, b, out=c)
             return 0
         return gemm_any(c, a, b, alpha, beta)

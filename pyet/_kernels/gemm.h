@@ -12,9 +12,9 @@
  * products come here: narrow or large ones stay with BLAS.
  *
  * Layout: A's element (i, p) at a[i * sai + p * sap]; B row-major (row
- * stride ldb, unit columns), or column-major if bt (column stride ldb, below
- * 2^27: gathered a panel at a time); C row-major (row stride ldc, unit
- * columns); all in elements.  K is cut in blocks of 256 (float32; 128 float64) so that a
+ * stride ldb, unit columns), or column-major if bt (column stride ldb, copied
+ * transposed a panel at a time); C row-major (row stride ldc, unit columns);
+ * all in elements.  K is cut in blocks of 256 (float32; 128 float64) so that a
  * panel of B (48 KiB) stays near L1 while every row tile of C passes over it;
  * the blocks after the first accumulate into C.  Copying the panel to
  * consecutive rows first (B's rows a power of two apart share few L1 sets)
@@ -40,6 +40,8 @@ int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const 
 int pyet_gemm_small_available(void);
 
 #ifdef PYET_GEMM_IMPL
+
+#include "kernels.h"  /* pyet_copy_tile */
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -99,74 +101,10 @@ NAME(int mr, int nv, MASK last, ptrdiff_t kc, const T *a, ptrdiff_t sai, ptrdiff
         break;
 
 /* The whole product: panels of 48 (24) columns, blocks of KC, tiles of 8 rows
- * (the last ones shorter, masked columns at the right edge). */
-/* A panel of a column-major B (element (p, j) at b[j * ldb + p]) as the tiles
- * read it: row q, columns jj < nv * W, at pack[q * ldp + jj] (zeros past the
- * last column), each vector gathered from W columns ldb apart. */
-PYET_GEMM_TARGET static void
-pyet_spack_cols(float *pack, ptrdiff_t ldp, const float *b, ptrdiff_t ldb, ptrdiff_t kc, int nv,
-                __mmask16 last)
-{
-    /* 16 columns x 16 rows at a time, transposed in registers (the gathers
-     * this replaced cost as much as the tiles' work with 32 rows) */
-    for (int v = 0; v < nv; v++) {
-        const int cols = v == nv - 1 ? __builtin_popcount(last) : 16;
-        for (ptrdiff_t q0 = 0; q0 < kc; q0 += 16) {
-            const int qn = kc - q0 < 16 ? (int)(kc - q0) : 16;
-            const __mmask16 km = (__mmask16)((1u << qn) - 1);
-            __m512 r[16], t[16], u[16];
-            _Pragma("GCC unroll 16") for (int jj = 0; jj < 16; jj++)
-                r[jj] = jj < cols ? _mm512_maskz_loadu_ps(km, b + (16 * v + jj) * ldb + q0)
-                                  : _mm512_setzero_ps();
-            /* per 128-bit lane: pairs of rows interleaved, then groups of four */
-            _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-                t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-                t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-            }
-            _Pragma("GCC unroll 4") for (int g = 0; g < 4; g++) {
-                const __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
-                const __m512d t2 = _mm512_castps_pd(t[4 * g + 2]);
-                const __m512d t3 = _mm512_castps_pd(t[4 * g + 3]);
-                u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-                u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-                u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-                u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-            }
-            /* u[4g + c], lane L: rows 4g..4g+3 of column 4L + c; lanes regrouped */
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
-                const __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
-                const __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
-                const __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
-                r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-                r[8 + c] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
-                r[4 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-                r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
-            }
-            for (int c = 0; c < qn; c++)
-                _mm512_store_ps(pack + (q0 + c) * ldp + 16 * v, r[c]);
-        }
-    }
-}
-
-PYET_GEMM_TARGET static void
-pyet_dpack_cols(double *pack, ptrdiff_t ldp, const double *b, ptrdiff_t ldb, ptrdiff_t kc,
-                int nv, __mmask8 last)
-{
-    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                           _mm256_set1_epi32((int)ldb));
-    for (ptrdiff_t q = 0; q < kc; q++)
-        for (int v = 0; v < nv; v++)
-            _mm512_store_pd(pack + q * ldp + 8 * v, _mm512_mask_i32gather_pd(
-                _mm512_setzero_pd(), v == nv - 1 ? last : (__mmask8)-1, idx,
-                b + 8 * v * ldb + q, 8));
-}
-
-/* The whole product: panels of 48 (24) columns, blocks of KC, tiles of 8 rows
  * (the last ones shorter, masked columns at the right edge).  A column-major
- * B (bt) is gathered a panel at a time into rows the tiles read, once for all
- * the row tiles. */
-#define PYET_GEMM_DEFINE(NAME, TILE, PACK, T, MASK, W, KC)                              \
+ * B (bt) is copied transposed a panel at a time into rows the tiles read, once
+ * for all the row tiles. */
+#define PYET_GEMM_DEFINE(NAME, TILE, T, MASK, W, KC)                              \
 PYET_GEMM_TARGET static void                                                            \
 NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,              \
               ptrdiff_t sai, ptrdiff_t sap, const T *b0, ptrdiff_t ldb, int bt, T beta, \
@@ -183,9 +121,11 @@ NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,      
             int first = p == 0;                                                         \
             const T *b = b0 + p * ldb + j;                                              \
             ptrdiff_t ldp = ldb;                                                        \
-            if (bt) {                                                                   \
+            if (bt) {  /* pack[q][jj] = B(p + q, j + jj): kernels.h's transposing copy */ \
                 ldp = (ptrdiff_t)nv * W;                                                \
-                PACK(pack, ldp, b0 + j * ldb + p, ldb, kc, nv, last);                   \
+                pyet_copy_tile((char *)pack, ldp * (ptrdiff_t)sizeof(T),                \
+                               (const char *)(b0 + j * ldb + p), (ptrdiff_t)sizeof(T),  \
+                               ldb * (ptrdiff_t)sizeof(T), kc, nn, (int)sizeof(T));     \
                 b = pack;                                                               \
             }                                                                           \
             for (ptrdiff_t i0 = 0; i0 < m; i0 += PYET_GEMM_MR) {                        \
@@ -209,8 +149,8 @@ PYET_GEMM_TILE(pyet_stile, float, __m512, __mmask16, 16, _mm512_setzero_ps, _mm5
 PYET_GEMM_TILE(pyet_dtile, double, __m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_loadu_pd,
                _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_set1_pd,
                _mm512_fmadd_pd, _mm512_mul_pd, _mm512_add_pd)
-PYET_GEMM_DEFINE(pyet_sgemm, pyet_stile, pyet_spack_cols, float, __mmask16, 16, 256)
-PYET_GEMM_DEFINE(pyet_dgemm, pyet_dtile, pyet_dpack_cols, double, __mmask8, 8, 128)
+PYET_GEMM_DEFINE(pyet_sgemm, pyet_stile, float, __mmask16, 16, 256)
+PYET_GEMM_DEFINE(pyet_dgemm, pyet_dtile, double, __mmask8, 8, 128)
 
 int pyet_gemm_small_available(void)
 {
