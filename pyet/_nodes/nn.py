@@ -125,11 +125,10 @@ class Take(Kernel):
 
     def into(self, dst, args):
         idx, w = args
-        if type(w) is _Tensor and type(idx) is _Tensor and dst.ndim == 2 \
-                and len(w.shape) == 2 and len(idx.shape) == 1:
-            # rows of a 2-D table by a vector: the kernel's own shapes (the
-            # indices are the node's own intp copy, a leaf)
-            _nn_kernels.take_into(dst, w._array, idx._array)
+        # rows of a 2-D table by a vector of leaves (the indices are the node's
+        # own intp copy): the engine's compiled entry, which checks the shapes
+        if type(w) is _Tensor and type(idx) is _Tensor \
+                and _nn_kernels.take_leaves(self, dst, (idx._array, w._array)):
             return
         super().into(dst, args)
 
