@@ -551,3 +551,21 @@ def test_compute_method_runs_on_the_current_scheduler():
                                rtol=1e-15)
     s = pyet.sum(pyet.asarray(x), axis=0).compute()
     np.testing.assert_array_equal(s.numpy(), np.arange(12.0).reshape(3, 4).sum(0))
+
+
+def test_dask_leaf_flag_reaches_the_root():
+    # evaluate finds a Dask leaf by the node flag (no tree walk): under
+    # elementwise ops, special nodes (a reduction, a product) and views
+    from pyet._core import core
+    x = pyet.asarray(da.from_array(np.arange(12.0).reshape(3, 4), chunks=2))
+    plain = pyet.asarray(np.ones((3, 4)))
+    assert not (plain * 2)._flags & core.DASK_BELOW
+    trees = [x * 2 + plain, pyet.sum(pyet.tanh(x) + plain, axis=0),
+             pyet.dot(plain.T, x + 1), 1 - x.T[::-1]]
+    wants = [np.arange(12.0).reshape(3, 4) * 2 + 1,
+             (np.tanh(np.arange(12.0).reshape(3, 4)) + 1).sum(0),
+             np.ones((4, 3)) @ (np.arange(12.0).reshape(3, 4) + 1),
+             1 - np.arange(12.0).reshape(3, 4).T[::-1]]
+    for e, want in zip(trees, wants, strict=True):
+        assert e._flags & core.DASK_BELOW
+        close(pyet.evaluate(e), want)

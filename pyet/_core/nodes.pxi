@@ -26,8 +26,10 @@ cdef enum:
     HAS_INT_POWER = 2   # an integer power with an array exponent: checked for negatives
     HAS_PYFUNC = 4      # a user function: evaluated aside, then copied
     HAS_COSTLY = 8      # a costly elementwise op below (rewrite.COSTLY_OPS): plans share it
+    HAS_DASK = 16       # a Dask leaf below (its kernel's class has dask_source): Dask computes it
 # (for the Python layers)
 SPECIAL_BELOW = HAS_SPECIAL
+DASK_BELOW = HAS_DASK
 
 # deeper trees, or trees of more leaves, are evaluated in pieces (engine.pxi)
 cdef enum:
@@ -1251,32 +1253,36 @@ def special(object kernel, tuple args, tuple shape, object dtype):
     return make_special(kernel, args, shape, dtype_code(dtype))
 
 
-# SpecialNode._kind by kernel class, decided once per class
+# (SpecialNode._kind, the node's own flags) by kernel class, decided once per class
 cdef dict _KIND_OF_CLASS = {}
 
 
-cdef int _kind_of_class(object cls) except -1:
+cdef tuple _kind_of_class(object cls):
     # (a family's class, known by name only: core does not import families;
     # the MRO, not isinstance: that is ABCMeta's, ~0.3 us)
     kind = SPECIAL_PRODUCT if Product in cls.__mro__ else \
         SPECIAL_REDUCTION if cls.__name__ == "Reduction" else SPECIAL_OTHER
-    _KIND_OF_CLASS[cls] = kind
-    return kind
+    flags = HAS_SPECIAL | (HAS_DASK if getattr(cls, "dask_source", False) else 0)
+    _KIND_OF_CLASS[cls] = kind_flags = (kind, flags)
+    return kind_flags
 
 
 cdef SpecialNode make_special(object kernel, tuple args, tuple shape, int dt):
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
     cdef object cls = type(kernel)
+    cdef int flags = HAS_SPECIAL
     if cls is Product:  # its shape follows from its children's
         extra = (Product, (<object>kernel).batch)
         e._kind = SPECIAL_PRODUCT
     else:
         extra = (cls, kernel.params(), shape)
-        kind = _KIND_OF_CLASS.get(cls)
-        e._kind = <int>kind if kind is not None else _kind_of_class(cls)
+        kind_flags = _KIND_OF_CLASS.get(cls)
+        if kind_flags is None:
+            kind_flags = _kind_of_class(cls)
+        e._kind, flags = <tuple>kind_flags
     seal(e, OP_special, args, shape, dt, dt, extra)
     e._kernel = kernel
-    e._flags |= HAS_SPECIAL
+    e._flags |= flags
     return e
 
 
