@@ -128,6 +128,36 @@ def test_replays_equal_running_one_by_one_with_the_values_of_the_time(steps, dty
             a[...] = r[...] = q[...] = rng.uniform(0.5, 1.0, a.shape)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("order", "CF")
+def test_a_sum_reads_a_products_scratch_where_it_folds_to_the_same_bits(dtype, order,
+                                                                           monkeypatch):
+    # a layer's bias gradient sum(g, axis=0) beside its weight gradient x.T @ g:
+    # the sum reads the scratch g was put in for the product when its fold of the
+    # tree and NumPy's loop on the scratch agree (float sums across rows), else
+    # it folds the tree again (F order: along the reduced axis)
+    from pyet._nodes.reductions import Reduction
+
+    read = []
+    bind = Reduction.bind
+    monkeypatch.setattr(Reduction, "bind", lambda self, out, args: (
+        read.append(type(args[0]) is pyet.Tensor), bind(self, out, args))[1])
+    rng = np.random.default_rng(3)
+    x, y = (np.asarray(rng.standard_normal((64, 8)), dtype, order=order) for _ in range(2))
+    X, Y = pyet.asarray(x), pyet.asarray(y)
+    plan = pyet.EvalPlan()
+    weights = plan.register(pyet.dot(X.T, X * Y + 1))
+    bias = plan.register(pyet.sum(X * Y + 1, axis=0))
+    for _ in range(3):
+        plan.run(keep=True)
+        np.testing.assert_array_equal(bias.value.numpy().view(np.uint8),
+                                      pyet.evaluate(pyet.sum(X * Y + 1, axis=0))
+                                      .numpy().view(np.uint8))
+        np.testing.assert_allclose(weights.value.numpy(), x.T @ (x * y + 1), rtol=1e-5)
+        x[...] = rng.permutation(x.ravel()).reshape(x.shape)
+    assert set(read) == {order == "C"}
+
+
 def test_a_replay_does_the_recorded_work_and_allocates_no_scratch():
     rng = np.random.default_rng(0)
     x, w, b = rng.random((8, 5)), rng.random((5, 3)), rng.random(3)

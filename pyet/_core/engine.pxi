@@ -480,18 +480,19 @@ cdef tuple _special_args(Expr e):
     # a special node's children; when recording, with their special nodes
     # computed first (recorded before it), so the kernel's replay reads them,
     # and a child a product's operand already put in scratch read from there
-    # (not a reduction's: it folds its tree, and a small leaf takes NumPy's
-    # loop, whose float32 sums round differently from the fold's)
+    # (a reduction's only where the scratch folds to the same bits: a small
+    # leaf takes NumPy's loop, whose float32 sums along a row round
+    # differently from the tree's fold)
     if _recorder() is None:
         return e._args
     cdef list args = []
     cdef Expr m
     done = _evaluation.done
-    if (<SpecialNode>e)._kind == SPECIAL_REDUCTION:
-        done = None
+    reduction = (<SpecialNode>e)._kind == SPECIAL_REDUCTION
     for a in e._args:
         m = materialize_node(a)
-        if m._args and done is not None:
+        if m._args and done is not None and not (
+                reduction and not (<SpecialNode>e)._kernel.scratch_agrees(m)):
             hit = done.get(("scratch value", value_key(m), m._dt))
             if hit is not None:
                 m = <Expr>hit[1]

@@ -392,6 +392,19 @@ class Reduction(Special):
             return np.ndarray(child.shape, dst.dtype, dst, 0, strides), start
         return np.lib.stride_tricks.as_strided(dst, child.shape, strides), start
 
+    def scratch_agrees(self, child):
+        """Whether this reduction of the tree ``child`` gives the same bits when
+        it reads a C-ordered copy of the tree's values (a kept plan's scratch,
+        which a small leaf's NumPy loop folds): float sums the tree's pass
+        folds across rows on one thread, in the dtype, row after row, which is
+        NumPy's order there (a bias gradient beside its weight gradient)."""
+        if self.kind != "sum":
+            return False
+        sized = [i for i, d in enumerate(child.shape) if d > 1]
+        return (child.dtype.kind == "f" and bool(sized) and sized[-1] not in self.axes
+                and core.reduce_threads(child.size) == 1
+                and core.folds_across_rows(child, self.axes))  # (the scratch's: C order)
+
     def value(self, args):
         child = materialize(args[0])
         return self._value(child, self._across_rows(child))
