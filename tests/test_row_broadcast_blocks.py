@@ -1,0 +1,135 @@
+"""Rows with a row broadcast (a bias ``z + b``) beside flat operands run packed
+in blocks of whole rows, the broadcast gathered once per chunk of blocks
+(plan.pxi rows_with_broadcast).  Values against NumPy, and bit for bit against
+the same passes run row by row (core.set_row_broadcasts_once(False))."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyet
+from pyet._core import core
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64]
+
+
+def _values(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(-50, 50, shape).astype(dtype)
+
+
+def _both_ways(fn):
+    # fn() as pyet runs it, and with the same rows run one by one
+    out = fn()
+    core.set_row_broadcasts_once(False)
+    try:
+        return out, fn()
+    finally:
+        core.set_row_broadcasts_once(True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(32, 128), (256, 10), (7, 129), (3, 511), (5, 300),
+                                   (1, 200), (2, 3, 130), (4, 1), (600, 2)])
+def test_bias_and_relu_equal_numpy_and_row_by_row(dtype, shape):
+    rng = np.random.default_rng(0)
+    z, b = _values(rng, shape, dtype), _values(rng, shape[-1:], dtype)
+    Z, B = pyet.asarray(z), pyet.asarray(b)
+
+    def run():
+        out = np.full(shape, 77, dtype)
+        out_t = pyet.asarray(out)
+        out_t[...] = pyet.maximum(Z + B, 0) * B - B
+        return out
+
+    out, ref = _both_ways(run)
+    np.testing.assert_array_equal(out, np.maximum(z + b, 0) * b - b)
+    np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_several_row_broadcasts_and_a_broadcast_bool_row(dtype):
+    rng = np.random.default_rng(1)
+    z = _values(rng, (40, 150), dtype)
+    b, c = _values(rng, 150, dtype), _values(rng, 150, dtype)
+    keep = rng.random(150) < 0.5
+    Z, B, C, K = pyet.asarray(z), pyet.asarray(b), pyet.asarray(c), pyet.asarray(keep)
+    out, ref = _both_ways(lambda: pyet.evaluate(
+        pyet.where(K, Z * B + C, Z - C)).numpy())
+    np.testing.assert_allclose(out, np.where(keep, z * b + c, z - c), rtol=1e-6)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_destination_inside_sentinels_and_a_column_slice_destination():
+    # a destination that is not flat (every other row of a wider array) is
+    # not packed with the broadcast: the rows of the pass stay row by row
+    rng = np.random.default_rng(2)
+    z, b = _values(rng, (33, 140), np.float64), _values(rng, 140, np.float64)
+    buf = np.full(33 * 140 + 16, -5.0)
+    out = buf[8:-8].reshape(33, 140)
+    pyet.asarray(out)[...] = pyet.asarray(z) + pyet.asarray(b)
+    np.testing.assert_array_equal(out, z + b)
+    assert (buf[:8] == -5).all() and (buf[-8:] == -5).all()
+    wide = np.full((33, 300), -5.0)
+    pyet.asarray(wide[:, 10:150])[...] = pyet.asarray(z) * pyet.asarray(b)
+    np.testing.assert_array_equal(wide[:, 10:150], z * b)
+    assert (wide[:, :10] == -5).all() and (wide[:, 150:] == -5).all()
+
+
+def test_aliasing_destination_and_reversed_broadcast():
+    rng = np.random.default_rng(3)
+    z, b = _values(rng, (50, 200), np.float32), _values(rng, 200, np.float32)
+    expect = z + b[::-1] * 2
+    Z = pyet.asarray(z)
+    Z[...] = Z + pyet.asarray(b[::-1]) * 2  # in place, a reversed row
+    np.testing.assert_array_equal(z, expect)
+    w = _values(rng, (50, 200), np.float32)
+    expect = w * w[0]
+    W = pyet.asarray(w)
+    W[...] = W * W[0]  # the broadcast row is a row of the destination
+    np.testing.assert_array_equal(w, expect)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threads_split_the_blocks(dtype, threaded):
+    # each thread's chunk gathers the broadcast for its own first block
+    rng = np.random.default_rng(4)
+    for shape in [(97, 130), (64, 10), (9, 400)]:
+        z, b = _values(rng, shape, dtype), _values(rng, shape[-1:], dtype)
+        out, ref = _both_ways(lambda z=z, b=b: pyet.evaluate(
+            pyet.tanh(pyet.asarray(z) - pyet.asarray(b))).numpy())
+        np.testing.assert_allclose(out, np.tanh(z - b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_kept_plan_replays_the_packed_pass():
+    rng = np.random.default_rng(5)
+    z, b = _values(rng, (64, 128), np.float32), _values(rng, 128, np.float32)
+    out = np.empty_like(z)
+    plan = pyet.EvalPlan()
+    plan.assign(out, pyet.maximum(pyet.asarray(z) + pyet.asarray(b), 0))
+    for _ in range(3):
+        plan.run(keep=True)
+        np.testing.assert_array_equal(out, np.maximum(z + b, 0))
+        b += 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), inner=st.integers(1, 600), lead=st.integers(1, 3),
+       dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+       block=st.sampled_from([32, 512]))
+def test_random_shapes_and_block_sizes(rows, inner, lead, dtype, block):
+    rng = np.random.default_rng(rows * 1000 + inner)
+    shape = (lead, rows, inner)
+    z, b = _values(rng, shape, dtype), _values(rng, inner, dtype)
+    before = core.get_block_size()
+    core.set_block_size(block)
+    try:
+        out, ref = _both_ways(lambda: pyet.evaluate(
+            pyet.asarray(z) * 2 + pyet.asarray(b)).numpy())
+    finally:
+        core.set_block_size(before)
+    np.testing.assert_array_equal(out, z * 2 + b)
+    np.testing.assert_array_equal(out, ref)
