@@ -100,12 +100,16 @@ class NumpyTrainer:
         self.x, self.y = x, y
         self.epochs = Epochs(len(x), batch)
 
-    @staticmethod
-    def loss_grad(z, y):
-        # d mean(cross_entropy(z, y)) / dz
-        e = np.exp(z - z.max(1, keepdims=True))
-        dz = e / e.sum(1, keepdims=True)
-        dz[np.arange(len(y)), y] -= 1
+    def loss_grad(self, z, y):
+        # d mean(cross_entropy(z, y)) / dz, and the loss itself, which pyet's
+        # train_step and PyTorch's step compute too (the same work)
+        m = z.max(1, keepdims=True)
+        e = np.exp(z - m)
+        s = e.sum(1, keepdims=True)
+        rows = np.arange(len(y))
+        self.loss = float(np.mean(np.log(s[:, 0]) + m[:, 0] - z[rows, y]))
+        dz = e / s
+        dz[rows, y] -= 1
         dz /= len(y)
         return dz
 
