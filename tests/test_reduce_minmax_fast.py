@@ -287,6 +287,41 @@ def test_leading_axes_of_a_contiguous_leaf(dt):
         check(out, np.max(a, axis=0))
         assert not _plan.fold_rows(out[:, ::2].copy(), a, 3, 1)  # wrong size
         assert not _plan.fold_rows(np.zeros((40, 50), dt)[:, ::1].T, a, 3, 1)  # not C-ordered
-        assert not _plan.fold_rows(out, a, 1, 1)  # (sums keep their pass)
+        assert not _plan.fold_rows(out, a, 2, 1)  # (products keep their pass)
         assert not _plan.fold_rows(a[0], a, 3, 1)  # overlapping
         assert not _plan.fold_rows(np.zeros(40, dt), a, 3, 0)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(256, 128), (32, 10), (7, 3, 5), (2, 1), (1, 9)])
+def test_a_small_leafs_sum_over_its_first_axis_is_numpys_row_after_row(dt, shape):
+    # core.fold_rows' sum (from 0, rows in order: NumPy's bits, signed zeros,
+    # infinities and NaNs too) at the root, into new memory and in a kept plan
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(shape) * 1e3).astype(dt)
+    a.flat[:: 7] = -0.0
+    if a.shape[0] > 2:
+        a[:, 0] = -0.0  # a column of negative zeros: +0 as NumPy's
+        a[1].flat[-1] = np.inf
+        a[2].flat[-1] = -np.inf
+        a[0].flat[1 % a[0].size] = np.nan
+    want = np.add.reduce(a, axis=0)
+    out = np.empty(shape[1:], dt)
+    assert _plan.fold_rows(out, a, 1, 1)
+    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    for keepdims in (False, True):
+        ref = np.sum(a, axis=0, keepdims=keepdims)
+        got = pyet.evaluate(pyet.sum(pyet.asarray(a), axis=0, keepdims=keepdims)).numpy()
+        np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
+        dst = np.full(ref.shape, 5, dt)
+        pyet.asarray(dst)[...] = pyet.sum(pyet.asarray(a), axis=0, keepdims=keepdims)
+        np.testing.assert_array_equal(dst.view(np.uint8), ref.view(np.uint8))
+    plan = pyet.EvalPlan()
+    kept = np.empty(shape[1:], dt)
+    plan.assign(kept, pyet.sum(pyet.asarray(a), axis=0))
+    for _ in range(2):
+        plan.run(keep=True)
+        np.testing.assert_array_equal(kept.view(np.uint8), np.sum(a, axis=0).view(np.uint8))
+        a *= 2
+    assert not _plan.fold_rows(np.empty(shape[1:], np.float64 if dt == np.float32 else
+                                        np.float32), a, 1, 1)  # another dtype

@@ -2154,14 +2154,15 @@ def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
 
 
 def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
-    """A float32/float64 max or min of a C-contiguous leaf over its k leading
-    axes into C-contiguous ``dst`` (the rest's size, src's dtype, disjoint
-    from it) on this thread: its rows folded into dst in order, four at a
-    time, as the pass's run_items does, without the pass's set-up.  Returns
-    False, nothing written, for anything else."""
+    """A float32/float64 max, min or sum of a C-contiguous leaf over its k
+    leading axes into C-contiguous ``dst`` (the rest's size, src's dtype,
+    disjoint from it) on this thread: its rows folded into dst in order, four
+    at a time, as the pass's run_items does, without the pass's set-up (a
+    sum adds row after row from 0, NumPy's order over leading axes: its
+    bits).  Returns False, nothing written, for anything else."""
     cdef int dt = array_dtype_code(src), nd = cnp.PyArray_NDIM(src), d
     cdef pyet_intp nrows = 1, inner = 1, i
-    if (red != RED_MAX and red != RED_MIN) or (dt != DT_F32 and dt != DT_F64) \
+    if (red != RED_MAX and red != RED_MIN and red != RED_SUM) or (dt != DT_F32 and dt != DT_F64) \
             or k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
             or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
             or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_IS_C_CONTIGUOUS(src) \
@@ -2175,7 +2176,7 @@ def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     if nrows == 0 or inner == 0 or cnp.PyArray_SIZE(dst) != inner or _bounds_overlap(dst, src):
         return False
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
-    cdef double start = -INFINITY if red == RED_MAX else INFINITY
+    cdef double start = -INFINITY if red == RED_MAX else INFINITY if red == RED_MIN else 0.0
     cdef bint quiet = invalid_unset()
     with nogil:
         if dt == DT_F64:

@@ -72,6 +72,15 @@ def _small_leaf(kind, child):
             and kind != "argmax" and kind != "argmin")
 
 
+def _rows_sum(kind, axes, child, dst):
+    """A small float leaf's sum over its first axis folded into ``dst`` row
+    after row by core.fold_rows (NumPy's order there: its bits; a bias
+    gradient of (256, 128) float32 0.3x the time of np.add.reduce's row by
+    row loop).  False, nothing written, where it does not apply."""
+    return (kind == "sum" and axes == (0,) and _small_leaf(kind, child) and child.ndim > 1
+            and core.fold_rows(dst, child._array, _FOLD["sum"], 1))
+
+
 def _numpy_kind(kind, child, axes, whole):
     """Whether NumPy's loops reduce this bare leaf faster than the pass, with
     the same values and bits (no tree to fuse: the same work).  Measured on
@@ -289,6 +298,8 @@ class Reduction(Special):
         if type(child) is not _Tensor:
             child = materialize(child)
         kind, axes = self.kind, self.axes
+        if _rows_sum(kind, axes, child, dst):
+            return
         if _small_leaf(kind, child):
             # NumPy's own reduction: the same work with less set-up; sum, prod,
             # max and min by their ufunc's reduce, its arguments made once
@@ -410,6 +421,11 @@ class Reduction(Special):
         return self._value(child, self._across_rows(child))
 
     def _value(self, child, across_rows):
+        if self.kind == "sum" and self.axes == (0,) and _small_leaf(self.kind, child):
+            out = np.empty(_out_shape("sum", child.shape, (0,), self.keepdims, False),
+                           child.dtype)
+            if _rows_sum(self.kind, self.axes, child, out):
+                return out
         if _small_leaf(self.kind, child) or _numpy_leaf(
                 self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
             return np.asarray(_numpy_reduction(
@@ -423,6 +439,8 @@ class Reduction(Special):
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
         kind, axes = self.kind, self.axes
+        if _rows_sum(kind, axes, child, out):  # (out written: the replay writes it again)
+            return functools.partial(core.fold_rows, out, child._array, _FOLD["sum"], 1)
         if _small_leaf(kind, child) and self._ufunc_reduce is not None:
             # what np.sum/prod/max/min(..., out=out) call, without their Python wrapper
             return functools.partial(self._ufunc_reduce, child._array, self._numpy_axis, None,

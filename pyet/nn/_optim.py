@@ -260,12 +260,14 @@ class TrainStep:
         return model_in, loss_in
 
     def _build(self, model_in, loss_in, outputs):
+        # fills: (input name, its buffer's array, the class numbers when it
+        # takes class indices as one-hot rows, else None)
         bufs, fills = {}, []
         for k, v in model_in.items():
             a = np.asarray(v)
             t = empty(a.shape, a.dtype if a.dtype.kind == "f" else np.float32)
             bufs[k] = t
-            fills.append((k, t, False))
+            fills.append((k, t.numpy(), None))
         out = self.model.forward(**bufs)
         y = out[self.output]
         loss_bufs = {}
@@ -273,10 +275,10 @@ class TrainStep:
             a = np.asarray(v)
             if a.dtype.kind in "iub" and a.ndim == 1 and y.ndim == 2:  # class indices
                 t = empty(y.shape, y.dtype)
-                fills.append((k, t, True))
+                fills.append((k, t.numpy(), np.arange(y.shape[1])))
             else:
                 t = empty(a.shape, a.dtype)
-                fills.append((k, t, False))
+                fills.append((k, t.numpy(), None))
             loss_bufs[k] = t
         value = self.loss.forward(**{self.loss_input: y}, **loss_bufs)["output"]
         g = self.loss.backward(output=core.tensor(np.ones((), value.dtype)))
@@ -316,18 +318,18 @@ class TrainStep:
             built = self._built[key] = self._build(*self._split(inputs), return_outputs)
         fills, plan, h, handles = built
         lows = {}
-        for k, t, indices in fills:  # check every input before writing any buffer
+        for k, dst, classes in fills:  # check every input before writing any buffer
             a = arrays[k]
-            if indices and a.size:
-                lows[k] = lo = a.min()
-                if lo < -t.shape[1] or a.max() >= t.shape[1]:
+            if classes is not None and a.size:
+                lows[k] = lo = np.minimum.reduce(a)
+                if lo < -dst.shape[1] or np.maximum.reduce(a) >= dst.shape[1]:
                     raise IndexError(f"train_step: target index out of range for "
-                                     f"{t.shape[1]} classes")
-        for k, t, indices in fills:
-            a, dst = arrays[k], t.numpy()
-            if indices:
+                                     f"{dst.shape[1]} classes")
+        for k, dst, classes in fills:
+            a = arrays[k]
+            if classes is not None:
                 if lows.get(k, 0) >= 0:  # one-hot rows in one ufunc call
-                    np.equal(a[:, None], np.arange(dst.shape[1]), out=dst, casting="unsafe")
+                    np.equal(a[:, None], classes, out=dst, casting="unsafe")
                 else:
                     dst[...] = 0
                     dst[np.arange(a.shape[0]), a] = 1
