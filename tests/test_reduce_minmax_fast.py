@@ -325,3 +325,22 @@ def test_a_small_leafs_sum_over_its_first_axis_is_numpys_row_after_row(dt, shape
         a *= 2
     assert not _plan.fold_rows(np.empty(shape[1:], np.float64 if dt == np.float32 else
                                         np.float32), a, 1, 1)  # another dtype
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_the_row_sums_floating_point_errors_are_numpys(dt):
+    # inf - inf (invalid) and overflow reported as NumPy's reduce reports them
+    big = np.finfo(dt).max
+    for column, what in (([np.inf, -np.inf, 1], "invalid"), ([big, big, 0], "overflow")):
+        a = np.array([column, [1, 2, 3]], dt).T.copy()  # (3, 2): the first column
+        with np.errstate(all="raise"):
+            with pytest.raises(FloatingPointError, match=what):
+                np.add.reduce(a, axis=0)
+            with pytest.raises(FloatingPointError, match=what):
+                pyet.evaluate(pyet.sum(pyet.asarray(a), axis=0))
+        with np.errstate(all="ignore"):
+            got = pyet.evaluate(pyet.sum(pyet.asarray(a), axis=0)).numpy()
+            np.testing.assert_array_equal(got, np.add.reduce(a, axis=0))
+    with np.errstate(all="raise"):  # flags raised before are not reported again
+        np.testing.assert_array_equal(
+            pyet.evaluate(pyet.sum(pyet.asarray(np.ones((4, 3), dt)), axis=0)).numpy(), 4)

@@ -1028,6 +1028,12 @@ cdef extern from "fpstatus.h" nogil:
         PYET_FS_INVALID
         PYET_FS_OVERFLOW
         PYET_FS_UNDERFLOW
+
+
+cdef extern from "threads.h" nogil:
+    enum:
+        PYET_FP_INVALID
+        PYET_FP_OVERFLOW
     int pyet_fs_get()
     void pyet_fs_clear(int flags)
     void pyet_fs_set(int flags)
@@ -2178,6 +2184,9 @@ def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
     cdef double start = -INFINITY if red == RED_MAX else INFINITY if red == RED_MIN else 0.0
     cdef bint quiet = invalid_unset()
+    cdef int before = pyet_fs_get(), raised
+    if red == RED_SUM:  # its flags are NumPy's reduce's (inf - inf, overflow): reported
+        pyet_fs_clear(before)
     with nogil:
         if dt == DT_F64:
             for i in range(inner):
@@ -2187,7 +2196,14 @@ def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
                 (<float *>out)[i] = <float>start
         pyet_reduce_rows(red, dt, nrows, inner, out, <const char *>cnp.PyArray_DATA(src),
                          inner * cnp.PyArray_ITEMSIZE(src))
-    quiet_fold(quiet)
+    if red != RED_SUM:
+        quiet_fold(quiet)
+        return True
+    raised = pyet_fs_get()
+    pyet_fs_clear(raised)
+    pyet_fs_set(before)
+    report_fp((PYET_FP_INVALID if raised & PYET_FS_INVALID else 0)
+              | (PYET_FP_OVERFLOW if raised & PYET_FS_OVERFLOW else 0))
     return True
 
 
