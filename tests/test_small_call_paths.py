@@ -407,3 +407,79 @@ def test_take_and_concatenate_leaf_entries_fall_back():
     for _ in range(2):
         plan.run(keep=True)
         np.testing.assert_array_equal(out, np.concatenate([a, a], 0))
+
+
+# -------------------------------------------- a small sum's fold stored in one call
+
+def _python_fold(red_node, out):
+    # the same fold through _Fold.result and a copy: the bits fold_store must give
+    from pyet._nodes.reductions import _Fold
+
+    red, child = red_node._kernel, red_node._args[0]
+    fold = _Fold(red, child, red._across_rows(child))
+    np.copyto(out, fold.result())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["sum", "mean"])
+@pytest.mark.parametrize("axis", [None, 1, 0, (0, 1)])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_fold_store_gives_the_folds_bits(dtype, kind, axis, layout, one_thread):
+    rng = np.random.default_rng(3)
+    # magnitudes 1e-3..1e8 (the compensation matters), an inf and a nan in two
+    # rows, a row of negative zeros
+    a = _layouts((rng.standard_normal((33, 17)) * 10.0 ** rng.integers(-3, 9, (33, 17)))
+                 .astype(dtype))[layout]
+    b = _layouts(rng.standard_normal((33, 17)).astype(dtype))[layout]
+    if axis == 1:
+        a[3, 4], a[5, 6] = np.inf, np.nan
+    b[7] = -0.0
+    e = getattr(pyet, kind)(pyet.asarray(a) * pyet.asarray(b), axis=axis)
+    want = np.empty(e.shape, dtype)
+    _python_fold(e, want)
+    np.testing.assert_allclose(want, getattr(np, kind)(a * b, axis=axis), rtol=1e-5)
+    out = np.full(e.shape, 7, dtype)
+    pyet.asarray(out)[...] = e  # the root: Reduction.into
+    np.testing.assert_array_equal(out.reshape(-1).view(np.uint8), want.reshape(-1).view(np.uint8))
+    kept = np.full(e.shape, 7, dtype)
+    plan = pyet.EvalPlan()
+    plan.assign(kept, e)
+    for _ in range(2):  # recorded, then replayed through the bound fold
+        plan.run(keep=True)
+        np.testing.assert_array_equal(kept.reshape(-1).view(np.uint8),
+                                      want.reshape(-1).view(np.uint8))
+
+
+def test_fold_store_refuses_what_it_does_not_store():
+    from pyet._nodes.reductions import _Fold
+
+    a = pyet.asarray(np.ones((4, 5), np.float32))
+    e = pyet.sum(a * 2, axis=1)
+    fold = _Fold(e._kernel, e._args[0], False)
+    fold._make_slots(1)
+    args = (fold.accs, fold.view, e._args[0], 1, fold.size, fold.compensated, 1)
+    for out in (np.empty(4, np.int64), np.empty(5, np.float32), np.empty(8, np.float32)[::2]):
+        assert not core.fold_store(out, *args)
+    ro = np.empty(4, np.float32)
+    ro.flags.writeable = False
+    assert not core.fold_store(ro, *args)
+    out = np.empty(4, np.float32)
+    assert core.fold_store(out, *args)
+    np.testing.assert_array_equal(out, 10)
+    # a float64 dst of a float32 sum: the float32 result widened, as before
+    wide = np.empty(4, np.float64)
+    pyet.asarray(wide)[...] = pyet.sum(pyet.asarray(np.full((4, 3), 0.1, np.float32)) * 1.5,
+                                       axis=1)
+    np.testing.assert_array_equal(wide, np.float32(0.1) * np.float32(1.5) * 3)
+
+
+def test_fold_store_reports_a_float32_overflow(one_thread):
+    a = pyet.asarray(np.full((4, 1000), 1e38, np.float32))
+    b = pyet.asarray(np.ones((4, 1000), np.float32))
+    out = np.empty(4, np.float32)
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError, match="overflow"):
+            pyet.asarray(out)[...] = pyet.sum(a * b, axis=1)
+    with np.errstate(over="ignore"):
+        pyet.asarray(out)[...] = pyet.sum(a * b, axis=1)
+    assert np.isinf(out).all()

@@ -227,6 +227,19 @@ class _Fold:
         self.child = None  # (the operands' memory is not held)
         pool[self.key] = self
 
+    def store(self, out):
+        """A one-thread float64 sum or mean folded and stored into ``out`` by
+        one compiled call (core.fold_store): True, or False with out
+        untouched (then ``result``)."""
+        if (self.acc_dtype != _F64 or self.red.kind not in ("sum", "mean") or not self.count
+                or out.dtype != self.out_dtype or core.reduce_threads(self.child.size) != 1):
+            return False
+        if self.nthreads == 0:
+            self._make_slots(1)
+        return core.fold_store(out, self.accs, self.view, self.child, _FOLD[self.red.kind],
+                               self.size, self.compensated,
+                               self.count if self.red.kind == "mean" else 1)
+
     def _make_slots(self, nthreads):
         self.nthreads = nthreads
         self.accs, self.slots, (self.thread_stride, self.comp_stride) = _slots(
@@ -354,7 +367,8 @@ class Reduction(Special):
             return
         fold = _Fold.taken(self, child, across_rows)
         try:
-            np.copyto(dst, fold.result())
+            if not fold.store(dst):
+                np.copyto(dst, fold.result())
         finally:
             fold.give_back()
 
@@ -454,7 +468,11 @@ class Reduction(Special):
             return lambda: self.into(out, (child,))  # (NumPy's or not: into decides each time)
         across_rows = self._across_rows(child)
         fold = _Fold(self, child, across_rows)
-        folded = lambda: np.copyto(out, fold.result())  # noqa: E731
+
+        def folded():
+            if not fold.store(out):
+                np.copyto(out, fold.result())
+
         direct = self._fold_into(out, child, across_rows) if kind != "mean" else None
         if direct is None:
             return folded
