@@ -428,7 +428,16 @@ def lower(Expr e, int dst_dt):
     """Lower a tree to a program that writes dtype ``dst_dt`` into the destination."""
     cdef _Lowering lw = _Lowering()
     _write_root(lw, lw.operand(e, dst_dt), 0, dst_dt)
+    _count_regs(lw)
     return _assemble(lw, 1, dst_dt)
+
+
+cdef void _count_regs(_Lowering lw) except *:
+    # the registers still used, once the root's writes dst (none: the pass
+    # takes long blocks, see execute_group)
+    lw.nregs = 1 + max([out for _, _, _, out, _ in lw.code if out >= 0]
+                       + [i for *_, srcs in lw.code for k, i in srcs if k == SRC_REG],
+                       default=-1)
 
 
 def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
@@ -441,10 +450,7 @@ def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
         _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
     lw.nleaves = nleaves
     if _apply_pass_rules(lw.code, lw.pyfuncs):
-        # the registers still used (none: the pass takes long blocks, see execute_group)
-        lw.nregs = 1 + max([out for _, _, _, out, _ in lw.code if out >= 0]
-                           + [i for *_, srcs in lw.code for k, i in srcs if k == SRC_REG],
-                           default=-1)
+        _count_regs(lw)
     return _assemble(lw, len(exprs), dst_dts[0])
 
 
