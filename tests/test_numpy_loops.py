@@ -98,3 +98,39 @@ def test_two_threads_and_kept_plans_give_the_same_bits():
         plan.run(keep=True)
         assert_same_bits(out, np.sinh(x) + y)
         x[:] = rng.uniform(0.1, 0.9, x.size)
+
+
+@pytest.mark.parametrize("name", ["log10", "arcsin", "cosh", "exp2"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_call_on_contiguous_rows_gives_the_blocks_bits(name, dtype):
+    # dst = op(leaf) on contiguous rows runs as one call of NumPy's loop on
+    # the whole arrays; every other layout keeps the blocks: the same bits
+    rng = np.random.default_rng(3)
+    a = values(name, (300, 700), dtype, rng)
+    want = getattr(np, name)(a)
+    cases = {
+        "C": (a, np.empty_like(a), want),
+        "F both": (np.asfortranarray(a), np.empty(a.shape, dtype, order="F"), want),
+        "rows with gaps": (a[1:, 2:-3], np.empty((299, 695), dtype), want[1:, 2:-3]),
+        "dst rows with gaps": (a[:, :600], np.full((300, 650), 7, dtype)[:, :600],
+                               want[:, :600]),
+        "long thin": (a.reshape(-1, 3), np.empty((70000, 3), dtype), want.reshape(-1, 3)),
+        "short wide": (a.reshape(3, -1), np.empty((3, 70000), dtype), want.reshape(3, -1)),
+        "broadcast row": (np.broadcast_to(a[0], a.shape), np.empty_like(a),
+                          np.broadcast_to(want[0], a.shape)),
+        "both reversed": (np.ascontiguousarray(a[::-1])[::-1],
+                          np.empty_like(a)[::-1], want),
+        "F into C": (np.asfortranarray(a), np.empty_like(a), want),
+        "0-d": (a[0, 0].reshape(()), np.empty((), dtype), want[0, 0].reshape(())),
+        "empty": (a[:0], np.empty((0, 700), dtype), want[:0]),
+    }
+    for case, (x, out, expect) in cases.items():
+        pyet.asarray(out)[...] = getattr(pyet, name)(pyet.asarray(x))
+        assert_same_bits(out, expect)
+    inplace = a.copy()
+    t = pyet.asarray(inplace)
+    t[...] = getattr(pyet, name)(t)
+    assert_same_bits(inplace, want)
+    shifted = a.copy()  # dst overlapping the leaf one row on
+    pyet.asarray(shifted)[1:] = getattr(pyet, name)(pyet.asarray(shifted)[:-1])
+    assert_same_bits(shifted[1:], want[:-1])

@@ -173,6 +173,9 @@ cdef class Program:
     # when there is none with the op's bits (WHOLE_UFUNC_OPS)
     cdef object whole_fn
     cdef bint whole_backwards  # also where an operand's rows step backwards
+    # whole_fn is the op's own NumPy loop (ops.NUMPY_LOOPS): run whole where
+    # every operand's rows are contiguous (whole_wanted), not where strided
+    cdef bint whole_contiguous
     # dst = op(leaf0) with a kernel that reads a strided leaf where it lies
     # (pyet_kernel_strided): the leaf is not gathered into blocks
     cdef bint strided_kernel
@@ -614,6 +617,7 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         p.costly[i] = OPNAMES[op] in COMPUTE_BOUND
         p.ncostly += p.costly[i]
     p.whole_fn = _whole_fn(lw, ndst, dst_dt)
+    p.whole_contiguous = p.whole_fn is not None and lw.code[0][0] == OP_pyfunc
     p.strided_kernel = (ndst == 1 and p.ninstr == 1 and p.code[0].nin == 1
                         and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
                         and p.code[0].dt == p.code[0].dt_out == dst_dt
@@ -626,11 +630,18 @@ cdef object _whole_fn(_Lowering lw, int ndst, int dst_dt):
     # the NumPy ufunc that computes the whole program, dst = op(leaves,
     # scalars), with the program's bits, or None: a WHOLE_UFUNC_OPS op, or
     # power with a scalar exponent (np.reciprocal when it is -1, see
-    # run_whole).  (An op's NumPy loop, ops.NUMPY_LOOPS, keeps its blocks:
-    # most of those loops are 2-40x slower strided than contiguous.)
+    # run_whole), or an op's own NumPy loop (ops.NUMPY_LOOPS:
+    # Program.whole_contiguous, as most of those loops are 2-40x slower
+    # strided than contiguous, strided operands keep its blocks).
     if ndst != 1 or len(lw.code) != 1:
         return None
     op, dt, dt_out, out, srcs = lw.code[0]
+    if op == OP_pyfunc:  # an op's NumPy loop, alone on leaves
+        fn = lw.pyfuncs[0]
+        if type(fn[0]) is int or out != -1 or dt != dt_out or dt != dst_dt \
+                or not all(kind == SRC_LEAF for kind, _ in srcs):
+            return None
+        return fn[0]
     if out != -1 or dt != dt_out or dt != dst_dt or (dt != DT_F32 and dt != DT_F64):
         return None
     if not all(kind == SRC_LEAF or kind == SRC_SCALAR for kind, _ in srcs) \
@@ -1924,6 +1935,17 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     cdef int k
     cdef pyet_intp s
     cdef bint strided = False
+    if prog.whole_contiguous:
+        # an op's NumPy loop (ops.NUMPY_LOOPS) on contiguous rows: one call
+        # instead of one a block (its own loop either way, so the same bits;
+        # log10 float32 at 2^18 in blocks of 64 Ki: 1.15-1.3x np.log10).
+        # Strided rows keep pyet's blocks (NumPy's strided loops are slower)
+        if r.tile or (r.nd > 1 and r.shape[r.nd - 1] < SHORT_ROW):
+            return False
+        for k in range(r.nops):
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                return False
+        return True
     if r.total < WHOLE_UFUNC_MIN or r.tile or r.packed:
         return False
     for k in range(r.nops):
