@@ -1,12 +1,23 @@
 """ops.NUMPY_LOOPS: float functions a pass runs as NumPy's own ufunc loop on each
 block (SIMD where NumPy has it), so their values are NumPy's bit for bit, on
-every layout, inside fused trees, in place, on threads and in kept plans."""
+every layout, inside fused trees, in place, on threads and in kept plans; the
+loop called straight in C (Program.cloop) or, where that is not found, as its
+ufunc (one call on the whole arrays when rows are contiguous): both run here."""
 
 import numpy as np
 import pytest
 
 import pyet
+from pyet._core import core
 from pyet._core.ops import NUMPY_LOOPS, OPS_BY_NAME
+
+
+@pytest.fixture(params=["C", "ufunc"], autouse=True)
+def how_called(request):
+    """The loop called straight in C (found and probed) or as its ufunc."""
+    before = core.set_numpy_c_loops(request.param == "C")
+    yield request.param
+    core.set_numpy_c_loops(before)
 
 
 def values(name, shape, dtype, rng):
@@ -41,13 +52,15 @@ def test_op_alone_gives_numpys_bits(name, dtype, kind):
 
 
 @pytest.mark.parametrize("name", sorted(NUMPY_LOOPS))
-def test_inside_a_fused_tree_and_in_place(name):
+def test_inside_a_fused_tree_and_in_place(name, how_called):
     rng = np.random.default_rng(1)
     x = values(name, (300, 41), np.float32, rng)
     y = rng.standard_normal((300, 41)).astype(np.float32)
     e = getattr(pyet, name)(pyet.asarray(x)) * pyet.asarray(y) + 1.5
     text = pyet.explain(e)
-    assert f"{name}[float32->float32](leaf0) (NumPy's loop)" in text
+    # the inner loop called straight where found in the ufunc's table and probed
+    assert f"{name}[float32->float32](leaf0) (NumPy's loop" + (
+        ")\n" if how_called == "C" else ", its ufunc called)\n") in text
     assert_same_bits(pyet.evaluate(e), getattr(np, name)(x) * y + np.float32(1.5))
     inplace = x.copy()
     t = pyet.asarray(inplace)
@@ -124,7 +137,7 @@ def test_one_call_on_contiguous_rows_gives_the_blocks_bits(name, dtype):
         "0-d": (a[0, 0].reshape(()), np.empty((), dtype), want[0, 0].reshape(())),
         "empty": (a[:0], np.empty((0, 700), dtype), want[:0]),
     }
-    for case, (x, out, expect) in cases.items():
+    for x, out, expect in cases.values():
         pyet.asarray(out)[...] = getattr(pyet, name)(pyet.asarray(x))
         assert_same_bits(out, expect)
     inplace = a.copy()

@@ -152,6 +152,10 @@ def check_op_table():
 
 # ------------------------------------------------------------------ programs
 
+# NumPy's inner loops (PyUFuncGenericFunction), called without the GIL
+ctypedef void (*np_loop)(char **, cnp.npy_intp *, cnp.npy_intp *, void *) noexcept nogil
+
+
 cdef class Program:
     """A lowered tree: instructions plus what binding needs."""
     cdef pyet_instr *code
@@ -159,7 +163,12 @@ cdef class Program:
     cdef int ndst              # destinations written (several: a multi-output pass)
     cdef int *scalar_dt
     cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
-    cdef bint has_pyfunc
+    # per instruction: NumPy's inner loop an op's NumPy loop calls straight
+    # (NULL: none, or not an op's NumPy loop), and its data
+    cdef np_loop *cloop
+    cdef void **cdata
+    cdef bint has_pyfunc       # an instruction calls Python (not cloop)
+    cdef bint np_loops         # an instruction is an op's NumPy loop (either way)
     cdef bint user_pyfunc      # one of them a pyet.F function (not an op's NumPy loop)
     cdef bint copies_leaf      # the whole program is dst = leaf0 (same dtype)
     # prefetching (run_block): which instructions are compute-bound, and how many
@@ -185,6 +194,8 @@ cdef class Program:
         free(self.code)
         free(self.scalar_dt)
         free(self.costly)
+        free(self.cloop)
+        free(self.cdata)
 
     def __repr__(self):
         return self.text
@@ -582,12 +593,30 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.code = <pyet_instr *>malloc(max(p.ninstr, 1) * sizeof(pyet_instr))
     p.scalar_dt = <int *>malloc(max(lw.nscalars, 1) * sizeof(int))
     p.costly = <bint *>malloc(max(p.ninstr, 1) * sizeof(bint))
-    if p.code == NULL or p.scalar_dt == NULL or p.costly == NULL:
+    p.cloop = <np_loop *>malloc(max(p.ninstr, 1) * sizeof(np_loop))
+    p.cdata = <void **>malloc(max(p.ninstr, 1) * sizeof(void *))
+    if p.code == NULL or p.scalar_dt == NULL or p.costly == NULL or p.cloop == NULL \
+            or p.cdata == NULL:
         raise MemoryError()
     p.nregs, p.nleaves, p.nscalars, p.dt_out = lw.nregs, lw.nleaves, lw.nscalars, dst_dt
     p.ndst = ndst
     p.pyfuncs = lw.pyfuncs
-    p.has_pyfunc = any(f is not None for f in lw.pyfuncs)
+    p.has_pyfunc = False
+    p.np_loops = any(f is not None and type(f[0]) is not int for f in lw.pyfuncs)
+    for i, (op, dt, dt_out, out, srcs) in enumerate(lw.code):
+        p.cloop[i], p.cdata[i] = NULL, NULL
+        fn = lw.pyfuncs[i]
+        if fn is None:
+            continue
+        k = -1
+        if type(fn[0]) is not int and all(d == dt for d in fn[1]) \
+                and all(kind != SRC_SCALAR for kind, _ in srcs):
+            k = _c_loop_index(fn[0], fn[1], dt_out)
+        if k < 0:
+            p.has_pyfunc = True
+        else:
+            p.cloop[i] = <np_loop>(<cnp.ufunc>fn[0]).functions[k]
+            p.cdata[i] = (<cnp.ufunc>fn[0]).data[k]
     p.user_pyfunc = any(f is not None and type(f[0]) is int for f in lw.pyfuncs)
     p.copies_leaf = (ndst == 1 and len(lw.code) == 1 and lw.code[0][0] == OP_copy
                      and lw.code[0][4][0][0] == SRC_LEAF)
@@ -606,7 +635,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         line = _listing(op, dt, dt_out, out, srcs, ndst)
         fn = lw.pyfuncs[i]
         if fn is not None and type(fn[0]) is not int:  # an op run as NumPy's loop
-            line = line.replace("pyfunc[", f"{fn[0].__name__}[", 1) + " (NumPy's loop)"
+            line = line.replace("pyfunc[", f"{fn[0].__name__}[", 1) + (
+                " (NumPy's loop)" if p.cloop[i] != NULL else " (NumPy's loop, its ufunc called)")
         lines.append(line)
         if op != OP_cast and op != OP_pyfunc and not HAS_KERNEL[op][dt]:
             raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
@@ -618,6 +648,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         p.ncostly += p.costly[i]
     p.whole_fn = _whole_fn(lw, ndst, dst_dt)
     p.whole_contiguous = p.whole_fn is not None and lw.code[0][0] == OP_pyfunc
+    if p.whole_contiguous and p.cloop[0] != NULL:  # its blocks cost no Python call
+        p.whole_fn, p.whole_contiguous = None, False
     p.strided_kernel = (ndst == 1 and p.ninstr == 1 and p.code[0].nin == 1
                         and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
                         and p.code[0].dt == p.code[0].dt_out == dst_dt
@@ -919,6 +951,101 @@ cdef struct Run:
 cdef int TYPENUM[5]
 for _i in range(DT_COUNT):
     TYPENUM[_i] = DTYPES[_i].num
+
+
+cdef inline void call_np_loop(Program prog, int i, pyet_instr *ins, pyet_intp n, void *out,
+                              void **inp) noexcept nogil:
+    # an op's NumPy loop called straight (Program.cloop): contiguous blocks in
+    # and out, as NumPy's ufunc hands them to it; the flags it raises are the
+    # pass's, as a kernel's
+    cdef char *args[PYET_MAX_IN + 1]
+    cdef cnp.npy_intp steps[PYET_MAX_IN + 1]
+    cdef cnp.npy_intp dim = n
+    cdef int j
+    for j in range(ins.nin):
+        args[j] = <char *>inp[j]
+        steps[j] = pyet_itemsize[ins.dt]
+    args[ins.nin] = <char *>out
+    steps[ins.nin] = pyet_itemsize[ins.dt_out]
+    prog.cloop[i](args, &dim, steps, prog.cdata[i])
+
+
+cdef dict _C_LOOPS = {}
+cdef bint C_LOOPS_ON = True
+
+
+def set_numpy_c_loops(bint on):
+    """Call an op's NumPy loop (ops.NUMPY_LOOPS) straight in C (on) or as its
+    ufunc from Python (a testing knob; on by default); trees lowered later take
+    it (the program cache is dropped).  Returns the previous setting."""
+    global C_LOOPS_ON, _PROGRAMS
+    before = C_LOOPS_ON
+    C_LOOPS_ON = on
+    _PROGRAMS = {}
+    return before
+
+
+cdef int _c_loop_index(object fn, object dts, int dt_out) except -2:
+    """The index in ufunc fn's loop table of the inner loop NumPy runs for
+    these dtypes, when calling it straight gives fn's values (probed once per
+    ufunc and dtypes); -1 when there is none (then fn is called)."""
+    if not C_LOOPS_ON:
+        return -1
+    key = (fn, tuple(dts), dt_out)
+    k = _C_LOOPS.get(key)
+    if k is None:
+        k = _find_c_loop(fn, dts, dt_out)
+        _C_LOOPS[key] = k
+    return k
+
+
+cdef int _find_c_loop(object fn, object dts, int dt_out) except -2:
+    cdef cnp.ufunc uf
+    cdef int k, j, nargs, flags
+    cdef char *args[PYET_MAX_IN + 1]
+    cdef cnp.npy_intp steps[PYET_MAX_IN + 1]
+    cdef cnp.npy_intp dim
+    if type(fn) is not np.ufunc or not _ufunc_in_place(fn, dts, dt_out) \
+            or len(dts) > PYET_MAX_IN:
+        return -1
+    uf = <cnp.ufunc>fn
+    nargs = uf.nargs
+    want = [TYPENUM[<int>d] for d in dts] + [TYPENUM[dt_out]]
+    for k in range(uf.ntypes):
+        if all(uf.types[k * nargs + j] == want[j] for j in range(nargs)):
+            break
+    else:
+        return -1
+    if uf.functions[k] == NULL:
+        return -1
+    # the probe: ordinary values, edges and specials (both signs), in every
+    # operand's position; NumPy's own call must give the same bits.  The
+    # flags it raises (in the casts, in NumPy's call) are nobody's
+    flags = pyet_fs_get()
+    base = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 0.25, 1e-3,
+                     0.999, 1.001, 10.0, 100.0, 1e30, -1e30, 1e-30, 1e-40, np.inf, -np.inf,
+                     np.nan, 7.5, -7.5, 0.1, -0.9, 0.9, 40.0, -40.0, 1e5, 123.456, 3.0])
+    rng = np.random.default_rng(12345)
+    vals = np.concatenate([base, rng.uniform(-4, 4, 300), rng.uniform(0, 1, 300),
+                           np.exp(rng.uniform(-80, 80, 300))])
+    try:
+        with np.errstate(all="ignore"):
+            ins = [np.ascontiguousarray(np.roll(vals, 37 * j).astype(DTYPES[<int>dts[j]]))
+                   for j in range(len(dts))]
+            expect = fn(*ins)
+            got = np.empty_like(expect)
+            for j in range(len(dts)):
+                args[j] = <char *>cnp.PyArray_DATA(<cnp.ndarray>ins[j])
+                steps[j] = cnp.PyArray_ITEMSIZE(<cnp.ndarray>ins[j])
+            args[len(dts)] = <char *>cnp.PyArray_DATA(<cnp.ndarray>got)
+            steps[len(dts)] = cnp.PyArray_ITEMSIZE(<cnp.ndarray>got)
+            dim = got.shape[0]
+            (<np_loop>uf.functions[k])(args, &dim, steps, uf.data[k])
+    finally:
+        pyet_fs_set(flags)
+    if got.dtype != expect.dtype or got.tobytes() != expect.tobytes():
+        return -1
+    return k
 
 
 cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept nogil:
@@ -1252,7 +1379,9 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         if ins.op == OP_cast:
             pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
         elif ins.op == OP_pyfunc:
-            if call_pyfunc(r, i, n, out, inp) < 0:
+            if prog.cloop[i] != NULL:
+                call_np_loop(prog, i, ins, n, out, inp)
+            elif call_pyfunc(r, i, n, out, inp) < 0:
                 return -1
         elif pf != NULL and prog.costly[i]:  # in pieces, a prefetch slice after each
             isz_in, isz_out = pyet_itemsize[ins.dt], pyet_itemsize[ins.dt_out]
@@ -1739,8 +1868,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                     blocklen = BLOCK
         if prog.user_pyfunc:
             blocklen = max(BLOCK, PYFUNC_BLOCK)
-        elif prog.has_pyfunc:  # an op's NumPy loop: a call per block (~3 us), on
-            # long blocks when it is the whole program (no register kept in L1)
+        elif prog.np_loops:  # an op's NumPy loop: a call per block (~3 us from
+            # Python), on long blocks when it is the whole program (no register
+            # kept in L1); called in C too (Program.cloop): NumPy's SVML loops
+            # on blocks of 8 Ki cost 1.3x their time on 64 Ki (log10, exp2 float32)
             blocklen = max(BLOCK, PYFUNC_BLOCK if prog.ninstr == 1 else NUMPY_LOOP_BLOCK)
         r.total = 1
         for d in range(r.nd):
@@ -1759,7 +1890,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # NumPy packed, element by element)
         r.packed = not red and ndst == 1 and r.nd > 1 and (
             (r.shape[r.nd - 1] < SHORT_ROW and not (tile and r.shape[r.nd - 1] >= TILE_MIN_ROW))
-            or (prog.has_pyfunc and r.shape[r.nd - 1] < blocklen)
+            or ((prog.has_pyfunc or prog.np_loops) and r.shape[r.nd - 1] < blocklen)
             or (ROW_BROADCASTS_ONCE and r.shape[r.nd - 1] < BLOCK and rows_with_broadcast(&r)))
         r.early = red if (red == RED_ALL or red == RED_ANY) else 0
         r.stop = 0
