@@ -2,8 +2,9 @@
 registers) or, without AVX-512, the widening one, and the small-integer exponents (3..8, -6..-2,
 by multiplications in double), against NumPy and against float64 pow rounded to float32: within
 1 ulp of both, NumPy's bits for the exponents NumPy computes directly (2, 1, -1, 0.5, 0), NumPy's
-floating-point errors, on the layouts and scalar forms the kernels serve.  No timing here:
-bench/bench_grid.py measures.
+floating-point errors, on the layouts and scalar forms the kernels serve.  Two arrays lower to
+NumPy's own loop where it is SVML's (ops.NUMPY_POWER_F32): every test runs with both lowerings,
+and that one gives NumPy's bits.  No timing here: bench/bench_grid.py measures.
 """
 
 import numpy as np
@@ -11,8 +12,17 @@ import pytest
 from conftest import fp_flags_raised, ulps_f32
 
 import pyet
+from pyet._core import core
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest's
+
+
+@pytest.fixture(params=["kernel", "numpy_loop"], autouse=True)
+def array_power(request):
+    """Two float32 arrays' x ** y lowered to pyet's kernel or to NumPy's loop."""
+    before = core.set_numpy_power_f32(request.param == "numpy_loop")
+    yield request.param
+    core.set_numpy_power_f32(before)
 
 F = np.float32
 TINY, MAX = np.finfo(F).smallest_normal, np.finfo(F).max
@@ -192,3 +202,46 @@ def test_fp_errors_as_numpy(base, e, form):
     want = fp_flags_raised(lambda: np.power(*args))
     got = fp_flags_raised(lambda: pe_pow(*args, quiet=False))
     assert got == want
+
+
+BITS_LAYOUTS = {
+    **LAYOUTS,
+    "step7 flat": lambda a: np.repeat(a.ravel(), 7)[::7],
+    "size1_dims": lambda a: a.reshape(1, 70, 1, 90, 1),
+    "odd": lambda a: a[1:, 2:-5],
+    "0-d": lambda a: a[3, 4].reshape(()),
+    "empty": lambda a: a[:0],
+}
+
+
+@pytest.mark.parametrize("layout", list(BITS_LAYOUTS))
+def test_numpy_loop_gives_numpys_bits(array_power, layout):
+    """NumPy's loop, alone (one call on contiguous rows, blocks otherwise), in a
+    tree, into a strided destination and into its own operand: NumPy's bits."""
+    if array_power != "numpy_loop":
+        pytest.skip("NumPy's loop only")
+    rng = np.random.default_rng(15)
+    f = BITS_LAYOUTS[layout]
+    xs = rng.uniform(0.25, 4.25, (70, 90))
+    xs.flat[::11] = rng.choice(SPECIALS, xs.flat[::11].size)
+    ys = rng.uniform(-4, 4, (70, 90))
+    ys.flat[::13] = np.round(ys.flat[::13])                 # negative bases' integer powers
+    ys.flat[::17] = rng.choice(SPECIALS, ys.flat[::17].size)
+    x, y = f(xs.astype(F)), f(ys.astype(F))
+    with np.errstate(all="ignore"):
+        # NumPy's values on contiguous memory (its SIMD loop): on reversed views
+        # NumPy itself takes its scalar loop, pyet's blocks are contiguous
+        want = np.power(np.ascontiguousarray(x), np.ascontiguousarray(y))
+        tree = want * np.float32(2) + x
+    got = pe_pow(x, y)
+    assert got.tobytes() == want.tobytes()
+    X, Y = pyet.asarray(x), pyet.asarray(y)
+    with np.errstate(all="ignore"):
+        assert np.asarray(pyet.evaluate(X ** Y * 2 + X)).tobytes() == tree.tobytes()
+        big = np.full((2,) + np.shape(x), 9, F)
+        pyet.asarray(big)[1] = X ** Y                        # a destination of its own layout
+        assert big[1].tobytes() == want.tobytes() and (big[0] == 9).all()
+        own = np.array(x, copy=True)
+        T = pyet.asarray(own)
+        T[...] = T ** Y
+        assert own.tobytes() == want.tobytes()

@@ -108,6 +108,8 @@ for _op in range(OP_COUNT):
 
 # the ops a pass runs as NumPy's ufunc on each block (ops.NUMPY_LOOPS)
 NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
+# float32 x ** y of two arrays as NumPy's loop (ops.NUMPY_POWER_F32)
+cdef bint POWER_F32_NUMPY = NUMPY_POWER_F32
 # compute-bound float ops whose pass, when it is the op alone on strided
 # operands (steps 2, 3, 7), runs as NumPy's ufunc on the whole arrays:
 # NumPy's SIMD loops load strided operands directly, where gathering them
@@ -182,7 +184,8 @@ cdef class Program:
     # when there is none with the op's bits (WHOLE_UFUNC_OPS)
     cdef object whole_fn
     cdef bint whole_backwards  # also where an operand's rows step backwards
-    # whole_fn is the op's own NumPy loop (ops.NUMPY_LOOPS): run whole where
+    # whole_fn is the op's own NumPy loop (ops.NUMPY_LOOPS, float32 power of
+    # two arrays: ops.NUMPY_POWER_F32): run whole where
     # every operand's rows are contiguous (whole_wanted), not where strided
     cdef bint whole_contiguous
     # dst = op(leaf0) with a kernel that reads a strided leaf where it lies
@@ -324,6 +327,11 @@ cdef class _Lowering:
             srcs = [self.operand(e._args[0], DT_BOOL, False), self.operand(e._args[1], e._cdt),
                     self.operand(e._args[2], e._cdt)]
             return self.emit(OP_where, e._cdt, e._dt, srcs)
+        if e._op == OP_power and POWER_F32_NUMPY and e._cdt == e._dt == DT_F32 \
+                and e._args[1].shape and not is_scalar(e._args[0]):
+            # NumPy's SIMD loop on each block (ops.NUMPY_POWER_F32), in place
+            srcs = [self.operand(a, e._cdt, False) for a in e._args]
+            return self.emit(OP_pyfunc, e._cdt, e._dt, srcs, (np.power, [e._cdt, e._cdt]))
         if e._op == OP_power and e._args[1].shape:
             # an array exponent, even one constant value, takes pow per element
             # (as NumPy's loop); scalar exponents the kernel's fast paths
@@ -421,6 +429,17 @@ def cache_info():
     """Sizes and limits of the structure-key table and the program cache."""
     return {"keys": len(_INTERN), "key_limit": INTERN_LIMIT,
             "programs": len(_PROGRAMS), "program_limit": PROGRAM_LIMIT}
+
+
+def set_numpy_power_f32(bint on):
+    """Lower float32 ``x ** y`` of two arrays to NumPy's loop (on) or to pyet's
+    kernel (a testing knob; the default is ops.NUMPY_POWER_F32); trees lowered
+    later take it (the program cache is dropped).  Returns the previous setting."""
+    global POWER_F32_NUMPY, _PROGRAMS
+    before = POWER_F32_NUMPY
+    POWER_F32_NUMPY = on
+    _PROGRAMS = {}
+    return before
 
 
 cdef void _write_root(_Lowering lw, tuple src, int k, int dst_dt):
@@ -662,7 +681,7 @@ cdef object _whole_fn(_Lowering lw, int ndst, int dst_dt):
     # the NumPy ufunc that computes the whole program, dst = op(leaves,
     # scalars), with the program's bits, or None: a WHOLE_UFUNC_OPS op, or
     # power with a scalar exponent (np.reciprocal when it is -1, see
-    # run_whole), or an op's own NumPy loop (ops.NUMPY_LOOPS:
+    # run_whole), or an op's own NumPy loop (ops.NUMPY_LOOPS, float32 power:
     # Program.whole_contiguous, as most of those loops are 2-40x slower
     # strided than contiguous, strided operands keep its blocks).
     if ndst != 1 or len(lw.code) != 1:
@@ -1887,10 +1906,12 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # rows shorter than a block (or than a user function's block) are
         # packed: blocks run across row ends; but rows of TILE_MIN_ROW and
         # more read across are tiled (a 64 x 64 float32 A.T copied 1.5x
-        # NumPy packed, element by element)
+        # NumPy packed, element by element; float32 a ** b of two F-order
+        # 512^2 arrays as NumPy's loop called in C: 1.37x np.power packed)
         r.packed = not red and ndst == 1 and r.nd > 1 and (
             (r.shape[r.nd - 1] < SHORT_ROW and not (tile and r.shape[r.nd - 1] >= TILE_MIN_ROW))
-            or ((prog.has_pyfunc or prog.np_loops) and r.shape[r.nd - 1] < blocklen)
+            or ((prog.has_pyfunc or (prog.np_loops and not tile))
+                and r.shape[r.nd - 1] < blocklen)
             or (ROW_BROADCASTS_ONCE and r.shape[r.nd - 1] < BLOCK and rows_with_broadcast(&r)))
         r.early = red if (red == RED_ALL or red == RED_ANY) else 0
         r.stop = 0
