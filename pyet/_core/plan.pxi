@@ -940,6 +940,7 @@ cdef struct Run:
     char **base             # [nops]: the ndst destinations, then leaves
     int *itemsize           # [nops]
     int *gather             # [nops]: gather block index when the row is strided, else -1
+    char *dup               # [nops]: a leaf whose memory an earlier leaf's block (or tile) holds
     char *scalars           # 8 bytes per scalar
     char *scratch           # per thread: the program's registers, then gather blocks
     pyet_intp scratch_bytes  # per thread
@@ -1341,7 +1342,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             leafp[k - nd] = ptr[k]
         else:
             leafp[k - nd] = gathered + r.gather[k] * regbytes
-            if not pieces:
+            if not pieces and not r.dup[k]:
                 pyet_copy_strided(leafp[k - nd], r.itemsize[k], ptr[k],
                                   r.strides[k * MAXD + r.nd - 1], n, r.itemsize[k])
     if pieces:
@@ -1358,7 +1359,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         while c < n:
             m = n - c if n - c < step[0] else step[0]
             for k in range(nd, r.nops):
-                if r.gather[k] >= 0:
+                if r.gather[k] >= 0 and not r.dup[k]:
                     pyet_copy_strided(leafp[k - nd] + c * r.itemsize[k], r.itemsize[k],
                                       ptr[k] + c * r.strides[k * MAXD + r.nd - 1],
                                       r.strides[k * MAXD + r.nd - 1], m, r.itemsize[k])
@@ -1581,7 +1582,7 @@ cdef void packed_copy(Run *r, pyet_intp p0, pyet_intp n, char *gathered,
     while True:
         seg = inner - x if inner - x < n - off else n - off
         for k in range(k0, k1):
-            if r.gather[k] < skip:
+            if r.gather[k] < skip or r.dup[k]:
                 continue
             s = r.strides[k * MAXD + nd - 1]
             isz = r.itemsize[k]
@@ -1689,7 +1690,9 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 if r.gather[k] > -2:
                     continue
                 tb = regs + r.tilebuf + (-2 - r.gather[k]) * r.tile * pitch
-                if not adjacent:
+                if r.dup[k]:
+                    pass
+                elif not adjacent:
                     pyet_copy_strided(tb + (rw - r0) * pitch, r.itemsize[k], ptr[k],
                                       r.strides[k * MAXD + nd - 1], n, r.itemsize[k])
                 elif rw == r0:
@@ -1720,6 +1723,22 @@ cdef void prefetch_streams(Run *r) noexcept nogil:
                 nbytes += r.total * r.itemsize[k]
     if nbytes <= PREFETCH_BYTES:
         r.npf = 0
+
+
+cdef int same_leaf(Run *r, int k) noexcept nogil:
+    # an earlier leaf with operand k's memory (base, item size, merged
+    # strides), which a block or tile holds already; -1 when none
+    cdef int j, d
+    for j in range(r.ndst, k):
+        if r.gather[j] == -1 or r.dup[j] or r.base[j] != r.base[k] \
+                or r.itemsize[j] != r.itemsize[k]:
+            continue
+        for d in range(r.nd):
+            if r.strides[j * MAXD + d] != r.strides[k * MAXD + d]:
+                break
+        else:
+            return j
+    return -1
 
 
 cdef bint flat_operand(Run *r, int k) noexcept nogil:
@@ -1820,7 +1839,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     # one allocation for the per-call metadata: strides before and after
     # merging, base pointers, gather buffers, item sizes, scalar slots
     cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + nops * sizeof(char *)
-                        + 8 * (len(scalars) + 1) + 2 * nops * sizeof(int))
+                        + 8 * (len(scalars) + 1) + 2 * nops * sizeof(int) + nops)
     # small passes take both on the stack (malloc's arena lock is a good part
     # of a tiny assignment's cost)
     cdef pyet_intp small_meta[1024]  # SMALL_META bytes
@@ -1836,6 +1855,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     r.scalars = <char *>(r.base + nops)
     r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
     r.gather = r.itemsize + nops
+    r.dup = <char *>(r.gather + nops)
     cdef list keep = None  # copies prepare_leaf made (the leaves list holds the rest)
     cdef cnp.ndarray dk
     try:
@@ -1928,6 +1948,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         ngather = ntiled = 0
         for k in range(nops):
             r.gather[k] = -1
+            r.dup[k] = 0
         if ROW_BROADCASTS_ONCE and r.packed and not prog.has_pyfunc \
                 and r.shape[r.nd - 1] <= blocklen:
             # row broadcasts in blocks of whole rows (at least two): the same
@@ -1955,6 +1976,17 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                     and not (r.direct and k == 1):
                 r.gather[k] = ngather
                 ngather += 1
+            if r.gather[k] != -1 and k >= ndst:
+                # a leaf read twice (where(a > b, a, b)) is gathered once: its
+                # block (tile) shared (a Fortran where into C 2x NumPy's time)
+                d = same_leaf(&r, k)
+                if d >= 0:
+                    if r.gather[k] <= -2:
+                        ntiled -= 1
+                    else:
+                        ngather -= 1
+                    r.gather[k] = r.gather[d]
+                    r.dup[k] = 1
         r.gathers = ngather
         if r.packed:
             r.nblocks = (r.total + r.block - 1) // r.block
