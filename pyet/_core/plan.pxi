@@ -131,13 +131,19 @@ WHOLE_UFUNC_BACKWARDS = {(OPCODES[name], dt) for name, dt in (
 # strided passes of fewer elements keep pyet's blocks (a ufunc call and
 # np.errstate cost a few microseconds)
 cdef pyet_intp WHOLE_UFUNC_MIN = 4096
+# (a ufunc's C loop called on each row, Program.whole_loop, from any size:
+# strided sqrt, divide and x ** -1 at 300-1500 elements, 1.03-1.35x NumPy,
+# were 1.2-3x in pyet's blocks)
+cdef pyet_intp WHOLE_LOOP_MIN = 0
 
 
-def set_whole_ufunc_min(pyet_intp n):
+def set_whole_ufunc_min(pyet_intp n, pyet_intp loop_n=0):
     """Strided one-op passes of at least ``n`` elements run as NumPy's ufunc
-    on the whole operands (a tuning knob; -1 turns it off)."""
-    global WHOLE_UFUNC_MIN
+    on the whole operands, those of at least ``loop_n`` as its C loop on each
+    row where pyet has it (a tuning knob; ``n = -1`` turns both off)."""
+    global WHOLE_UFUNC_MIN, WHOLE_LOOP_MIN
     WHOLE_UFUNC_MIN = n if n >= 0 else (<pyet_intp>1) << 62
+    WHOLE_LOOP_MIN = loop_n if n >= 0 and loop_n >= 0 else (<pyet_intp>1) << 62
 
 
 def check_op_table():
@@ -183,6 +189,11 @@ cdef class Program:
     # operands as this NumPy ufunc on the whole arrays (execute_group); None
     # when there is none with the op's bits (WHOLE_UFUNC_OPS)
     cdef object whole_fn
+    # whole_fn's C loop for the program's dtype (NULL: none or not its bits):
+    # execute_group calls it on each row itself (run_loop_rows)
+    cdef np_loop whole_loop
+    cdef void *whole_data
+    cdef bint whole_far        # whole_loop only where an operand steps 3 items or more
     cdef bint whole_backwards  # also where an operand's rows step backwards
     # whole_fn is the op's own NumPy loop (ops.NUMPY_LOOPS, float32 power of
     # two arrays: ops.NUMPY_POWER_F32): run whole where
@@ -669,12 +680,35 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.whole_contiguous = p.whole_fn is not None and lw.code[0][0] == OP_pyfunc
     if p.whole_contiguous and p.cloop[0] != NULL:  # its blocks cost no Python call
         p.whole_fn, p.whole_contiguous = None, False
+    p.whole_loop = NULL
+    p.whole_data = NULL
+    p.whole_far = False
+    loop = None
+    if p.whole_fn is not None and not p.whole_contiguous:
+        loop = _direct_loop(p.whole_fn, p.code[0].dt)
+    elif _one_op_from_operands(lw, ndst, dst_dt):
+        loop = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
+        p.whole_far = loop is not None
+    if loop is not None:
+        p.text += " (strided: NumPy's C loop)"
+        p.whole_loop = <np_loop><uintptr_t>loop[0]
+        p.whole_data = <void *><uintptr_t>loop[1]
     p.strided_kernel = (ndst == 1 and p.ninstr == 1 and p.code[0].nin == 1
                         and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
                         and p.code[0].dt == p.code[0].dt_out == dst_dt
                         and pyet_kernel_strided(p.code[0].op, p.code[0].dt, 0, NULL, NULL, 8))
     p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     return p
+
+
+cdef bint _one_op_from_operands(_Lowering lw, int ndst, int dst_dt):
+    # dst = op(leaves and scalars, one leaf at least), no cast, no fused op
+    if ndst != 1 or len(lw.code) != 1:
+        return False
+    op, dt, dt_out, out, srcs = lw.code[0]
+    return out == -1 and dt_out == dst_dt and lw.pyfuncs[0] is None \
+        and all(kind == SRC_LEAF or kind == SRC_SCALAR for kind, _ in srcs) \
+        and any(kind == SRC_LEAF for kind, _ in srcs)
 
 
 cdef object _whole_fn(_Lowering lw, int ndst, int dst_dt):
@@ -1125,6 +1159,149 @@ cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
         except BaseException as exc:
             (<list>errors).append(exc)
             return -1
+
+
+# (ufunc, dtype code) -> (loop, data) as integers, or None: _direct_loop's answers
+cdef dict _DIRECT_LOOPS = {}
+
+
+cdef object _ufunc_loop(object fn, int nin, int dt, int dt_out):
+    # (loop, data) as integers: ufunc fn's loop for nin operands of dtype dt
+    # and a result of dt_out, from its loop table; None when it has none
+    cdef cnp.ufunc uf
+    cdef int k, j, t
+    if type(fn) is not np.ufunc or (<object>fn).nin != nin or (<object>fn).nout != 1:
+        return None
+    uf = <cnp.ufunc>fn
+    for k in range(uf.ntypes):
+        for j in range(nin + 1):
+            t = TYPENUM[dt_out] if j == nin else TYPENUM[dt]
+            if uf.types[(nin + 1) * k + j] != t:
+                break
+        else:
+            if uf.functions[k] == NULL:
+                return None
+            return (<uintptr_t>uf.functions[k], <uintptr_t>uf.data[k])
+    return None
+
+
+cdef object _direct_loop(object fn, int dt):
+    """The C loop (and its data) of a unary or binary float ufunc fn for dtype dt
+    from the ufunc's loop table, when it gives the ufunc's own bits on a probe
+    of values (its domain's edges, specials, odd lengths); None otherwise
+    (the ufunc is called on each block then).  A pass calls it on each
+    block without the GIL: a ufunc call per block, with its views and
+    np.errstate, cost ~3 us (log10 of 64 x 64 float32: 4.1 us, NumPy 1.4)."""
+    key = (fn, dt)
+    if key in _DIRECT_LOOPS:
+        return _DIRECT_LOOPS[key]
+    res = None
+    if (dt == DT_F32 or dt == DT_F64) and type(fn) is np.ufunc:
+        res = _ufunc_loop(fn, (<object>fn).nin, dt, dt)
+        if res is not None and not _same_bits(fn, dt, res):
+            res = None
+    _DIRECT_LOOPS[key] = res
+    return res
+
+
+# ops whose NumPy C loop a one-op pass calls on each row where an operand's
+# rows step 3 items or more, 2 for 8-byte operands and results
+# (Program.whole_far): NumPy's loops read them in place, where pyet's gathers
+# cost 1.2-1.5x NumPy at 4096-32768 elements (a+b float64 step 3, abs,
+# maximum; 1.05-1.13x at 2^18); other step-2 gathers vectorize (pyet's float32
+# a - b on a[::2] 0.7x NumPy, float64 a < b 0.63x).  Only where the loop gives pyet's
+# kernel's bits on a probe (_kernel_bits), so values never depend on the layout.
+WHOLE_LOOP_UFUNCS = {OPCODES[name]: getattr(np, name) for name in (
+    "add", "subtract", "multiply", "absolute", "negative", "maximum", "minimum",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "less", "less_equal", "greater",
+    "greater_equal", "equal", "not_equal")}
+cdef dict _KERNEL_LOOPS = {}
+
+
+cdef object _kernel_loop(int op, int dt, int dt_out):
+    """NumPy's C loop for pyet op (WHOLE_LOOP_UFUNCS) from dt to dt_out, when
+    it gives pyet's kernel's bits on a probe; None otherwise."""
+    key = (op, dt, dt_out)
+    if key in _KERNEL_LOOPS:
+        return _KERNEL_LOOPS[key]
+    res = None
+    fn = WHOLE_LOOP_UFUNCS.get(op)
+    if fn is not None and dt != DT_BOOL and HAS_KERNEL[op][dt]:
+        res = _ufunc_loop(fn, (<object>fn).nin, dt, dt_out)
+        if res is not None and not _kernel_bits(op, dt, dt_out, (<object>fn).nin, res):
+            res = None
+    _KERNEL_LOOPS[key] = res
+    return res
+
+
+cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop) except -1:
+    # the loop's results against pyet's kernel's on a probe (floats: specials,
+    # signed zeros, NaN; integers: their extremes), bit for bit
+    cdef int flags = pyet_fs_get(), j
+    cdef char *args[3]
+    cdef void *inp[3]
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.npy_intp steps[3]
+    dtype = DTYPES[dt]
+    rng = np.random.default_rng(0)
+    if dtype.kind == "f":
+        big = float(np.finfo(dtype).max)
+        mags = np.concatenate([np.geomspace(1e-30, 1e30, 61), rng.random(60) * 10])
+        x = np.concatenate([mags, -mags, [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0,
+                                          -1.0, big, -big]]).astype(dtype)
+        pairs = [(x, rng.permutation(x)), (x, x), (x, -x), (x, x[::-1].copy())]
+    else:
+        info = np.iinfo(dtype)
+        x = np.concatenate([rng.integers(info.min, info.max, 200, dtype=dtype, endpoint=True),
+                            np.array([info.min, info.max, 0, -1, 1, info.min + 1], dtype)])
+        pairs = [(x, rng.permutation(x)), (x, x), (x, x[::-1].copy())]
+    for pair in pairs:
+        got, want = np.empty(x.size, DTYPES[dt_out]), np.empty(x.size, DTYPES[dt_out])
+        for j in range(nin):
+            args[j] = <char *>cnp.PyArray_DATA(<cnp.ndarray>pair[j])
+            inp[j] = args[j]
+            steps[j] = pyet_itemsize[dt]
+        args[nin] = <char *>cnp.PyArray_DATA(<cnp.ndarray>got)
+        steps[nin] = pyet_itemsize[dt_out]
+        dims[0] = x.size
+        (<np_loop><uintptr_t>loop[0])(args, dims, steps, <void *><uintptr_t>loop[1])
+        pyet_kernel(op, dt, 0, x.size, cnp.PyArray_DATA(<cnp.ndarray>want), inp)
+        pyet_fs_set(flags)
+        if got.tobytes() != want.tobytes():
+            return False
+    return True
+
+
+cdef bint _same_bits(object fn, int dt, tuple loop) except -1:
+    # the loop's results on a probe, bit for bit, against the ufunc's, on
+    # contiguous operands and on steps of 3 and -2
+    cdef int flags = pyet_fs_get(), nin = (<object>fn).nin, j
+    cdef char *args[3]
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.npy_intp steps[3]
+    cdef cnp.ndarray a
+    dtype = DTYPES[dt]
+    big = float(np.finfo(dtype).max)
+    mags = np.concatenate([np.geomspace(1e-30, 1e30, 97), np.linspace(0, 10, 131)])
+    x = np.concatenate([mags, -mags, [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5,
+                                      -0.5, 0.999, 1.001, 89.0, 710.0, big, -big]]).astype(dtype)
+    xs = [x, np.random.default_rng(0).permutation(x)][:nin]
+    uint = np.uint32 if dt == DT_F32 else np.uint64
+    for step in (1, 3, -2):
+        ops = [np.repeat(v, abs(step))[::step] for v in xs] + [np.repeat(x, abs(step))[::step]]
+        with np.errstate(all="ignore"):
+            want = fn(*ops[:nin])
+        for j in range(nin + 1):
+            a = <cnp.ndarray>ops[j]
+            args[j] = <char *>cnp.PyArray_DATA(a)
+            steps[j] = cnp.PyArray_STRIDES(a)[0]
+        dims[0] = x.size
+        (<np_loop><uintptr_t>loop[0])(args, dims, steps, <void *><uintptr_t>loop[1])
+        pyet_fs_set(flags)
+        got = ops[nin]
+        if want.dtype != got.dtype or not (want.view(uint) == got.view(uint)).all():
+            return False
+    return True
 
 
 cdef dict _UFUNC_IN_PLACE = {}
@@ -2021,9 +2198,16 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # on any number of threads: pyet's strided blocks on two threads
             # were slower than NumPy's one loop (a**-1 float32 step 2: 206 us
             # against 122 on one thread)
-            if prog.whole_fn is not None and whole_wanted(&r, prog) \
-                    and run_whole(prog, dst, leaves, scalars):
-                return 0
+            # (the exact ops' loops, whole_far, only on one thread: they are
+            # memory-bound where pyet's blocks on threads gain)
+            if (prog.whole_fn is not None or (prog.whole_loop != NULL and nthreads == 1)) \
+                    and whole_wanted(&r, prog):
+                if prog.whole_loop != NULL:
+                    rc = run_loop_rows(&r, prog)
+                    if rc >= 0:
+                        return 0
+                elif run_whole(prog, dst, leaves, scalars):
+                    return 0
         r.npf = 0
         if not red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
                 and r.nblocks > PREFETCH_AHEAD and not prog.streams:
@@ -2130,15 +2314,92 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
             if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
                 return False
         return True
-    if r.total < WHOLE_UFUNC_MIN or r.tile or r.packed:
+    if r.total < (WHOLE_LOOP_MIN if prog.whole_loop != NULL else WHOLE_UFUNC_MIN) \
+            or r.tile or r.packed:
         return False
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
         if s < 0 and not prog.whole_backwards:
             return False
-        if s != 0 and s != r.itemsize[k]:
+        if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
+                2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]):
             strided = True
     return strided
+
+
+cdef int run_loop_rows(Run *r, Program prog) except -2:
+    """run_whole without a ufunc call: Program.whole_loop called on each row
+    of the merged operands, with their steps, as NumPy's iterator calls it
+    (its SIMD loops read strided rows where they lie); its flags reported as
+    a pass's.  -1, nothing done, for a power whose exponent is not -1."""
+    cdef pyet_instr *ins = &prog.code[0]
+    cdef int j, rc
+    if ins.op == OP_power:  # np.reciprocal: x ** -1 only
+        if ins.src_kind[1] != SRC_SCALAR or (
+                (<double *>(r.scalars + 8 * ins.src[1]))[0] != -1.0 if ins.dt == DT_F64
+                else (<float *>(r.scalars + 8 * ins.src[1]))[0] != -1.0):
+            return -1
+    cdef LoopRows lr
+    lr.r, lr.fn, lr.data, lr.ins = r, prog.whole_loop, prog.whole_data, ins
+    r.fpflags = 0
+    if r.total <= GIL_HELD_PASS:
+        rc = run_chunks(loop_rows_chunk, &lr, 1, 1, &r.fpflags)
+    else:
+        with nogil:
+            rc = run_chunks(loop_rows_chunk, &lr, 1, 1, &r.fpflags)
+    if r.fpflags:
+        report_fp(r.fpflags)
+    return 0
+
+
+cdef struct LoopRows:
+    Run *r
+    np_loop fn
+    void *data
+    pyet_instr *ins
+
+
+cdef int loop_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    cdef LoopRows *lr = <LoopRows *>ctx
+    cdef Run *r = lr.r
+    cdef pyet_instr *ins = lr.ins
+    cdef int nd = r.nd, nin = 1 if ins.op == OP_power else ins.nin, j, d
+    cdef char *args[3]
+    cdef pyet_intp *st[3]
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.npy_intp steps[3]
+    cdef pyet_intp idx[MAXD]
+    cdef pyet_intp zero[MAXD]
+    cdef pyet_intp row, nrows = r.total // r.shape[nd - 1], off
+    for d in range(nd):
+        zero[d] = 0
+        idx[d] = 0
+    for j in range(nin + 1):
+        if j == nin:  # the destination, operand 0
+            args[j], st[j] = r.base[0], r.strides
+        elif ins.src_kind[j] == SRC_LEAF:
+            args[j] = r.base[1 + ins.src[j]]
+            st[j] = r.strides + (1 + ins.src[j]) * MAXD
+        else:  # a scalar: step 0
+            args[j], st[j] = r.scalars + 8 * ins.src[j], zero
+        steps[j] = st[j][nd - 1]
+    dims[0] = r.shape[nd - 1]
+    cdef char *rowp[3]
+    for row in range(nrows):
+        for j in range(nin + 1):
+            off = 0
+            for d in range(nd - 1):
+                off += idx[d] * st[j][d]
+            rowp[j] = args[j] + off
+        lr.fn(rowp, dims, steps, lr.data)
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < r.shape[d]:
+                break
+            idx[d] = 0
+            d -= 1
+    return 0
 
 
 cdef int whole_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
