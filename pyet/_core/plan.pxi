@@ -1942,8 +1942,9 @@ cdef bint row_broadcast(Run *r, int k) noexcept nogil:
 
 cdef bint rows_with_broadcast(Run *r) noexcept nogil:
     # flat operands and at least one row broadcast: packed in whole rows, the
-    # broadcast gathered once (a bias on rows of 128-511, run row by row,
-    # took 2.4x the time of the same pass with the bias repeated in memory)
+    # broadcast gathered once (a bias on rows of 128, run row by row, took
+    # 2.4x the time of the same pass with the bias repeated in memory; rows
+    # longer than half a block gain nothing from it)
     cdef int k
     cdef bint any_row = False
     for k in range(r.nops):
@@ -2109,7 +2110,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             (r.shape[r.nd - 1] < SHORT_ROW and not (tile and r.shape[r.nd - 1] >= TILE_MIN_ROW))
             or ((prog.has_pyfunc or (prog.np_loops and not tile))
                 and r.shape[r.nd - 1] < blocklen)
-            or (ROW_BROADCASTS_ONCE and r.shape[r.nd - 1] < BLOCK and rows_with_broadcast(&r)))
+            or (ROW_BROADCASTS_ONCE and 2 * r.shape[r.nd - 1] <= BLOCK
+                and rows_with_broadcast(&r)))
         r.early = red if (red == RED_ALL or red == RED_ANY) else 0
         r.stop = 0
         for d in range(r.nd):
@@ -2127,16 +2129,15 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             r.gather[k] = -1
             r.dup[k] = 0
         if ROW_BROADCASTS_ONCE and r.packed and not prog.has_pyfunc \
-                and r.shape[r.nd - 1] <= blocklen:
-            # row broadcasts in blocks of whole rows (at least two): the same
+                and 2 * r.shape[r.nd - 1] <= blocklen:
+            # row broadcasts in blocks of whole rows (two or more): the same
             # block for every block, gathered once (their gather blocks first)
             for k in range(nops):
                 if row_broadcast(&r, k):
                     r.gather[k] = ngather
                     ngather += 1
             if ngather:
-                r.block = min(max(2, blocklen // r.shape[r.nd - 1]) * r.shape[r.nd - 1],
-                              r.total)
+                r.block = min(blocklen // r.shape[r.nd - 1] * r.shape[r.nd - 1], r.total)
         r.nonce = ngather
         regbytes = r.block * MAX_REG_BYTES
         for k in range(nops):
