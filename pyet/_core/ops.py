@@ -237,7 +237,6 @@ NUMPY_LOOPS = frozenset({
     "sinh", "cosh", "arcsinh", "arccosh", "arctanh"})
 
 
-
 def _numpy_simd_powf():
     """Whether NumPy's float32 power loop is SIMD: SVML's powf16, in a NumPy
     built with SVML (Linux x86-64) on a CPU with AVX-512 (SKX)."""
