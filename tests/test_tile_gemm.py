@@ -157,6 +157,22 @@ def test_left_to_blas(dtype):
     check(out, a.astype(np.float64) @ b, dtype, 64)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_products_over_a_short_k(dtype):
+    # beyond 2^25 multiply-adds the tiles keep products over a short K (BLAS's
+    # packing of A costs as much as the products) unless C is wider than 512;
+    # a long K stays with BLAS
+    rng = np.random.default_rng(8)
+    for (m, k, n), tiles in [((1600, 64, 384), True), ((8200, 32, 130), True),
+                             ((1100, 128, 520), False), ((300, 400, 300), False)]:
+        assert m * n * k > 1 << 25
+        a, b = mat(rng, (m, k), dtype), mat(rng, (k, n), dtype)
+        out = np.full((m + 2, n), 7, dtype)
+        assert tiles_ran(assign, out[1:-1], pyet.dot(a, b)) is tiles
+        check(out[1:-1], a.astype(np.float64) @ b, dtype, k)
+        assert (out[0] == 7).all() and (out[-1] == 7).all()
+
+
 def test_switch_off_agrees():
     rng = np.random.default_rng(7)
     a, b = mat(rng, (32, 128), np.float32), mat(rng, (128, 384), np.float32)

@@ -196,8 +196,13 @@ def blas_ok(cnp.ndarray x):
 # gemm.h's register tiles, not BLAS: one thread, 0.36-0.98x OpenBLAS's time on
 # the MLP's and GRU's shapes (32 x 128 x 384 float32: 0.62; its packing of A
 # and B on every call was a quarter of its time in the GRU), 0.96-1.04x at
-# 512 x 256 x 256 (2^25); beyond, BLAS's packing and blocking pay.
+# 512 x 256 x 256 (2^25); beyond, BLAS's packing and blocking pay, except over
+# a short K: with K <= 128 and C at most 512 columns wide, packing A costs BLAS
+# as much as the products (0.81-0.89x: the GRU's 1600 x 64 x 384 input gates,
+# 4096 x 64 x 256, 8192 x 32 x 512; 1.03-1.10x from 1000 columns).
 DEF TILE_GEMM_MAX = 1 << 25
+DEF TILE_SHORT_K = 128
+DEF TILE_SHORT_K_MAX_N = 512
 # the tiles' columns per panel (float32; float64 panels are 24 wide)
 DEF TILE_PANEL = 48
 cdef bint TILES = True
@@ -255,11 +260,13 @@ cdef int tile_gemm_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
     return 0
 
 
-cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t flops) noexcept nogil:
-    # the register tiles take a product of `flops` multiply-adds into a
-    # row-major m x n C
+cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                            Py_ssize_t flops) noexcept nogil:
+    # the register tiles take a product of `flops` multiply-adds (a stack of
+    # m x n x k ones) into a row-major m x n C
     return (TILES and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N
-            and flops <= TILE_GEMM_MAX and pyet_gemm_small_available())
+            and (flops <= TILE_GEMM_MAX or (k <= TILE_SHORT_K and n <= TILE_SHORT_K_MAX_N))
+            and pyet_gemm_small_available())
 
 
 cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
@@ -277,14 +284,14 @@ cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
     g.single = real is float
     g.alpha, g.beta, g.k, g.ldc, g.sc, g.c = alpha, beta, k, ldc, sc, <char *>c
     if c_rows:
-        if not tiles_take(m, n, batch * m * n * k):
+        if not tiles_take(m, n, k, batch * m * n * k):
             return False
         g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb, g.bt = m, n, <char *>a, sa, <char *>b, sb, ldb, \
             not b_rows
         g.sai = lda if a_rows else 1
         g.sap = 1 if a_rows else lda
     else:
-        if not tiles_take(n, m, batch * m * n * k):
+        if not tiles_take(n, m, k, batch * m * n * k):
             return False
         g.m, g.n, g.a, g.sa, g.b, g.sb, g.ldb, g.bt = n, m, <char *>b, sb, <char *>a, sa, lda, \
             a_rows
@@ -629,7 +636,7 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
     if a.ndim == 2 and b.ndim == 2:
         flops = c.shape[0] * c.shape[1] * a.shape[1]
         if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize and flops >= NUMPY_BLAS_MIN
-                and not tiles_take(c.shape[0], c.shape[1], flops)):
+                and not tiles_take(c.shape[0], c.shape[1], a.shape[1], flops)):
             np.matmul(a, b, out=c)
             return 0
         return gemm_any(c, a, b, alpha, beta)
