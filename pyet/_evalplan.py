@@ -307,7 +307,8 @@ def explain(what, out=None):
                 lines.extend("    " + line
                              for line in core.explain_assignment(arrays[k], run_as[k]))
         if what._schedule is not None:
-            actions = what._schedule[0]
+            actions, kept = what._schedule[:2]
+            actions = actions if kept is None else kept.replays
             lines.append(f"kept and recorded: each run replays {len(actions)} action(s):")
             lines.extend(f"  {a!r}" for a in actions)
         return "\n".join(lines)

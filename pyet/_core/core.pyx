@@ -41,6 +41,7 @@ from pyet._core.rewrite import (
     COMPUTE_BOUND,
     COSTLY_OPS,
     FAST_MATH_FOLDS,
+    GEMM_EPILOGUES,
     INVOLUTIONS,
     NEUTRAL_FOLDS,
     PASS_RULES,
@@ -50,7 +51,9 @@ from pyet._core.rewrite import (
 )
 from pyet._kernels import blas as _blas
 
-from pyet._kernels.blas cimport gemm_2d, gemm_2d_ready
+from pyet._kernels.blas cimport gemm_2d, gemm_2d_epilogue, gemm_2d_ready
+from pyet._kernels.gemm cimport (PYET_EPI_BIAS_MASK, PYET_EPI_BIAS_RELU, PYET_EPI_MASK,
+                                 pyet_gemm_epi)
 from pyet._kernels.kernels cimport *
 from pyet._kernels.parallel cimport pool_threads, report_fp, run_chunks, threads_for
 

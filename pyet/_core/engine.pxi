@@ -435,6 +435,218 @@ cdef class Compute(Action):
             self.bound = bind(self.out, self.args)
 
 
+# ------------------------------------------------------- gemm epilogues
+
+cdef dict _EPILOGUE_KINDS = {"bias_relu": PYET_EPI_BIAS_RELU, "bias_mask": PYET_EPI_BIAS_MASK,
+                             "mask": PYET_EPI_MASK}
+cdef bint EPILOGUES = True
+
+
+def set_gemm_epilogues(bint on):
+    """Let kept schedules fuse passes into products' stores (or not: tests and
+    benchmarks compare the two); returns the old setting."""
+    global EPILOGUES
+    old, EPILOGUES = EPILOGUES, on
+    return old
+
+
+cdef object _match_epilogue(Program prog):
+    """(kind, {operand name: leaf or scalar index}) of the GEMM_EPILOGUES row
+    ``prog`` is, or None."""
+    cdef pyet_instr *ins
+    cdef int k, j
+    if prog.ndst != 1 or prog.has_pyfunc or prog.np_loops or prog.whole_fn is not None:
+        return None
+    if prog.dt_out != DT_F32 and prog.dt_out != DT_F64:
+        return None
+    for instrs, kind in GEMM_EPILOGUES:
+        if prog.ninstr != len(instrs):
+            continue
+        binding = {}
+        for k in range(prog.ninstr):
+            ins = &prog.code[k]
+            pat = instrs[k]
+            if OPNAMES.get(ins.op) != pat[0] or ins.nin != len(pat) - 2:
+                break
+            if ins.dt != prog.dt_out and pat[0] != "where":
+                break
+            srcs = [(ins.src_kind[j], ins.src[j]) for j in range(ins.nin)]
+            trial = _bind_epilogue(pat[2:], srcs, binding)
+            if trial is None and pat[0] in COMMUTATIVE:
+                trial = _bind_epilogue(pat[:1:-1], srcs, binding)
+            if trial is None:
+                break
+            binding = trial
+            if pat[1] == "D":
+                if ins.out != -1 or ins.dt_out != prog.dt_out:
+                    break
+            elif ins.out < 0 or pat[1] in binding:
+                break
+            else:
+                binding[pat[1]] = (SRC_REG, ins.out)
+        else:
+            return _EPILOGUE_KINDS[kind], {name: src[1] for name, src in binding.items()
+                                           if name[0] != "R"}
+    return None
+
+
+cdef object _bind_epilogue(tuple names, list srcs, dict binding):
+    # binding extended by names[j] -> srcs[j] ("C", "b", "z": leaves; "s*":
+    # scalars; "R*": registers), or None where they disagree
+    trial = dict(binding)
+    for name, src in zip(names, srcs):
+        want = SRC_REG if name[0] == "R" else SRC_SCALAR if name[0] == "s" else SRC_LEAF
+        if src[0] != want or trial.get(name, src) != src:
+            return None
+        if name[0] != "R" and any(v == src for n, v in trial.items() if n != name):
+            return None  # (one array or scalar per name)
+        trial[name] = src
+    return trial
+
+
+cdef bint _row_vector(cnp.ndarray x, Py_ssize_t m, Py_ssize_t n, int dt) noexcept:
+    # x holds one row of n unit-stride elements, broadcast down m rows
+    cdef cnp.npy_intp *st = cnp.PyArray_STRIDES(x)
+    cdef cnp.npy_intp *sh = cnp.PyArray_DIMS(x)
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(x)
+    if cnp.PyArray_TYPE(x) != cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, DTYPES[dt])) or \
+            not cnp.PyArray_ISALIGNED(x):
+        return False
+    if cnp.PyArray_NDIM(x) == 1:
+        return sh[0] == n and (n == 1 or st[0] == size)
+    return (cnp.PyArray_NDIM(x) == 2 and sh[1] == n and (sh[0] == 1 or sh[0] == m)
+            and (sh[0] == 1 or st[0] == 0) and (n == 1 or st[1] == size))
+
+
+cdef bint _rows_of(cnp.ndarray x, Py_ssize_t m, Py_ssize_t n, int dt) noexcept:
+    # x is m x n with unit-stride rows a whole number of elements apart
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(x)
+    return (cnp.PyArray_NDIM(x) == 2 and cnp.PyArray_DIM(x, 0) == m
+            and cnp.PyArray_DIM(x, 1) == n and cnp.PyArray_ISALIGNED(x)
+            and cnp.PyArray_TYPE(x) == cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, DTYPES[dt]))
+            and cnp.PyArray_STRIDE(x, 1) == size and cnp.PyArray_STRIDE(x, 0) >= 0
+            and cnp.PyArray_STRIDE(x, 0) % size == 0)
+
+
+cdef class GemmEpilogue(Action):
+    """A product on the register tiles and the pass after it, fused (see
+    rewrite.GEMM_EPILOGUES): the tiles write the pass's destination as they
+    store C.  Both actions are kept as they were recorded (a kept schedule
+    moves their arrays); where the fused run cannot be done, or bails, they
+    run as before."""
+    cdef Gemm gemm
+    cdef Pass tail
+    cdef int kind, ic, ib, iz, s0, s1
+
+    def __cinit__(self, Gemm gemm, Pass tail, int kind, dict where):
+        self.gemm, self.tail, self.kind = gemm, tail, kind
+        self.ic, self.ib = where["C"], where.get("b", -1)
+        self.iz, self.s0, self.s1 = where.get("z", -1), where.get("s0", -1), where.get("s1", -1)
+
+    def __repr__(self):
+        return f"GemmEpilogue({self.gemm!r} + {self.tail!r})"
+
+    cdef bint _fits(self, pyet_gemm_epi *epi) except -1:
+        # the arrays as they are now (a kept schedule moves them) fit the tiles'
+        # epilogue: fill epi
+        cdef cnp.ndarray c = self.gemm.dst, out = <cnp.ndarray>self.tail.dsts[0]
+        cdef cnp.ndarray bias = None, z
+        cdef Py_ssize_t m = cnp.PyArray_DIM(c, 0), n = cnp.PyArray_DIM(c, 1)
+        cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(c)
+        cdef int dt = self.tail.prog.dt_out
+        leaf_c = self.tail.leaves[self.ic]
+        if not (leaf_c is c or (isinstance(leaf_c, np.ndarray) and _rows_of(leaf_c, m, n, dt)
+                                and cnp.PyArray_DATA(<cnp.ndarray>leaf_c) == cnp.PyArray_DATA(c)
+                                and cnp.PyArray_STRIDE(<cnp.ndarray>leaf_c, 0)
+                                == cnp.PyArray_STRIDE(c, 0))):
+            return False
+        if not (_rows_of(c, m, n, dt) and _rows_of(out, m, n, dt)):
+            return False
+        reads = [c, <cnp.ndarray>self.gemm.a, <cnp.ndarray>self.gemm.b]
+        epi.bias = NULL
+        if self.ib >= 0:
+            bias = <cnp.ndarray>self.tail.leaves[self.ib]
+            if not _row_vector(bias, m, n, dt):
+                return False
+            epi.bias = cnp.PyArray_DATA(bias)
+            reads.append(bias)
+        epi.z, epi.ldz = NULL, 0
+        if self.iz >= 0:
+            z = <cnp.ndarray>self.tail.leaves[self.iz]
+            if not _rows_of(z, m, n, dt):
+                return False
+            epi.z, epi.ldz = cnp.PyArray_DATA(z), cnp.PyArray_STRIDE(z, 0) // size
+            reads.append(z)
+        for x in reads:
+            if _bounds_overlap(out, <cnp.ndarray>x):
+                return False
+        epi.s0 = float(self.tail.scalars[self.s0]) if self.s0 >= 0 else 0.0
+        epi.s1 = float(self.tail.scalars[self.s1]) if self.s1 >= 0 else 0.0
+        if epi.s0 != epi.s0:  # (a NaN threshold: the pass's compare decides its flags)
+            return False
+        epi.kind = self.kind
+        epi.out, epi.ldo = cnp.PyArray_DATA(out), cnp.PyArray_STRIDE(out, 0) // size
+        return True
+
+    cdef int run(self) except -1:
+        cdef pyet_gemm_epi epi
+        cdef int rc = 0
+        if self._fits(&epi):
+            rc = gemm_2d_epilogue(self.gemm.dst, self.gemm.a, self.gemm.b, self.gemm.alpha,
+                                  self.gemm.beta, &epi)
+        if rc == 1:
+            STATS[0] += 1
+            STATS[1] += 1
+            return 0
+        if rc == 0:
+            self.gemm.run()
+        return self.tail.run()
+
+
+cdef object _epilogue_of(Gemm g, Pass p):
+    # the GemmEpilogue of g and the pass p after it, or None
+    if not isinstance(g.a, np.ndarray) or g.first is not None or len(p.dsts) != 1:
+        return None
+    if cnp.PyArray_NDIM(g.dst) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>p.dsts[0]) != 2:
+        return None
+    found = _match_epilogue(p.prog)
+    if found is None:
+        return None
+    kind, where = found
+    if not _blas.tiles_take_2d(g.dst, g.a):
+        return None
+    # the add's operands either way round: which is the bias the arrays say
+    tries = [where]
+    if "b" in where:
+        other = "C" if kind == PYET_EPI_BIAS_RELU else "z"
+        tries.append(dict(where))
+        tries[1][other], tries[1]["b"] = where["b"], where[other]
+    cdef pyet_gemm_epi epi
+    for w in tries:
+        e = GemmEpilogue(g, p, kind, w)
+        if e._fits(&epi):
+            return e
+    return None
+
+
+def fuse_epilogues(list actions):
+    """``actions`` with each product the register tiles compute followed by a
+    pass rewrite.GEMM_EPILOGUES fuses into its stores as one GemmEpilogue."""
+    cdef list out = []
+    cdef Py_ssize_t i = 0
+    while i < len(actions):
+        a = actions[i]
+        if isinstance(a, Gemm) and i + 1 < len(actions) and isinstance(actions[i + 1], Pass):
+            e = _epilogue_of(<Gemm>a, <Pass>actions[i + 1])
+            if e is not None:
+                out.append(e)
+                i += 2
+                continue
+        out.append(a)
+        i += 1
+    return out
+
+
 cdef inline object _recorder():
     if _RECORDINGS == 0:
         return None

@@ -85,6 +85,23 @@ PASS_RULES = (
      "adam_torch", ("m", "g", "v", "w", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "Dm", "Dv")),
 )
 
+# Passes fused into a product's stores (gemm.h's epilogues): in a kept plan, a
+# pass right after a product computed on the register tiles, whose program is
+# one of these, is computed by the tiles as they store the product's C, while
+# it sits in registers (the same roundings in the same order).  Operands: "C"
+# the product's C, "b" a row vector broadcast down C's rows, "z" a matrix of
+# C's shape, "s*" scalars; "D" the pass's destination, "R*" registers; add
+# matches either way round.  Rows: (instructions, epilogue).
+GEMM_EPILOGUES = (
+    # relu(C + b): a layer's bias and activation
+    ((("add", "R1", "C", "b"), ("relu", "D", "R1")), "bias_relu"),
+    # where(z + b > s0, C, s1): relu's gradient, z the layer's product
+    ((("add", "R1", "z", "b"), ("greater", "R2", "R1", "s0"), ("where", "D", "R2", "C", "s1")),
+     "bias_mask"),
+    # where(z > s0, C, s1): relu's gradient, z the layer's output
+    ((("greater", "R1", "z", "s0"), ("where", "D", "R1", "C", "s1")), "mask"),
+)
+
 # Root forms, MShadow's DotExp engine: a tree of these shapes, with every node
 # of the destination's float dtype, is written as ONE gemm straight into the
 # destination, dst := alpha * A @ B + beta * dst.  Slots: "P" a product node

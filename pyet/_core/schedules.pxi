@@ -229,6 +229,8 @@ cdef class KeptSchedule:
         self._move(set(range(nleaves, len(self.slots))))
         self.baselines = self._refs()
         self.written = None
+        # (the sites above point into the recorded actions, which the fused ones hold)
+        self.actions = fuse_epilogues(actions) if EPILOGUES else actions
 
     cdef _array_site(self, Action a, int field, Py_ssize_t i, cnp.ndarray x):
         where = _locate(x, self.slots)
@@ -292,6 +294,12 @@ cdef class KeptSchedule:
             o = self.slots[k]
             out.append(Py_REFCNT(o))
         return out
+
+    @property
+    def replays(self):
+        """The actions each run replays (products with a pass fused into their
+        stores as one GemmEpilogue)."""
+        return list(self.actions)
 
     def free(self):
         """Whether no result a run handed out is still held (a run then

@@ -17,7 +17,7 @@ from libc.stdint cimport int32_t, int64_t
 from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, sdot, sgemm, sgemv
 
 from pyet._kernels.gemm cimport (PYET_GEMM_MIN_M, PYET_GEMM_MIN_N, pyet_dgemm_small,
-                                 pyet_gemm_small_available, pyet_sgemm_small)
+                                 pyet_gemm_epi, pyet_gemm_small_available, pyet_sgemm_small)
 from pyet._kernels.nn cimport aligned, readable, shp, specialization
 from pyet._kernels.parallel cimport pool_threads, run_chunks, threads_for
 from pyet._kernels.types cimport pyet_intp
@@ -227,6 +227,17 @@ def tiles_available():
     return bool(pyet_gemm_small_available())
 
 
+cdef extern from "fpstatus.h" nogil:
+    enum:
+        PYET_FS_INVALID
+        PYET_FS_DIVIDE
+        PYET_FS_OVERFLOW
+        PYET_FS_UNDERFLOW
+    int pyet_fs_get()
+    void pyet_fs_clear(int flags)
+    void pyet_fs_set(int flags)
+
+
 cdef struct tile_gemm_args:
     bint single                     # float32, else float64
     bint bt                         # B column-major (ldb its column stride)
@@ -237,6 +248,7 @@ cdef struct tile_gemm_args:
     Py_ssize_t m, n, k, sai, sap, ldb, ldc
     Py_ssize_t groups               # column groups per matrix (chunks = batch * groups)
     double alpha, beta
+    pyet_gemm_epi *epi              # a pass fused into the stores (2-D, row-major C), or NULL
 
 
 cdef int tile_gemm_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
@@ -247,16 +259,30 @@ cdef int tile_gemm_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
     cdef Py_ssize_t j0 = panels * q // g.groups * TILE_PANEL
     cdef Py_ssize_t j1 = min(g.n, panels * (q + 1) // g.groups * TILE_PANEL)
     cdef Py_ssize_t bj = t * g.sb + (j0 * g.ldb if g.bt else j0)  # B's column j0
+    cdef pyet_gemm_epi epi
+    cdef pyet_gemm_epi *e = NULL
+    cdef Py_ssize_t size = 4 if g.single else 8
     if j1 <= j0:
         return 0
+    if g.epi != NULL:  # this chunk's columns of the epilogue's operands
+        epi = g.epi[0]
+        epi.bail = 0
+        epi.out = <char *>epi.out + j0 * size
+        if epi.bias != NULL:
+            epi.bias = <const char *>epi.bias + j0 * size
+        if epi.z != NULL:
+            epi.z = <const char *>epi.z + j0 * size
+        e = &epi
     if g.single:
         pyet_sgemm_small(g.m, j1 - j0, g.k, <float>g.alpha, <float *>g.a + t * g.sa, g.sai,
                          g.sap, <float *>g.b + bj, g.ldb, g.bt, <float>g.beta,
-                         <float *>g.c + t * g.sc + j0, g.ldc)
+                         <float *>g.c + t * g.sc + j0, g.ldc, e)
     else:
         pyet_dgemm_small(g.m, j1 - j0, g.k, g.alpha, <double *>g.a + t * g.sa, g.sai,
                          g.sap, <double *>g.b + bj, g.ldb, g.bt, g.beta,
-                         <double *>g.c + t * g.sc + j0, g.ldc)
+                         <double *>g.c + t * g.sc + j0, g.ldc, e)
+    if e != NULL and epi.bail:
+        g.epi.bail = 1  # (a benign race: every writer writes 1)
     return 0
 
 
@@ -269,20 +295,32 @@ cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
             and pyet_gemm_small_available())
 
 
+def tiles_take_2d(cnp.ndarray c, cnp.ndarray a):
+    """Whether the register tiles take C := A @ B into this row-major 2-D C."""
+    cdef Py_ssize_t m = c.shape[0], n = c.shape[1], k = a.shape[1]
+    return bool(tiles_take(m, n, k, m * n * k))
+
+
 cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
                     real *b, Py_ssize_t sb, bint b_rows, int ldb,
                     real *c, Py_ssize_t sc, bint c_rows, int ldc,
                     Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
-                    real alpha, real beta) noexcept nogil:
+                    real alpha, real beta, pyet_gemm_epi *epi=NULL) noexcept nogil:
     # gemm_stack's product on the register tiles when they take it (False:
     # nothing written).  The tiles write C by rows; a column-major C is the
-    # row-major C^T = B^T A^T.
+    # row-major C^T = B^T A^T.  With an epilogue (one row-major matrix only),
+    # epi.bail is set where the fused run met a NaN in a compare or raised a
+    # floating-point flag: the caller runs the unfused pass (the flags the
+    # caller had are put back as they were).
     global TILE_PRODUCTS
     cdef tile_gemm_args g
-    cdef int nthreads, fpflags
+    cdef int nthreads, fpflags = 0, saved = 0
     cdef Py_ssize_t t
     g.single = real is float
     g.alpha, g.beta, g.k, g.ldc, g.sc, g.c = alpha, beta, k, ldc, sc, <char *>c
+    g.epi = epi
+    if epi != NULL and (not c_rows or batch != 1):
+        return False
     if c_rows:
         if not tiles_take(m, n, k, batch * m * n * k):
             return False
@@ -307,11 +345,19 @@ cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
     if nthreads > 1:
         nthreads = pool_threads(nthreads)
     g.groups = nthreads if batch < nthreads else 1
+    if epi != NULL:
+        epi.bail = 0
+        saved = pyet_fs_get()
+        pyet_fs_clear(PYET_FS_INVALID | PYET_FS_DIVIDE | PYET_FS_OVERFLOW | PYET_FS_UNDERFLOW)
     if nthreads <= 1:
         for t in range(batch):
             tile_gemm_chunk(&g, t, 0)
     else:
         run_chunks(tile_gemm_chunk, &g, batch * g.groups, nthreads, &fpflags)
+    if epi != NULL:
+        if fpflags or pyet_fs_get():
+            epi.bail = 1
+        pyet_fs_set(saved)
     return True
 
 
@@ -627,6 +673,43 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
 # NumPy with the threshold there); OpenBLAS threads products from 262,144.
 DEF NUMPY_BLAS_MIN = 1048576
 DEF NUMPY_VECTOR_MIN = 10240
+
+
+cdef int gemm_epi_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b,
+                         double alpha, double beta, pyet_gemm_epi *epi) except -2:
+    # tag (NULL) only selects the specialization
+    cdef int lda, ldb, ldc
+    cdef int la = blas_layout(a, &lda), lb = blas_layout(b, &ldb), lc = blas_layout(c, &ldc)
+    cdef Py_ssize_t m = c.shape[0], n = c.shape[1], k = a.shape[1]
+    cdef bint done
+    if la < 0 or lb < 0 or lc != 1 or m == 0 or n == 0 or k == 0:
+        return 0
+    if m * n * k <= NOGIL_FLOPS:
+        done = tile_gemm(<real *>cnp.PyArray_DATA(a), 0, la == 1, lda,
+                         <real *>cnp.PyArray_DATA(b), 0, lb == 1, ldb,
+                         <real *>cnp.PyArray_DATA(c), 0, True, ldc,
+                         1, m, n, k, <real>alpha, <real>beta, epi)
+    else:
+        with nogil:
+            done = tile_gemm(<real *>cnp.PyArray_DATA(a), 0, la == 1, lda,
+                             <real *>cnp.PyArray_DATA(b), 0, lb == 1, ldb,
+                             <real *>cnp.PyArray_DATA(c), 0, True, ldc,
+                             1, m, n, k, <real>alpha, <real>beta, epi)
+    if not done:
+        return 0
+    return -1 if epi.bail else 1
+
+
+cdef int gemm_2d_epilogue(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
+                          double beta, pyet_gemm_epi *epi) except -2:
+    """C := alpha*A@B + beta*C (2-D operands gemm_2d_ready accepted, a
+    row-major C) on the register tiles with the pass ``epi`` fused into their
+    stores.  Returns 1: both done; -1: C done, the pass not (a NaN met its
+    compare or a flag was raised: the caller runs it); 0: nothing written (the
+    tiles do not take the product)."""
+    if c.descr.type_num == cnp.NPY_FLOAT:
+        return gemm_epi_arrays(<float *>NULL, c, a, b, alpha, beta, epi)
+    return gemm_epi_arrays(<double *>NULL, c, a, b, alpha, beta, epi)
 
 
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,

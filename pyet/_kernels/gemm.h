@@ -31,12 +31,33 @@
 #define PYET_GEMM_MIN_M 8
 #define PYET_GEMM_MIN_N 48
 
+/* An elementwise pass over C fused into the tiles' stores (rewrite.GEMM_EPILOGUES):
+ * each tile, once its K is done, also writes out[i, j] from the value it
+ * stores in C and the row vector bias[j] (and z[i, j]), while they sit in
+ * registers, instead of a pass reading C again.  The same roundings as the
+ * pass's kernels: add, then relu (NaN kept, -0.0 -> 0.0) or a compare and a
+ * select.  A NaN reaching a compare sets `bail`: the caller then runs the
+ * gemm and the pass unfused, whose kernels decide which flags to report. */
+enum { PYET_EPI_BIAS_RELU = 1,   /* out = relu(C + bias) */
+       PYET_EPI_BIAS_MASK = 2,   /* out = where(z + bias > s0, C, s1) */
+       PYET_EPI_MASK = 3 };      /* out = where(z > s0, C, s1) */
+typedef struct {
+    int kind;
+    void *out;
+    ptrdiff_t ldo;      /* out's row stride (unit columns), elements */
+    const void *bias;   /* unit stride (NULL: none) */
+    const void *z;
+    ptrdiff_t ldz;
+    double s0, s1;
+    int bail;           /* (written, never cleared, by the tiles) */
+} pyet_gemm_epi;
+
 int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
                      ptrdiff_t sai, ptrdiff_t sap, const float *b, ptrdiff_t ldb, int bt,
-                     float beta, float *c, ptrdiff_t ldc);
+                     float beta, float *c, ptrdiff_t ldc, pyet_gemm_epi *epi);
 int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
                      ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, int bt,
-                     double beta, double *c, ptrdiff_t ldc);
+                     double beta, double *c, ptrdiff_t ldc, pyet_gemm_epi *epi);
 int pyet_gemm_small_available(void);
 
 #ifdef PYET_GEMM_IMPL
@@ -55,10 +76,11 @@ int pyet_gemm_small_available(void);
  * the later ones add alpha*AB.  mr and nv are constants in every call (the
  * switch below), so the accumulators live in registers. */
 #define PYET_GEMM_TILE(NAME, T, V, MASK, W, SETZERO, LOADU, MASKZ_LOADU, MASK_STOREU,   \
-                       SET1, FMADD, MUL, ADD)                                           \
+                       SET1, FMADD, MUL, ADD, CMP_MASK, MASKZ_MOV, MASK_BLEND)          \
 PYET_GEMM_TARGET static inline __attribute__((always_inline)) void                      \
 NAME(int mr, int nv, MASK last, ptrdiff_t kc, const T *a, ptrdiff_t sai, ptrdiff_t sap,  \
-     const T *b, ptrdiff_t ldb, T *c, ptrdiff_t ldc, T alpha, T beta, int first)       \
+     const T *b, ptrdiff_t ldb, T *c, ptrdiff_t ldc, T alpha, T beta, int first,       \
+     pyet_gemm_epi *epi, T *eo, const T *eb, const T *ez)                              \
 {                                                                                       \
     V r[PYET_GEMM_MR][PYET_GEMM_NV];                                                    \
     _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                                \
@@ -87,17 +109,39 @@ NAME(int mr, int nv, MASK last, ptrdiff_t kc, const T *a, ptrdiff_t sai, ptrdiff
             else if (beta != 0)                                                         \
                 x = FMADD(vb, MASKZ_LOADU(mk, cp), x);                                  \
             MASK_STOREU(cp, mk, x);                                                     \
+            if (eo != NULL) {  /* the epilogue: this tile's K is done */                \
+                const V zero = SETZERO();                                               \
+                T *op = eo + i * epi->ldo + v * W;                                      \
+                if (epi->kind == PYET_EPI_BIAS_RELU) {                                  \
+                    const V y = ADD(x, MASKZ_LOADU(mk, eb + v * W));                    \
+                    if (CMP_MASK(y, y, _CMP_UNORD_Q) & mk)                              \
+                        epi->bail = 1;                                                  \
+                    /* relu keeps y > 0 and NaN (not y <= 0), else +0.0 */              \
+                    MASK_STOREU(op, mk, MASKZ_MOV(CMP_MASK(y, zero, _CMP_NLE_UQ), y));  \
+                } else {                                                                \
+                    V r = MASKZ_LOADU(mk, ez + i * epi->ldz + v * W);                   \
+                    if (epi->kind == PYET_EPI_BIAS_MASK)                                \
+                        r = ADD(r, MASKZ_LOADU(mk, eb + v * W));                        \
+                    if (CMP_MASK(r, r, _CMP_UNORD_Q) & mk)                              \
+                        epi->bail = 1;                                                  \
+                    const MASK gt = CMP_MASK(r, SET1((T)epi->s0), _CMP_GT_OQ);          \
+                    MASK_STOREU(op, mk, MASK_BLEND(gt, SET1((T)epi->s1), x));           \
+                }                                                                       \
+            }                                                                           \
         }                                                                               \
 }
 
 #define PYET_GEMM_CASE(TILE, MR)                                                        \
     case MR:                                                                            \
         if (nv == 3)                                                                    \
-            TILE(MR, 3, last, kc, a, sai, sap, b, ldp, c, ldc, alpha, beta, first);     \
+            TILE(MR, 3, last, kc, a, sai, sap, b, ldp, c, ldc, alpha, beta, first,      \
+                 epi, eo, eb, ez);                                                      \
         else if (nv == 2)                                                               \
-            TILE(MR, 2, last, kc, a, sai, sap, b, ldp, c, ldc, alpha, beta, first);     \
+            TILE(MR, 2, last, kc, a, sai, sap, b, ldp, c, ldc, alpha, beta, first,      \
+                 epi, eo, eb, ez);                                                      \
         else                                                                            \
-            TILE(MR, 1, last, kc, a, sai, sap, b, ldp, c, ldc, alpha, beta, first);     \
+            TILE(MR, 1, last, kc, a, sai, sap, b, ldp, c, ldc, alpha, beta, first,      \
+                 epi, eo, eb, ez);                                                      \
         break;
 
 /* The whole product: panels of 48 (24) columns, blocks of KC, tiles of 8 rows
@@ -108,7 +152,7 @@ NAME(int mr, int nv, MASK last, ptrdiff_t kc, const T *a, ptrdiff_t sai, ptrdiff
 PYET_GEMM_TARGET static void                                                            \
 NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,              \
               ptrdiff_t sai, ptrdiff_t sap, const T *b0, ptrdiff_t ldb, int bt, T beta, \
-              T *c0, ptrdiff_t ldc)                                                     \
+              T *c0, ptrdiff_t ldc, pyet_gemm_epi *epi)                                 \
 {                                                                                       \
     T pack[KC * PYET_GEMM_NV * W] __attribute__((aligned(64)));                         \
     for (ptrdiff_t j = 0; j < n; j += PYET_GEMM_NV * W) {                               \
@@ -128,10 +172,15 @@ NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,      
                                ldb * (ptrdiff_t)sizeof(T), kc, nn, (int)sizeof(T));     \
                 b = pack;                                                               \
             }                                                                           \
+            const int epi_now = epi != NULL && p + KC >= k;                             \
+            const T *eb = epi_now && epi->bias != NULL ? (const T *)epi->bias + j : NULL; \
             for (ptrdiff_t i0 = 0; i0 < m; i0 += PYET_GEMM_MR) {                        \
                 int mr = m - i0 < PYET_GEMM_MR ? (int)(m - i0) : PYET_GEMM_MR;          \
                 const T *a = a0 + i0 * sai + p * sap;                                   \
                 T *c = c0 + i0 * ldc + j;                                               \
+                T *eo = epi_now ? (T *)epi->out + i0 * epi->ldo + j : NULL;             \
+                const T *ez = epi_now && epi->z != NULL ?                               \
+                    (const T *)epi->z + i0 * epi->ldz + j : NULL;                       \
                 switch (mr) {                                                           \
                     PYET_GEMM_CASE(TILE, 8) PYET_GEMM_CASE(TILE, 7)                     \
                     PYET_GEMM_CASE(TILE, 6) PYET_GEMM_CASE(TILE, 5)                     \
@@ -145,10 +194,12 @@ NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,      
 
 PYET_GEMM_TILE(pyet_stile, float, __m512, __mmask16, 16, _mm512_setzero_ps, _mm512_loadu_ps,
                _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_set1_ps,
-               _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps)
+               _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps, _mm512_cmp_ps_mask,
+               _mm512_maskz_mov_ps, _mm512_mask_blend_ps)
 PYET_GEMM_TILE(pyet_dtile, double, __m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_loadu_pd,
                _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_set1_pd,
-               _mm512_fmadd_pd, _mm512_mul_pd, _mm512_add_pd)
+               _mm512_fmadd_pd, _mm512_mul_pd, _mm512_add_pd, _mm512_cmp_pd_mask,
+               _mm512_maskz_mov_pd, _mm512_mask_blend_pd)
 PYET_GEMM_DEFINE(pyet_sgemm, pyet_stile, float, __mmask16, 16, 256)
 PYET_GEMM_DEFINE(pyet_dgemm, pyet_dtile, double, __mmask8, 8, 128)
 
@@ -164,11 +215,11 @@ int pyet_gemm_small_available(void)
 #define PYET_GEMM_ENTRY(NAME, T)                                                        \
 int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptrdiff_t sai,  \
                  ptrdiff_t sap, const T *b, ptrdiff_t ldb, int bt, T beta, T *c,        \
-                 ptrdiff_t ldc)                                                         \
+                 ptrdiff_t ldc, pyet_gemm_epi *epi)                                     \
 {                                                                                       \
     if (!pyet_gemm_small_available())                                                   \
         return 0;                                                                       \
-    NAME##_avx512(m, n, k, alpha, a, sai, sap, b, ldb, bt, beta, c, ldc);               \
+    NAME##_avx512(m, n, k, alpha, a, sai, sap, b, ldb, bt, beta, c, ldc, epi);          \
     return 1;                                                                           \
 }
 
@@ -182,10 +233,10 @@ int pyet_gemm_small_available(void) { return 0; }
 #define PYET_GEMM_NONE(NAME, T)                                                         \
 int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptrdiff_t sai,  \
                  ptrdiff_t sap, const T *b, ptrdiff_t ldb, int bt, T beta, T *c,        \
-                 ptrdiff_t ldc)                                                         \
+                 ptrdiff_t ldc, pyet_gemm_epi *epi)                                     \
 {                                                                                       \
     (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)sai; (void)sap; (void)b;     \
-    (void)ldb; (void)bt; (void)beta; (void)c; (void)ldc;                                \
+    (void)ldb; (void)bt; (void)beta; (void)c; (void)ldc; (void)epi;                     \
     return 0;                                                                           \
 }
 

@@ -9,11 +9,27 @@ cdef extern from "gemm.h" nogil:
         PYET_GEMM_MIN_M
         PYET_GEMM_MIN_N
 
+    enum:
+        PYET_EPI_BIAS_RELU
+        PYET_EPI_BIAS_MASK
+        PYET_EPI_MASK
+
+    # an elementwise pass fused into the tiles' stores (gemm.h)
+    ctypedef struct pyet_gemm_epi:
+        int kind
+        void *out
+        pyet_intp ldo
+        const void *bias
+        const void *z
+        pyet_intp ldz
+        double s0, s1
+        int bail
+
     int pyet_gemm_small_available() noexcept
     # bt: B column-major (ldb its column stride), else row-major
     int pyet_sgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, float alpha, const float *a,
                          pyet_intp sai, pyet_intp sap, const float *b, pyet_intp ldb, int bt,
-                         float beta, float *c, pyet_intp ldc) noexcept
+                         float beta, float *c, pyet_intp ldc, pyet_gemm_epi *epi) noexcept
     int pyet_dgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, double alpha, const double *a,
                          pyet_intp sai, pyet_intp sap, const double *b, pyet_intp ldb, int bt,
-                         double beta, double *c, pyet_intp ldc) noexcept
+                         double beta, double *c, pyet_intp ldc, pyet_gemm_epi *epi) noexcept
