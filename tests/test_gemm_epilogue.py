@@ -177,6 +177,28 @@ def test_destination_overlapping_an_operand_is_not_fused():
     np.testing.assert_allclose(z, want, rtol=1e-4, atol=1e-4)
 
 
+def test_operands_inside_the_product_are_not_fused():
+    # z a view of the product's destination (a statement's C): the tiles would
+    # read it before every tile is stored
+    rng = np.random.default_rng(10)
+    g = rng.standard_normal((16, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 96)).astype(np.float32)
+    b = rng.standard_normal(96).astype(np.float32)
+    c = np.zeros((17, 96), np.float32)
+    out = np.empty((16, 96), np.float32)
+    C = pyet.asarray(c)
+    plan = pyet.EvalPlan()
+    plan.assign(C[1:], pyet.asarray(g) @ pyet.asarray(w))
+    plan.assign(pyet.asarray(out), pyet.where(C[:-1] + pyet.asarray(b) > 0, C[1:], 0))
+    plan.run(keep=True)
+    c[...] = 0
+    plan.run(keep=True)
+    assert fused(plan) == 0
+    want = np.concatenate([np.zeros((1, 96)), g.astype(np.float64) @ w])
+    np.testing.assert_allclose(out, np.where(want[:-1] + b > 0, want[1:], 0), rtol=1e-4,
+                               atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nan_signed_zero_and_infinities(dtype):
     # a NaN reaching relu or the compare: the unfused pass runs (its bits and

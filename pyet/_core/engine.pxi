@@ -580,6 +580,10 @@ cdef class GemmEpilogue(Action):
         for x in reads:
             if _bounds_overlap(out, <cnp.ndarray>x):
                 return False
+        # (the tiles read z and b beside C's tiles already stored: not inside C)
+        for x in reads[3:]:
+            if _bounds_overlap(c, <cnp.ndarray>x):
+                return False
         epi.s0 = float(self.tail.scalars[self.s0]) if self.s0 >= 0 else 0.0
         epi.s1 = float(self.tail.scalars[self.s1]) if self.s1 >= 0 else 0.0
         if epi.s0 != epi.s0:  # (a NaN threshold: the pass's compare decides its flags)
