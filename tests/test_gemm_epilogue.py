@@ -40,6 +40,11 @@ def same_bits(a, b):
     assert a.tobytes() == b.tobytes()
 
 
+def close(got, want, dtype):
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 def relu_case(rng, m, k, n, dtype):
     x = rng.standard_normal((m, k)).astype(dtype)
     w = rng.standard_normal((k, n)).astype(dtype)
@@ -69,8 +74,7 @@ def test_bias_relu_equals_unfused_and_numpy(dtype, m, k, n):
     out = run_both(lambda: np.empty((m, n), dtype),
                    pyet.relu(pyet.asarray(x) @ pyet.asarray(w) + pyet.asarray(b)))
     want = np.maximum(x.astype(np.float64) @ w + b, 0)
-    np.testing.assert_allclose(out, want, rtol=1e-4 if dtype == np.float32 else 1e-12,
-                               atol=1e-4 if dtype == np.float32 else 1e-12)
+    close(out, want, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -101,8 +105,7 @@ def test_bias_mask_equals_unfused_and_numpy(dtype, s0, s1):
                       s1)
     out = run_both(lambda: np.empty((m, n), dtype), expr)
     want = np.where(z + b > s0, g.astype(np.float64) @ w, s1)
-    np.testing.assert_allclose(out, want, rtol=1e-4 if dtype == np.float32 else 1e-12,
-                               atol=1e-4 if dtype == np.float32 else 1e-12)
+    close(out, want, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -117,8 +120,7 @@ def test_mask_of_an_output_equals_unfused(dtype):
     expr = pyet.where(pyet.asarray(h) > 0, pyet.asarray(g) @ pyet.asarray(wt).T, 0)
     out = run_both(lambda: np.empty((m, n), dtype), expr)
     want = np.where(h > 0, g.astype(np.float64) @ wt.T, 0)
-    np.testing.assert_allclose(out, want, rtol=1e-4 if dtype == np.float32 else 1e-12,
-                               atol=1e-4 if dtype == np.float32 else 1e-12)
+    close(out, want, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
