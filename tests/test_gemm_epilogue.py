@@ -308,6 +308,20 @@ def test_value_and_grad_over_new_arrays_each_call():
             value, grads = step(*arrays)
 
 
+def test_stats_count_a_product_and_a_pass():
+    rng = np.random.default_rng(11)
+    x, w, b = relu_case(rng, 32, 16, 96, np.float32)
+    x[0, 0] = np.nan  # the second plan bails: the pass runs again
+    for xs in (np.nan_to_num(x), x):
+        out = np.empty((32, 96), np.float32)
+        plan = kept_plan(out, pyet.relu(pyet.asarray(xs) @ pyet.asarray(w) + pyet.asarray(b)))
+        assert fused(plan) == 1
+        pyet.stats(reset=True)
+        plan.run(keep=True)
+        st = pyet.stats()
+        assert st["gemm_calls"] == 1 and st["elementwise_passes"] == 1
+
+
 def test_knob_returns_old_setting():
     old = core.set_gemm_epilogues(False)
     try:

@@ -598,13 +598,13 @@ cdef class GemmEpilogue(Action):
         if self._fits(&epi):
             rc = gemm_2d_epilogue(self.gemm.dst, self.gemm.a, self.gemm.b, self.gemm.alpha,
                                   self.gemm.beta, &epi)
+        if rc == 0:
+            return self.gemm.run() or self.tail.run()
+        STATS[1] += 1
         if rc == 1:
             STATS[0] += 1
-            STATS[1] += 1
             return 0
-        if rc == 0:
-            self.gemm.run()
-        return self.tail.run()
+        return self.tail.run()  # (bailed: the pass as it was)
 
 
 cdef object _epilogue_of(Gemm g, Pass p):
