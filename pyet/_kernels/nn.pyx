@@ -157,12 +157,19 @@ def wrapped_indices(cnp.ndarray idx, pyet_intp n):
     cdef int64_t lo = 0, hi = 0, v
     if size:
         lo = hi = x[0]
-    with nogil:
+    if size <= 16384:  # (releasing the GIL cost a third of a 64-index call)
         for i in range(size):
             v = x[i]
             lo = v if v < lo else lo
             hi = v if v > hi else hi
             o[i] = v + n if v < 0 else v
+    else:
+        with nogil:
+            for i in range(size):
+                v = x[i]
+                lo = v if v < lo else lo
+                hi = v if v > hi else hi
+                o[i] = v + n if v < 0 else v
     return (out if sizeof(pyet_intp) == 8 else out.astype(np.intp, copy=False)), lo, hi
 
 
