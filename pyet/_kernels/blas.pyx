@@ -672,6 +672,7 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
 # NumPy with the threshold there); OpenBLAS threads products from 262,144.
 DEF NUMPY_BLAS_MIN = 1048576
 DEF NUMPY_VECTOR_MIN = 10240
+cdef object _NP_DOT = np.dot
 
 
 cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
@@ -690,7 +691,7 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
     # through np.dot (np.matmul's gufunc took 5-10 % longer on 256-512 gemvs)
     if alpha == 1 and beta == 0 and (c.ndim == 0 or c.strides[0] == cnp.PyArray_ITEMSIZE(c)) \
             and a.size * (b.shape[1] if b.ndim == 2 else 1) >= NUMPY_VECTOR_MIN:
-        np.dot(a, b, out=c)
+        _NP_DOT(a, b, c)  # (out positional, np.dot kept: no keyword dict, no lookups)
         return 0
     if c.descr.type_num == cnp.NPY_FLOAT:
         return gemv_arrays(<float *>NULL, c, a, b, alpha, beta)
