@@ -1117,6 +1117,7 @@ def where(object cond, object x, object y):
 
 # a ufunc's result dtype for pyet.F by (ufunc, operand dtype codes), resolved once
 cdef dict _UFUNC_RESULTS = {}
+cdef object _UFUNC_TYPE = np.ufunc
 
 
 def F(object fn, operands, dtype=None, grad=None):
@@ -1131,13 +1132,12 @@ def F(object fn, operands, dtype=None, grad=None):
             args[i] = scalar_array(args[i])
     if len(args) > 4:
         raise TypeError(f"pyet.F takes at most 4 operands, got {len(args)}")
-    name = getattr(fn, "__name__", repr(fn))
     if dtype is not None:
         if not callable(fn):
             raise TypeError(f"pyet.F needs a NumPy ufunc or a callable, got "
                             f"{type(fn).__name__}")
         out = dtype
-    elif isinstance(fn, np.ufunc):
+    elif type(fn) is _UFUNC_TYPE or isinstance(fn, np.ufunc):
         if fn.nin != len(args) or fn.nout != 1:
             raise TypeError(f"pyet.F: ufunc {fn.__name__} takes {fn.nin} inputs and "
                             f"gives {fn.nout} outputs; got {len(args)} operands")
@@ -1161,6 +1161,7 @@ def F(object fn, operands, dtype=None, grad=None):
             x.flags.writeable = False  # as the blocks fn gets when evaluated
         probe = fn(*empties)
         if probe is None:
+            name = getattr(fn, "__name__", repr(fn))
             raise TypeError(f"pyet.F: {name} returned None; it must return an array")
         out = np.asarray(probe).dtype
     else:

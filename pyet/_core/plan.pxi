@@ -1367,6 +1367,7 @@ cdef object _pyfunc_result(object fn, object res, pyet_intp n, int dt):
 cdef extern from "fpstatus.h" nogil:
     enum:
         PYET_FS_INVALID
+        PYET_FS_DIVIDE
         PYET_FS_OVERFLOW
         PYET_FS_UNDERFLOW
 
@@ -1375,6 +1376,8 @@ cdef extern from "threads.h" nogil:
     enum:
         PYET_FP_INVALID
         PYET_FP_OVERFLOW
+        PYET_FP_DIVIDE
+        PYET_FP_UNDERFLOW
     int pyet_fs_get()
     void pyet_fs_clear(int flags)
     void pyet_fs_set(int flags)

@@ -26,6 +26,23 @@ import numpy as np
 
 cnp.import_array()
 
+
+cdef extern from "gemv.h" nogil:
+    int pyet_gemv_v3
+    int pyet_gemv_use_v3() noexcept
+    void pyet_sgemv_n(Py_ssize_t rows, Py_ssize_t cols, const float *p, Py_ssize_t ld,
+                      const float *x, Py_ssize_t incx, float *y, float alpha,
+                      float beta) noexcept
+    void pyet_dgemv_n(Py_ssize_t rows, Py_ssize_t cols, const double *p, Py_ssize_t ld,
+                      const double *x, Py_ssize_t incx, double *y, double alpha,
+                      double beta) noexcept
+    void pyet_sgemv_t(Py_ssize_t rows, Py_ssize_t cols, const float *p, Py_ssize_t ld,
+                      const float *x, float *y, Py_ssize_t incy, float alpha,
+                      float beta) noexcept
+    void pyet_dgemv_t(Py_ssize_t rows, Py_ssize_t cols, const double *p, Py_ssize_t ld,
+                      const double *x, double *y, Py_ssize_t incy, double alpha,
+                      double beta) noexcept
+
 ctypedef fused real:
     float
     double
@@ -112,6 +129,35 @@ cdef void gemv_split(char trans, Py_ssize_t rows, Py_ssize_t cols, real *p, int 
                 bt = 1
                 i += rr
             j += cc
+
+
+# gemvs of at most this many matrix elements run pyet's loops (gemv.h), with the GIL
+DEF SMALL_GEMV = 16384
+
+
+def _gemv_clone(int v3=-1):
+    """The clone of gemv.h's loops that runs: 1 x86-64-v3, 0 the baseline;
+    ``v3`` 0 or 1 picks one (tests: the baseline clone on any CPU), -1 asks."""
+    old = pyet_gemv_use_v3()
+    if v3 == 0 or v3 == 1:
+        global pyet_gemv_v3
+        pyet_gemv_v3 = v3
+    return old
+
+
+cdef inline void small_gemv(bint n, Py_ssize_t rows, Py_ssize_t cols, real *p, Py_ssize_t ld,
+                            real *x, Py_ssize_t incx, real *y, Py_ssize_t incy, real alpha,
+                            real beta) noexcept nogil:
+    if real is float:
+        if n:
+            pyet_sgemv_n(rows, cols, p, ld, x, incx, y, alpha, beta)
+        else:
+            pyet_sgemv_t(rows, cols, p, ld, x, y, incy, alpha, beta)
+    else:
+        if n:
+            pyet_dgemv_n(rows, cols, p, ld, x, incx, y, alpha, beta)
+        else:
+            pyet_dgemv_t(rows, cols, p, ld, x, y, incy, alpha, beta)
 
 
 cdef real dot_split(real *x, int incx, real *y, int incy, Py_ssize_t n,
@@ -650,6 +696,12 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
         rows, cols = cols, rows
     trans = b"T" if (lay == 1) == (a.ndim == 2) else b"N"
     incx, incy = vector_inc(vec), vector_inc(c)
+    if rows * cols <= SMALL_GEMV and alpha != 0 and (incy == 1 if trans == b"N" else incx == 1):
+        # pyet's loop: no BLAS call to set up (a contiguous vector on the side it reads
+        # or writes in runs; alpha 0 stays BLAS's, which reads no matrix)
+        small_gemv(trans == b"N", rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
+                   <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta)
+        return 0
     if rows * cols <= NOGIL_FLOPS:
         gemv_split(trans, rows, cols, <real *>cnp.PyArray_DATA(mat), ld,
                    <real *>cnp.PyArray_DATA(vec), incx, pc, incy, <real>alpha, <real>beta,
@@ -673,6 +725,7 @@ cdef int gemv_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, dou
 # NumPy with the threshold there); OpenBLAS threads products from 262,144.
 DEF NUMPY_BLAS_MIN = 1048576
 DEF NUMPY_VECTOR_MIN = 10240
+cdef object _NP_DOT = np.dot
 
 
 cdef int gemm_epi_arrays(real *tag, cnp.ndarray c, cnp.ndarray a, cnp.ndarray b,
@@ -726,9 +779,9 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
     # matrix-vector and vector-vector products as large as OpenBLAS runs on its
     # threads (gemv from 9216 elements, dot beyond 10000): NumPy's pool too,
     # through np.dot (np.matmul's gufunc took 5-10 % longer on 256-512 gemvs)
-    if alpha == 1 and beta == 0 and (c.ndim == 0 or c.strides[0] == c.itemsize) and \
-            a.size * (b.shape[1] if b.ndim == 2 else 1) >= NUMPY_VECTOR_MIN:
-        np.dot(a, b, out=c)
+    if alpha == 1 and beta == 0 and (c.ndim == 0 or c.strides[0] == cnp.PyArray_ITEMSIZE(c)) \
+            and a.size * (b.shape[1] if b.ndim == 2 else 1) >= NUMPY_VECTOR_MIN:
+        _NP_DOT(a, b, c)  # (out positional, np.dot kept: no keyword dict, no lookups)
         return 0
     if c.descr.type_num == cnp.NPY_FLOAT:
         return gemv_arrays(<float *>NULL, c, a, b, alpha, beta)

@@ -103,6 +103,9 @@ class Kernel(Special):
 
 # --------------------------------------------------------------- gathers
 
+_NO_PARAMS = ()
+
+
 class Take(Kernel):
     """Rows of ``W`` (args[1]) at the given indices (args[0], intp)."""
 
@@ -111,7 +114,7 @@ class Take(Kernel):
     into_leaves = _nn_kernels.take_leaves  # rows of a 2-D table by a vector, no Python frame
 
     def params(self):
-        return ()
+        return _NO_PARAMS
 
     def shape(self, args):
         return args[0].shape + args[1].shape[1:]
@@ -149,6 +152,7 @@ class Take(Kernel):
 
 
 _TAKE = Take()  # (no parameters: one kernel serves every node)
+_special = core.special  # (node() without its tuple() conversions)
 
 
 def take(indices, W):
@@ -178,12 +182,20 @@ def take(indices, W):
     IndexError
         If an index is outside ``[-rows, rows)``.
     """
-    w = _operand(W)
+    w = W if type(W) is _Tensor else _operand(W)
     wshape = w.shape
     if not wshape:
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
-    idx = _indices(indices, wshape[0], "take", "axis 0 of W")
-    return node(_TAKE, (_tensor(idx), w), idx.shape + wshape[1:], w.dtype)
+    n = wshape[0]
+    idx = None
+    if type(indices) is np.ndarray and indices.dtype.kind in "iu":
+        # (_indices' common case inline: a Python frame less)
+        idx, lo, hi = _nn_kernels.wrapped_indices(indices, n)
+        if (lo < -n or hi >= n) and indices.size:
+            idx = None  # (its message)
+    if idx is None:
+        idx = _indices(indices, n, "take", "axis 0 of W")
+    return _special(_TAKE, (_tensor(idx), w), idx.shape + wshape[1:], w.dtype)
 
 
 class ChooseRowElement(Kernel):

@@ -144,6 +144,8 @@ class SoftmaxXentGrad(Special):
     __slots__ = ("axis",)
     name = "softmax_xent_grad"
     scratch_operands = True  # a kept plan: tree operands in scratch, the kernel bound
+    # rows of leaves along axis 1 into dst: the compiled entry, no Python frame
+    into_leaves = _nn_kernels.xent_grad_leaves
 
     def __init__(self, axis):
         self.axis = axis

@@ -63,17 +63,20 @@ def _patches(shape, ky, kx, sy, sx, dy, dx, fname):
 class Im2Col(Kernel):
     """The patches of the image (args[0]) as columns."""
 
-    __slots__ = ("ky", "kx", "sy", "sx", "dy", "dx")
+    __slots__ = ("ky", "kx", "sy", "sx", "dy", "dx", "_geom")
     name = "unpack_patch2col"
+    # a 4-D image leaf into a 2-D destination: the compiled entry, no Python frame
+    into_leaves = _spatial_kernels.im2col_leaves
 
     def __init__(self, ky, kx, sy, sx, dy, dx):
         self.ky, self.kx, self.sy, self.sx, self.dy, self.dx = ky, kx, sy, sx, dy, dx
+        self._geom = (ky, kx, sy, sx, dy, dx)
 
     def geometry(self):
-        return (self.ky, self.kx, self.sy, self.sx, self.dy, self.dx)
+        return self._geom
 
     def params(self):
-        return self.geometry()
+        return self._geom
 
     def describe(self):
         return [f"kernel=({self.ky}, {self.kx})", f"stride=({self.sy}, {self.sx})",
@@ -81,8 +84,12 @@ class Im2Col(Kernel):
 
     def shape(self, args):
         img = args[0].shape
-        oh, ow = _patches(img, *self.geometry(), self.name)
-        return (img[-3] * self.ky * self.kx, _fold(img, 3)[0] * oh * ow)
+        ky, kx, sy, sx, dy, dx = self._geom
+        oh, ow = _patches(img, ky, kx, sy, sx, dy, dx, self.name)
+        n = 1
+        for d in img[:-3]:
+            n *= d
+        return (img[-3] * ky * kx, n * oh * ow)
 
     def dtype(self, args):
         return args[0].dtype
@@ -138,12 +145,27 @@ def unpack_patch2col(img, ky, kx, stride=1, dilate=1):
     """
     x = _operand(img)
     fname = "unpack_patch2col"
-    if x.ndim < 3:
+    if len(x.shape) < 3:
         raise ValueError(f"{fname}: img must be (..., C, H, W), got shape {_fmt(x.shape)}")
-    ky, kx = _positive(ky, fname, "ky"), _positive(kx, fname, "kx")
-    (sy, sx), (dy, dx) = _pair(stride, fname, "stride"), _pair(dilate, fname, "dilate")
-    kernel = Im2Col(ky, kx, sy, sx, dy, dx)
+    # (sizes, strides and dilations checked once: a kernel per geometry of plain ints)
+    key = (ky, kx, stride, dilate)
+    plain = type(ky) is int and type(kx) is int and type(stride) is int \
+        and type(dilate) is int
+    kernel = _IM2COL.get(key) if plain else None
+    if kernel is None:
+        ky, kx = _positive(ky, fname, "ky"), _positive(kx, fname, "kx")
+        (sy, sx), (dy, dx) = _pair(stride, fname, "stride"), _pair(dilate, fname, "dilate")
+        kernel = Im2Col(ky, kx, sy, sx, dy, dx)
+        if plain:
+            if len(_IM2COL) >= 256:
+                _IM2COL.clear()
+            _IM2COL[key] = kernel
     return node(kernel, (x,), kernel.shape((x,)), x.dtype)
+
+
+# Im2Col kernels by (ky, kx, stride, dilate) of plain ints (a kernel only holds
+# its parameters: one serves every node of its geometry)
+_IM2COL = {}
 
 
 class Col2Im(Im2Col):
@@ -151,6 +173,7 @@ class Col2Im(Im2Col):
 
     __slots__ = ("img_shape",)
     name = "pack_col2patch"
+    into_leaves = None  # (not Im2Col's)
     work_is_shape = False  # images folded to (N, C, H, W)
 
     def __init__(self, img_shape, *params):
@@ -259,14 +282,15 @@ def _pool_args(x, ky, kx, sy, sx, op, fname):
 class Pool(Kernel):
     """args[0] pooled by ky x kx windows at strides sy, sx."""
 
-    __slots__ = ("ky", "kx", "sy", "sx", "op")
+    __slots__ = ("ky", "kx", "sy", "sx", "op", "_params")
     name = "pool"
 
     def __init__(self, ky, kx, sy, sx, op):
         self.ky, self.kx, self.sy, self.sx, self.op = ky, kx, sy, sx, op
+        self._params = (ky, kx, sy, sx, op)
 
     def params(self):
-        return (self.ky, self.kx, self.sy, self.sx, self.op)
+        return self._params
 
     def describe(self):
         return [f"kernel=({self.ky}, {self.kx})", f"stride=({self.sy}, {self.sx})",
@@ -334,6 +358,8 @@ class Unpool(Pool):
 
     __slots__ = ()
     name = "unpool"
+    # leaves of one dtype into dst: the compiled entry, no Python frame
+    into_leaves = _spatial_kernels.unpool_leaves
 
     def shape(self, args):
         return args[0].shape

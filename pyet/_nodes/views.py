@@ -55,6 +55,7 @@ def _push(e, kind, arg, shape):
 
 
 _operand = core.as_expr
+_Tensor = core.Tensor
 
 
 
@@ -307,16 +308,17 @@ def pad(e, pad_width, value=0):
 class Concat(Special):
     """The children side by side along ``axis``."""
 
-    __slots__ = ("axis",)
+    __slots__ = ("axis", "_params")
     name = "concatenate"
     records_into = True  # into() only assigns: a kept plan records its passes
     into_leaves = core.join_leaves  # block copies of leaves, no Python frame
 
     def __init__(self, axis):
         self.axis = axis
+        self._params = (axis,)
 
     def params(self):
-        return (self.axis,)
+        return self._params
 
     def describe(self):
         return [f"axis={self.axis}"]
@@ -503,9 +505,39 @@ def _concat_node(pieces, axis, shape):
 _CONCAT = {}
 
 
+# the index key of a new axis at k, (:, ..., :, None, ...), by k (as core's expand view)
+_EXPAND_KEYS = [(slice(None),) * k + (None, Ellipsis) for k in range(65)]
+
+
+def _stack_leaves(seq, axis):
+    """stack's node for the common call in one pass (leaves of one shape in a
+    list or tuple, a plain int axis in range): each leaf's expand view made
+    as _push makes it, then the join; None otherwise (stack's general way,
+    with its checks and messages).  Two 64 x 64 leaves: ~3.7 us -> ~1.5."""
+    if (type(seq) is not list and type(seq) is not tuple) or not seq \
+            or type(axis) is not int or type(seq[0]) is not _Tensor:
+        return None
+    shape = seq[0].shape
+    if not 0 <= axis <= len(shape) or len(shape) >= 64:
+        return None
+    key = _EXPAND_KEYS[axis]
+    pieces = []
+    for p in seq:
+        if type(p) is not _Tensor or p.shape != shape:
+            return None
+        pieces.append(view_of_leaf(p, "expand", axis, p._array[key]))
+    kernel = _CONCAT.get(axis)
+    if kernel is None:
+        kernel = _CONCAT[axis] = Concat(axis)
+    return core.join_node(kernel, pieces, axis)
+
+
 def stack(seq, axis=0):
     """The expressions of ``seq``, all of one shape, joined along a new ``axis``
     (NumPy's ``stack``), lazily."""
+    e = _stack_leaves(seq, axis)
+    if e is not None:
+        return e
     pieces = _pieces(seq, "stack")
     shape = pieces[0].shape
     for i, p in enumerate(pieces[1:], 1):

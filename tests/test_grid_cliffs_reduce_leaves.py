@@ -1,0 +1,113 @@
+"""A reduction at the root over a small leaf goes straight to NumPy's ufunc
+reduce through Reduction's into_leaves (no into() frame), kernels keep their
+parameters, and the reduce functions build the node in one frame: NumPy's
+values and dtypes on every layout, kind, axis and keepdims, the sum over
+axis 0 still by pyet's row fold, large leaves and overlapping destinations
+by the general path, and errors before any write."""
+
+import numpy as np
+import pytest
+
+import pyet
+
+
+def layouts(a):
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    big[..., ::2] = a
+    return {"C": a, "F": np.asfortranarray(a), "strided": big[..., ::2],
+            "negative": a[::-1].copy()[::-1]}
+
+
+KINDS = ["sum", "prod", "max", "min", "mean", "argmax"]
+AXES = [None, 0, 1, 2, (0, 2), -1]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("kind", KINDS)
+def test_small_leaves_against_numpy(dt, kind):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((6, 5, 7)) * 3).astype(dt)
+    for name, x in layouts(a).items():
+        X = pyet.asarray(x)
+        for axis in AXES:
+            if kind == "argmax" and isinstance(axis, tuple):
+                continue
+            for keepdims in (False, True):
+                kw = {} if kind == "argmax" and keepdims is False else {"keepdims": keepdims}
+                want = getattr(np, kind)(x, axis=axis, **kw)
+                dst = np.full(np.shape(want), 7, np.asarray(want).dtype)
+                pyet.asarray(dst)[...] = getattr(pyet, kind)(X, axis=axis, **kw)
+                if dt in (np.float32,) and kind in ("sum", "mean", "prod"):
+                    np.testing.assert_allclose(dst, want, rtol=1e-5, err_msg=name)
+                else:
+                    np.testing.assert_array_equal(dst, want, err_msg=f"{name} {axis}")
+
+
+def test_nan_zero_d_one_element_and_strided_destination():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    a[1, 2, 3] = np.nan
+    A = pyet.asarray(a)
+    for kind in ("max", "min", "sum"):
+        dst = np.zeros(8)[::2]
+        pyet.asarray(dst)[...] = getattr(pyet, kind)(A, axis=(0, 1))
+        np.testing.assert_array_equal(dst, getattr(np, kind)(a, axis=(0, 1)))
+    z = np.array(3.5)
+    d = np.zeros(())
+    pyet.asarray(d)[...] = pyet.max(pyet.asarray(z))
+    assert d == 3.5
+    one = np.array([[2.0]])
+    d = np.zeros(1)
+    pyet.asarray(d)[...] = pyet.sum(pyet.asarray(one), axis=1)
+    assert d[0] == 2.0
+
+
+def test_general_paths_still_taken():
+    rng = np.random.default_rng(1)
+    # the sum over axis 0: pyet's row fold, NumPy's bits
+    a = rng.standard_normal((256, 128)).astype(np.float32)
+    dst = np.empty(128, np.float32)
+    pyet.asarray(dst)[...] = pyet.sum(pyet.asarray(a), axis=0)
+    np.testing.assert_array_equal(dst, np.add.reduce(a, axis=0))
+    # a large leaf (beyond the small-leaf size): the pass
+    big = rng.standard_normal((300, 300))
+    d = np.empty(300)
+    pyet.asarray(d)[...] = pyet.max(pyet.asarray(big), axis=1)
+    np.testing.assert_array_equal(d, big.max(axis=1))
+    # empty sums
+    e = np.empty((0, 4))
+    d = np.full(4, 9.0)
+    pyet.asarray(d)[...] = pyet.sum(pyet.asarray(e), axis=0)
+    np.testing.assert_array_equal(d, np.zeros(4))
+    # the destination inside the leaf: computed aside
+    buf = np.arange(12.0).reshape(3, 4)
+    want = buf.sum(axis=1)
+    pyet.asarray(buf[:, 0])[...] = pyet.sum(pyet.asarray(buf), axis=1)
+    np.testing.assert_array_equal(buf[:, 0], want)
+    # a tree below: materialized, then folded
+    d = np.empty(4)
+    pyet.asarray(d)[...] = pyet.max(pyet.asarray(buf) * 2, axis=0)
+    np.testing.assert_array_equal(d, (buf * 2).max(axis=0))
+
+
+def test_kernels_keep_their_parameters():
+    A = pyet.asarray(np.ones((3, 4)))
+    e, f, g = pyet.max(A, axis=1), pyet.max(A, axis=1), pyet.max(A, axis=0)
+    assert e._kernel is f._kernel and e._kernel is not g._kernel
+    assert e._kernel.params() == ("max", (1,), False, False)
+    assert g._kernel.params() == ("max", (0,), False, False)
+    assert pyet.sum(A, axis=0)._kernel.into_leaves is None  # the row fold's
+    assert pyet.mean(A)._kernel.into_leaves is None
+
+
+def test_errors_before_any_write():
+    a = np.ones((3, 4))
+    d = np.full(4, 5.0)
+    with pytest.raises(ValueError):
+        pyet.asarray(d)[...] = pyet.max(pyet.asarray(np.ones((0, 4))), axis=0)
+    with pytest.raises(np.exceptions.AxisError):
+        pyet.asarray(d)[...] = pyet.max(pyet.asarray(a), axis=2)
+    with pytest.raises(ValueError):
+        pyet.asarray(d)[...] = pyet.max(pyet.asarray(a), axis=1)  # shape (3,) into (4,)
+    with pytest.raises(TypeError):
+        pyet.asarray(np.zeros(4, np.int32))[...] = pyet.mean(pyet.asarray(a), axis=0)
+    assert (d == 5).all()
