@@ -192,3 +192,59 @@ def test_multi_output_pass(one_thread):
     plan.run()
     same_bits(m, want_m.astype(np.float32))
     same_bits(v, want_v.astype(np.float32))
+
+
+def into_across(shape, dtype, kind):
+    """An empty destination whose rows a C pass writes across (F order, a transpose)."""
+    if kind == "F":
+        return np.empty(shape, dtype, order="F")
+    return np.empty(shape[:-2] + shape[-1:] + shape[-2:-1], dtype).swapaxes(-1, -2)
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (16, 48), (37, 50), (181, 181), (3, 40, 50),
+                                   (512, 8), (8, 512)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("kind", ["F", "T"])
+def test_c_leaves_into_a_destination_read_across(shape, dtype, kind, one_thread):
+    # dst tiles: each tile computed into a buffer, then copied across dst's rows
+    rng = np.random.default_rng(10)
+    a, b, c = (make(shape, dtype, rng) for _ in range(3))
+    A, B, C = (pyet.asarray(x) for x in (a, b, c))
+    with np.errstate(all="ignore"):
+        for fp, fn in ((lambda: A + B, lambda: a + b),
+                       (lambda: pyet.where(A > B, A, C), lambda: np.where(a > b, a, c)),
+                       (lambda: abs(A) * 3 - B + C, lambda: np.abs(a) * 3 - b + c),
+                       (lambda: A, lambda: a),
+                       (lambda: -A.astype(np.float64), lambda: -a.astype(np.float64))):
+            want = fn()
+            out = into_across(shape, want.dtype, kind)
+            out[...] = 7
+            pyet.asarray(out)[...] = fp()
+            same_bits(np.ascontiguousarray(out), want)
+
+
+def test_destination_read_across_in_place_and_mixed(one_thread):
+    rng = np.random.default_rng(11)
+    for dtype in (np.float32, np.float64):
+        x = np.asfortranarray(make((64, 64), dtype, rng))
+        c = make((64, 64), dtype, rng)
+        want = x * 2 + c
+        X = pyet.asarray(x)
+        x[...] = X * 2 + pyet.asarray(c)  # dst F, its own operand F, c C
+        same_bits(np.ascontiguousarray(x), want)
+        y = np.asfortranarray(make((48, 80), dtype, rng))
+        t = across(make((48, 80), dtype, rng), "T")
+        want = np.maximum(y, t) - c[:48, :64].sum()
+        Y = pyet.asarray(y)
+        y[...] = pyet.maximum(Y, pyet.asarray(t)) - float(c[:48, :64].sum())
+        same_bits(np.ascontiguousarray(y), want)
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (3, 40, 50), (512, 8)], ids=str)
+def test_destination_read_across_threads(shape, threaded):
+    rng = np.random.default_rng(12)
+    a, b = make(shape, np.float64, rng), make(shape, np.float64, rng)
+    out = into_across(shape, np.float64, "F")
+    with np.errstate(all="ignore"):
+        pyet.asarray(out)[...] = pyet.sqrt(abs(pyet.asarray(a))) + pyet.asarray(b)
+        same_bits(np.ascontiguousarray(out), np.sqrt(np.abs(a)) + b)

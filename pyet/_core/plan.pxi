@@ -1011,6 +1011,8 @@ cdef struct Run:
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     pyet_intp tpp           # flat tiles (run_tiles_flat): tiles per plane; 0: run_tiled
+    bint dtile              # flat tiles: the destination read across rows, written a tile at a time
+    int ntiled              # leaves copied a tile at a time (their buffers, then dst's)
     int npf                 # operands whose next block is prefetched (distinct memory)
     bint direct             # Program.strided_kernel on a strided leaf: read where it lies
     int pfk[MAX_PREFETCH]
@@ -1908,6 +1910,7 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef int nd = r.nd, d, k
     cdef char *ptr[256]
     cdef char *tb
+    cdef char *dst = NULL
     cdef pyet_intp w, plane, r0, rows, i, inner = r.shape[nd - 1], h = r.shape[nd - 2]
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     for w in range(w0, w1):
@@ -1921,11 +1924,18 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             plane //= r.shape[d]
             for k in range(r.nops):
                 ptr[k] += i * r.strides[k * MAXD + d]
-        if prog.copies_leaf and r.gather[1] <= -2 and r.itemsize[0] == r.itemsize[1]:
-            # dst = A.T: the tile copied straight into the destination's rows
-            pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
-                           r.strides[MAXD + nd - 1], rows, inner, r.itemsize[1])
+        if prog.copies_leaf and r.itemsize[0] == r.itemsize[1] and (
+                r.gather[1] == -1 if r.dtile else r.gather[1] <= -2):
+            if r.dtile:  # dst.T = A: A's rows copied across dst's
+                pyet_copy_tile(ptr[0], r.strides[nd - 1], ptr[1], r.itemsize[1],
+                               r.strides[MAXD + nd - 2], inner, rows, r.itemsize[1])
+            else:  # dst = A.T: the tile copied straight into the destination's rows
+                pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
+                               r.strides[MAXD + nd - 1], rows, inner, r.itemsize[1])
             continue
+        if r.dtile:
+            dst = ptr[0]
+            ptr[0] = regs + r.tilebuf + r.ntiled * regbytes
         for k in range(r.ndst, r.nops):
             if r.gather[k] <= -2:
                 tb = regs + r.tilebuf + (-2 - r.gather[k]) * regbytes
@@ -1936,6 +1946,9 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 ptr[k] = tb
         if run_block(r, prog, rows * inner, ptr, regs) < 0:
             return -1
+        if r.dtile:  # the tile's rows across the destination's
+            pyet_copy_tile(dst, r.strides[nd - 1], ptr[0], r.itemsize[0], inner * r.itemsize[0],
+                           inner, rows, r.itemsize[0])
     return 0
 
 
@@ -1946,6 +1959,9 @@ cdef bint tiles_flat(Run *r) noexcept nogil:
     for k in range(r.nops):
         if k >= r.ndst and across_rows(r, k):
             continue
+        if k == 0 and r.ndst == 1 and across_rows(r, 0) \
+                and r.strides[nd - 2] == r.itemsize[0]:
+            continue  # (a tile of dst computed into a buffer, then copied across)
         if r.strides[k * MAXD + nd - 1] != r.itemsize[k] \
                 or r.strides[k * MAXD + nd - 2] != r.shape[nd - 1] * r.itemsize[k]:
             return False
@@ -2243,6 +2259,12 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                         ngather -= 1
                     r.gather[k] = r.gather[d]
                     r.dup[k] = 1
+        r.dtile = False
+        if r.tpp and r.gather[0] >= 0:  # (tiles_flat: dst read across rows, ndst 1)
+            r.gather[0] = -1
+            ngather -= 1
+            r.dtile = True
+        r.ntiled = ntiled
         r.gathers = ngather
         if r.packed:
             r.nblocks = (r.total + r.block - 1) // r.block
@@ -2294,9 +2316,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 and r.nblocks > PREFETCH_AHEAD and not prog.streams:
             prefetch_streams(&r)
         r.tilebuf = (prog.nregs + ngather) * regbytes
-        r.scratch_bytes = (r.tilebuf + ntiled * (regbytes if r.tpp else
-                                                 r.tile * (regbytes + TILE_SKEW)) + 63) \
-            & ~(<pyet_intp>63)
+        r.scratch_bytes = (r.tilebuf + (ntiled + r.dtile) * (
+            regbytes if r.tpp else r.tile * (regbytes + TILE_SKEW)) + 63) & ~(<pyet_intp>63)
         if nthreads * r.scratch_bytes + 64 <= SMALL_SCRATCH:
             r.scratch = <char *>((<uintptr_t>small_buf + 63) & ~(<uintptr_t>63))
         else:
