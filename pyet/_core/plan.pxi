@@ -76,6 +76,19 @@ def get_block_size():
     return BLOCK
 
 
+# tiles of whole rows read across (run_tiles_flat) of up to this many elements
+cdef pyet_intp FLAT_TILE_MAX = 4096
+
+
+def set_flat_tile_max(pyet_intp n):
+    """Run tiles of rows read across (A.T into C) of up to n elements as one
+    block each (a tuning knob; 0 turns it off).  Returns the previous value."""
+    global FLAT_TILE_MAX
+    before = FLAT_TILE_MAX
+    FLAT_TILE_MAX = n
+    return before
+
+
 # row broadcasts packed in whole rows, gathered once (rows_with_broadcast)
 cdef bint ROW_BROADCASTS_ONCE = True
 
@@ -997,6 +1010,9 @@ cdef struct Run:
     int stop                # set by the thread that decided (others stop too)
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
+    pyet_intp tpp           # flat tiles (run_tiles_flat): tiles per plane; 0: run_tiled
+    bint dtile              # flat tiles: the destination read across rows, written a tile at a time
+    int ntiled              # leaves copied a tile at a time (their buffers, then dst's)
     int npf                 # operands whose next block is prefetched (distinct memory)
     bint direct             # Program.strided_kernel on a strided leaf: read where it lies
     int pfk[MAX_PREFETCH]
@@ -1675,6 +1691,8 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         return 0
     if r.packed:
         return run_packed(r, prog, w0, w1, regs)
+    if r.tpp:
+        return run_tiles_flat(r, prog, w0, w1, regs)
     if r.tile:
         return run_tiled(r, prog, w0, w1, regs)
     if (r.red != RED_NONE and prog.copies_leaf and r.nblocks == 1 and r.gather[1] < 0
@@ -1882,6 +1900,75 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
     return 0
+
+
+cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
+                        char *regs) noexcept nogil:
+    """Work items of a run in flat tiles (r.tpp > 0): item w is tile w % r.tpp
+    of plane w // r.tpp (a plane: the last two merged dimensions), r.tile
+    rows that every operand not read across its rows holds one after another.
+    The leaves read across rows are copied a tile at a time into contiguous
+    buffers and the tile runs as one block: a block's fixed cost per tile,
+    not per row (64 x 64 float64 where(A.T > B.T, ...): 64 blocks -> 8)."""
+    cdef int nd = r.nd, d, k
+    cdef char *ptr[256]
+    cdef char *tb
+    cdef char *dst = NULL
+    cdef pyet_intp w, plane, r0, rows, i, inner = r.shape[nd - 1], h = r.shape[nd - 2]
+    cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
+    for w in range(w0, w1):
+        plane = w // r.tpp
+        r0 = (w - plane * r.tpp) * r.tile
+        rows = r.tile if r0 + r.tile <= h else h - r0
+        for k in range(r.nops):
+            ptr[k] = r.base[k] + r0 * r.strides[k * MAXD + nd - 2]
+        for d in range(nd - 3, -1, -1):
+            i = plane % r.shape[d]
+            plane //= r.shape[d]
+            for k in range(r.nops):
+                ptr[k] += i * r.strides[k * MAXD + d]
+        if prog.copies_leaf and r.itemsize[0] == r.itemsize[1] and (
+                r.gather[1] == -1 if r.dtile else r.gather[1] <= -2):
+            if r.dtile:  # dst.T = A: A's rows copied across dst's
+                pyet_copy_tile(ptr[0], r.strides[nd - 1], ptr[1], r.itemsize[1],
+                               r.strides[MAXD + nd - 2], inner, rows, r.itemsize[1])
+            else:  # dst = A.T: the tile copied straight into the destination's rows
+                pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
+                               r.strides[MAXD + nd - 1], rows, inner, r.itemsize[1])
+            continue
+        if r.dtile:
+            dst = ptr[0]
+            ptr[0] = regs + r.tilebuf + r.ntiled * regbytes
+        for k in range(r.ndst, r.nops):
+            if r.gather[k] <= -2:
+                tb = regs + r.tilebuf + (-2 - r.gather[k]) * regbytes
+                if not r.dup[k]:
+                    pyet_copy_tile(tb, inner * r.itemsize[k], ptr[k],
+                                   r.strides[k * MAXD + nd - 2], r.strides[k * MAXD + nd - 1],
+                                   rows, inner, r.itemsize[k])
+                ptr[k] = tb
+        if run_block(r, prog, rows * inner, ptr, regs) < 0:
+            return -1
+        if r.dtile:  # the tile's rows across the destination's
+            pyet_copy_tile(dst, r.strides[nd - 1], ptr[0], r.itemsize[0], inner * r.itemsize[0],
+                           inner, rows, r.itemsize[0])
+    return 0
+
+
+cdef bint tiles_flat(Run *r) noexcept nogil:
+    # every operand is read across its rows (a leaf, copied a tile at a time)
+    # or holds consecutive rows one after another (run_tiles_flat)
+    cdef int k, nd = r.nd
+    for k in range(r.nops):
+        if k >= r.ndst and across_rows(r, k):
+            continue
+        if k == 0 and r.ndst == 1 and across_rows(r, 0) \
+                and r.strides[nd - 2] == r.itemsize[0]:
+            continue  # (a tile of dst computed into a buffer, then copied across)
+        if r.strides[k * MAXD + nd - 1] != r.itemsize[k] \
+                or r.strides[k * MAXD + nd - 2] != r.shape[nd - 1] * r.itemsize[k]:
+            return False
+    return True
 
 
 cdef void prefetch_streams(Run *r) noexcept nogil:
@@ -2127,6 +2214,13 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         if r.tile:
             blocklen = BLOCK
         r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
+        r.tpp = 0
+        if r.tile and r.shape[r.nd - 1] * r.tile <= FLAT_TILE_MAX and tiles_flat(&r):
+            # short rows read across: tiles of whole rows, each one block
+            while 2 * r.tile * r.shape[r.nd - 1] <= BLOCK and r.tile < r.shape[r.nd - 2]:
+                r.tile *= 2
+            r.block = r.tile * r.shape[r.nd - 1]
+            r.tpp = (r.shape[r.nd - 2] + r.tile - 1) // r.tile
         ngather = ntiled = 0
         for k in range(nops):
             r.gather[k] = -1
@@ -2168,6 +2262,12 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                         ngather -= 1
                     r.gather[k] = r.gather[d]
                     r.dup[k] = 1
+        r.dtile = False
+        if r.tpp and r.gather[0] >= 0:  # (tiles_flat: dst read across rows, ndst 1)
+            r.gather[0] = -1
+            ngather -= 1
+            r.dtile = True
+        r.ntiled = ntiled
         r.gathers = ngather
         if r.packed:
             r.nblocks = (r.total + r.block - 1) // r.block
@@ -2175,6 +2275,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         else:
             r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block
             r.nitems = r.nblocks * (r.nrows if not r.tile else (r.nrows + r.tile - 1) // r.tile)
+            if r.tpp:
+                r.nitems = r.nrows // r.shape[r.nd - 2] * r.tpp
         if red:  # as many threads as the caller made accumulators for
             nthreads = max(1, min(red_threads, r.nitems))
             if nthreads > 1:
@@ -2217,8 +2319,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 and r.nblocks > PREFETCH_AHEAD and not prog.streams:
             prefetch_streams(&r)
         r.tilebuf = (prog.nregs + ngather) * regbytes
-        r.scratch_bytes = (r.tilebuf + ntiled * r.tile * (regbytes + TILE_SKEW) + 63) \
-            & ~(<pyet_intp>63)
+        r.scratch_bytes = (r.tilebuf + (ntiled + r.dtile) * (
+            regbytes if r.tpp else r.tile * (regbytes + TILE_SKEW)) + 63) & ~(<pyet_intp>63)
         if nthreads * r.scratch_bytes + 64 <= SMALL_SCRATCH:
             r.scratch = <char *>((<uintptr_t>small_buf + 63) & ~(<uintptr_t>63))
         else:
