@@ -97,27 +97,41 @@ cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:
     and no leaf shares memory with dst; no memory besides dst's.  Its
     floating-point errors are the pass's, reported after the rest.  False,
     nothing done, for other trees."""
-    cdef list stack = [e]
-    cdef set seen = set()
+    # one walk: every user function a ufunc run in place, no leaf sharing
+    # memory with dst, and the node to hoist (each node visited once: a set
+    # of those seen past the first 64, which small trees never need)
+    cdef list stack = [e], dts, pdts = None
+    cdef set seen = None
     cdef Expr x, p = None, a
     cdef bint leaves
+    cdef Py_ssize_t visited = 0
     while stack:
         x = stack.pop()
+        if x._op == OP_leaf:
+            if _bounds_overlap(<cnp.ndarray>(<Tensor>x)._array, d):
+                return False
+            continue
         if x._op == OP_pyfunc:
             fn = (<PyFunc>x)._fn
-            if type(fn) is not _UFUNC_TYPE or not _ufunc_in_place(
-                    fn, [(<Expr>a)._dt for a in x._args], x._dt):
+            dts = [(<Expr>a)._dt for a in x._args]
+            if type(fn) is not _UFUNC_TYPE or not _ufunc_in_place(fn, dts, x._dt):
                 return False  # it may raise midway: computed aside (assign_elementwise)
             if p is None and x._dt == dst_dt and x.shape == (<object>d).shape:
                 leaves = True
                 for a in x._args:
                     leaves = leaves and a._op == OP_leaf
                 if leaves:
-                    p = x
-        if x._args and x._flags & HAS_PYFUNC and id(x) not in seen:
-            seen.add(id(x))
+                    p, pdts = x, dts
+        if x._args:
+            visited += 1
+            if visited > 64:
+                if seen is None:
+                    seen = set()
+                if id(x) in seen:
+                    continue
+                seen.add(id(x))
             stack.extend(x._args)
-    if p is None or leaves_overlap(e, d):
+    if p is None:
         return False
     _not_recordable()
     STATS[0] += 1
@@ -130,7 +144,7 @@ cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:
     cdef np_loop loop
     cdef void *data
     if size and _same_memory_order(d, arrays):
-        k = _c_loop_index(fn, [(<Expr>a)._dt for a in p._args], p._dt)
+        k = _c_loop_index(fn, pdts, p._dt)
     pyet_fs_clear(before)
     if k >= 0:  # NumPy's inner loop called in C: no ufunc call, no errstate (~1.5 us)
         for j in range(n):
