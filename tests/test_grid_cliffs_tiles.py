@@ -202,7 +202,7 @@ def into_across(shape, dtype, kind):
 
 
 @pytest.mark.parametrize("shape", [(64, 64), (16, 48), (37, 50), (181, 181), (3, 40, 50),
-                                   (512, 8), (8, 512)], ids=str)
+                                   (512, 8), (8, 512), (512, 512), (70, 1000)], ids=str)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
 @pytest.mark.parametrize("kind", ["F", "T"])
 def test_c_leaves_into_a_destination_read_across(shape, dtype, kind, one_thread):

@@ -2215,7 +2215,11 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             blocklen = BLOCK
         r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
         r.tpp = 0
-        if r.tile and r.shape[r.nd - 1] * r.tile <= FLAT_TILE_MAX and tiles_flat(&r):
+        # (a destination read across: 4x, its rows otherwise written one by one
+        # through a scatter; 1000^2 float32 a + b into F order 1.02x NumPy at
+        # 4096, 0.59x at 16384, a where tree 0.41x -> 0.35x)
+        if r.tile and r.shape[r.nd - 1] * r.tile <= (
+                4 * FLAT_TILE_MAX if across_rows(&r, 0) else FLAT_TILE_MAX) and tiles_flat(&r):
             # short rows read across: tiles of whole rows, each one block
             while 2 * r.tile * r.shape[r.nd - 1] <= BLOCK and r.tile < r.shape[r.nd - 2]:
                 r.tile *= 2
