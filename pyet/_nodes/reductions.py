@@ -674,16 +674,7 @@ def _arg_fold(kind, child, k):
 
 def _make(kind):
     def reduce(e, axis=None, keepdims=False):
-        # reduction()'s body (one Python frame less a node)
-        x = e if type(e) is _Tensor else core.as_expr(e)
-        if type(x) is _Scalar:
-            x = core.tensor(np.asarray(x._value, dtype=x.dtype))
-        layout = (_layout if axis is None or type(axis) is int or (
-            type(axis) is tuple and not [a for a in axis if type(a) is not int])
-            else _layout.__wrapped__)
-        kernel, shape, dtype = layout(kind, x.shape, x._dt, axis,
-                                      keepdims if keepdims is False else bool(keepdims))
-        return _special(kernel, (x,), shape, dtype)
+        return reduction(kind, e, axis, keepdims)
 
     reduce.__name__ = reduce.__qualname__ = kind
     reduce.__doc__ = (f"Lazy ``{kind}`` over ``axis`` (None: all axes), as NumPy's "
