@@ -7,6 +7,7 @@ before any write."""
 
 import numpy as np
 import pytest
+from pyet._kernels.nn import xent_grad_leaves
 
 import pyet
 
@@ -109,3 +110,50 @@ def test_errors_before_any_write():
         pyet.asarray(dst[:3])[...] = pyet.softmax_xent_grad(pyet.asarray(lp),
                                                             np.array([0, 1, 2, 0]), 1.0)
     assert (dst == 9).all()
+
+
+def packed_field(a):
+    """``a`` as the float field of a packed structured array (a one-byte field
+    before it): row and column strides are not multiples of the itemsize."""
+    rec = np.zeros(a.shape, np.dtype([("pad", "u1"), ("v", a.dtype)], align=False))
+    rec["pad"] = 0xA5
+    rec["v"] = a
+    return rec, rec["v"]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_packed_fields_and_negative_rows_with_sentinels(dt):
+    # byte strides that are no multiple of the itemsize are refused by the
+    # compiled entry (the general path copies); negative rows are taken.  The
+    # destination's neighbours (its record's pad bytes, a border of sentinels)
+    # are left as they were
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 9)).astype(dt)
+    logp = log_softmax(x).astype(dt)
+    lab = rng.integers(0, 9, 6)
+    c = np.array(0.25, dt)
+    want = ref(logp.astype(np.float64), onehot(lab, 9, np.float64), 0.25)
+    tol = 1e-6 if dt == np.float32 else 1e-14
+    _, packed_logp = packed_field(logp)
+    _, packed_t = packed_field(onehot(lab, 9, dt))
+    for lp, t in ((packed_logp, lab), (logp, packed_t), (logp[::-1].copy()[::-1], lab)):
+        # destinations: a packed field, negative rows inside a sentinel border
+        rec, out_field = packed_field(np.zeros((6, 9), dt))
+        big = np.full((8, 11), -7, dt)
+        for out in (out_field, big[1:7, 1:10][::-1]):
+            pyet.asarray(out)[...] = pyet.softmax_xent_grad(pyet.asarray(lp), t,
+                                                             pyet.asarray(c), axis=1)
+            np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+        assert (rec["pad"] == 0xA5).all()
+        assert (big[0] == -7).all() and (big[7] == -7).all()
+        assert (big[:, 0] == -7).all() and (big[:, 10] == -7).all()
+    # which layouts the compiled entry itself takes
+    kernel = pyet.softmax_xent_grad(pyet.asarray(logp), lab, pyet.asarray(c), axis=1)._kernel
+    idx = lab.astype(np.intp)
+    out = np.zeros((6, 9), dt)
+    assert not xent_grad_leaves(kernel, out, (packed_logp, idx, c))
+    assert not xent_grad_leaves(kernel, packed_field(out)[1], (logp, idx, c))
+    assert not xent_grad_leaves(kernel, out, (logp, packed_t, c))
+    assert (out == 0).all()
+    assert xent_grad_leaves(kernel, out[::-1], (logp[::-1], idx[::-1].copy(), c))
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)

@@ -590,25 +590,32 @@ cdef void xent_lines(void *args, pyet_intp r0, pyet_intp r1) noexcept nogil:
                                 <double *>a.out + r0 * a.os, a.os)
 
 
+cdef inline pyet_intp row_step(cnp.ndarray x) noexcept:
+    # the row stride in items: callers checked aligned(x), so it is a multiple
+    # of the itemsize (a packed field's is not, and is refused there); any sign
+    return x.strides[0] // cnp.PyArray_ITEMSIZE(x) if x.shape[0] > 1 else 0
+
+
+cdef void run_xent(xent_args *a, const void *logp, pyet_intp ls, void *out, pyet_intp os,
+                   pyet_intp nrows, pyet_intp n, bint f32) noexcept:
+    # the rows' pass, on the runner's threads (a.t/a.ts or a.idx, a.c/a.cs set)
+    a.l, a.ls, a.out, a.os, a.n, a.f32 = logp, ls, out, os, n, f32
+    cdef int nt = threads_for(nrows * n, nrows)
+    with nogil:
+        run_lines(xent_lines, a, nrows, nt, chunks_for(nrows, nt))
+
+
 def _xent_grad(real tag, cnp.ndarray out, cnp.ndarray logp, object t, object idx,
                cnp.ndarray c):
-    cdef pyet_intp nrows = logp.shape[0]
     cdef xent_args a
-    a.n = logp.shape[1]
-    a.l, a.ls = cnp.PyArray_DATA(logp), logp.strides[0] // cnp.PyArray_ITEMSIZE(logp)
-    a.out, a.os = cnp.PyArray_DATA(out), out.strides[0] // cnp.PyArray_ITEMSIZE(out)
-    a.c = cnp.PyArray_DATA(c)
-    a.cs = c.strides[0] // cnp.PyArray_ITEMSIZE(c) if c.shape[0] > 1 else 0
+    a.c, a.cs = cnp.PyArray_DATA(c), row_step(c)
     a.t, a.ts, a.idx = NULL, 0, NULL
     if t is not None:
-        a.t, a.ts = cnp.PyArray_DATA(<cnp.ndarray>t), (<cnp.ndarray>t).strides[0] // \
-            cnp.PyArray_ITEMSIZE(<cnp.ndarray>t)
+        a.t, a.ts = cnp.PyArray_DATA(<cnp.ndarray>t), row_step(<cnp.ndarray>t)
     else:
         a.idx = <const pyet_intp *>cnp.PyArray_DATA(<cnp.ndarray>idx)
-    a.f32 = real is float
-    cdef int nt = threads_for(nrows * a.n, nrows)
-    with nogil:
-        run_lines(xent_lines, &a, nrows, nt, chunks_for(nrows, nt))
+    run_xent(&a, cnp.PyArray_DATA(logp), row_step(logp), cnp.PyArray_DATA(out), row_step(out),
+             logp.shape[0], logp.shape[1], real is float)
 
 
 def xent_grad_leaves(kernel, cnp.ndarray out, tuple arrays):
@@ -622,7 +629,6 @@ def xent_grad_leaves(kernel, cnp.ndarray out, tuple arrays):
     cdef int typ = cnp.PyArray_TYPE(out)
     cdef xent_args a
     cdef pyet_intp nrows
-    cdef int nt
     if kernel.axis != 1 or cnp.PyArray_NDIM(out) != 2 or cnp.PyArray_NDIM(logp) != 2 \
             or (typ != cnp.NPY_FLOAT and typ != cnp.NPY_DOUBLE) \
             or cnp.PyArray_TYPE(logp) != typ or cnp.PyArray_TYPE(c) != typ \
@@ -636,19 +642,14 @@ def xent_grad_leaves(kernel, cnp.ndarray out, tuple arrays):
             and cnp.PyArray_ISNOTSWAPPED(t):
         a.idx = <const pyet_intp *>cnp.PyArray_DATA(t)
     elif cnp.PyArray_TYPE(t) == typ and cnp.PyArray_SAMESHAPE(t, out) and rows_ok(t):
-        a.t, a.ts = cnp.PyArray_DATA(t), t.strides[0] // cnp.PyArray_ITEMSIZE(t)
+        a.t, a.ts = cnp.PyArray_DATA(t), row_step(t)
     else:
         return False
     if cnp.PyArray_SIZE(out) == 0:
         return True
-    a.n = logp.shape[1]
-    a.l, a.ls = cnp.PyArray_DATA(logp), logp.strides[0] // cnp.PyArray_ITEMSIZE(logp)
-    a.out, a.os = cnp.PyArray_DATA(out), out.strides[0] // cnp.PyArray_ITEMSIZE(out)
     a.c, a.cs = cnp.PyArray_DATA(c), 0
-    a.f32 = typ == cnp.NPY_FLOAT
-    nt = threads_for(nrows * a.n, nrows)
-    with nogil:
-        run_lines(xent_lines, &a, nrows, nt, chunks_for(nrows, nt))
+    run_xent(&a, cnp.PyArray_DATA(logp), row_step(logp), cnp.PyArray_DATA(out), row_step(out),
+             nrows, logp.shape[1], typ == cnp.NPY_FLOAT)
     return True
 
 
