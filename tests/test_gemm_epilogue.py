@@ -329,3 +329,25 @@ def test_knob_returns_old_setting():
     finally:
         core.set_gemm_epilogues(old)
     assert core.set_gemm_epilogues(old) is old
+
+
+def test_packed_field_destination_and_operands_are_not_fused():
+    # a packed structured field's byte strides are no multiple of the itemsize:
+    # the epilogue refuses it (the pass runs as it was); the pad bytes stay
+    rng = np.random.default_rng(12)
+    x, w, b = relu_case(rng, 16, 8, 64, np.float32)
+    rec = np.zeros((16, 64), np.dtype([("pad", "u1"), ("v", np.float32)], align=False))
+    rec["pad"] = 0xA5
+    plan = kept_plan(rec["v"], pyet.relu(pyet.asarray(x) @ pyet.asarray(w) + pyet.asarray(b)))
+    assert fused(plan) == 0
+    plan.run(keep=True)
+    close(rec["v"], np.maximum(x.astype(np.float64) @ w + b, 0), np.float32)
+    assert (rec["pad"] == 0xA5).all()
+    zrec = np.zeros((16, 64), rec.dtype)
+    zrec["v"] = rng.standard_normal((16, 64))
+    out = np.empty((16, 64), np.float32)
+    expr = pyet.where(pyet.asarray(zrec["v"]) > 0, pyet.asarray(x) @ pyet.asarray(w), 0)
+    plan = kept_plan(out, expr)
+    assert fused(plan) == 0
+    plan.run(keep=True)
+    close(out, np.where(zrec["v"] > 0, x.astype(np.float64) @ w, 0), np.float32)
