@@ -53,22 +53,26 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
                     nrows - r0 : PYET_SHORT_ROWS;                           \
                 const T *xb = x + r0 * n;                                   \
                 T *ob = o + r0 * n;                                         \
-                T mr[PYET_SHORT_ROWS];                                      \
-                for (pyet_intp r = 0; r < nr; r++) {                        \
-                    const T *xr = xb + r * n;                               \
-                    T m = xr[0];                                            \
-                    for (pyet_intp j = 0; j < n; j++) m = pyet_max_##SUF(m, xr[j]); \
-                    mr[r] = m;                                              \
-                    for (pyet_intp j = 0; j < n; j++) ob[r * n + j] = xr[j] - m; \
-                }                                                           \
+                T mr[PYET_SHORT_ROWS], sr[PYET_SHORT_ROWS];                 \
+                /* each row's max and sum in its own order, the rows side by \
+                 * side (one lane a row): no chain of n dependent steps */   \
+                for (pyet_intp r = 0; r < nr; r++) mr[r] = xb[r * n];       \
+                for (pyet_intp j = 0; j < n; j++)                           \
+                    PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)           \
+                        mr[r] = pyet_max_##SUF(mr[r], xb[r * n + j]);       \
+                for (pyet_intp r = 0; r < nr; r++)                          \
+                    for (pyet_intp j = 0; j < n; j++)                       \
+                        ob[r * n + j] = xb[r * n + j] - mr[r];              \
                 PYET_IVDEP for (pyet_intp k = 0; k < nr * n; k++)           \
                     ob[k] = pyet_exp_##SUF(ob[k]);                          \
+                for (pyet_intp r = 0; r < nr; r++) sr[r] = 0;               \
+                for (pyet_intp j = 0; j < n; j++)                           \
+                    PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)           \
+                        sr[r] += ob[r * n + j];                             \
                 for (pyet_intp r = 0; r < nr; r++) {                        \
                     const T *xr = xb + r * n;                               \
                     T *orow = ob + r * n;                                   \
-                    T tail = 0;                                             \
-                    for (pyet_intp j = 0; j < n; j++) tail += orow[j];      \
-                    const T s = (T)0 + tail;                                \
+                    const T s = (T)0 + sr[r];                               \
                     if (take_log) {                                         \
                         const T ls = LOG(s);                                \
                         for (pyet_intp j = 0; j < n; j++) {                 \
@@ -91,7 +95,9 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
                 PYET_IVDEP for (int l = 0; l < PYET_LANES; l++)             \
                     lane[l] = pyet_max_##SUF(lane[l], x[i + l]);            \
             for (; i < n; i++) m = pyet_max_##SUF(m, x[i]);                 \
-            for (int l = 0; l < PYET_LANES; l++) m = pyet_max_##SUF(m, lane[l]); \
+            for (int w = PYET_LANES / 2; w >= 1; w /= 2)  /* pairwise: no 32-long chain */ \
+                for (int l = 0; l < w; l++) lane[l] = pyet_max_##SUF(lane[l], lane[l + w]); \
+            m = pyet_max_##SUF(m, lane[0]);                                 \
             /* exp into the output row (a plain loop: vectorizes), then its sum */ \
             T *e_ = o;                                                      \
             PYET_IVDEP for (pyet_intp j = 0; j < n; j++) {                  \
@@ -180,6 +186,31 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
         const T *t, pyet_intp ts, const pyet_intp *idx, const T *c,          \
         pyet_intp cs, T *o, pyet_intp os)                                   \
     {                                                                       \
+        if (t != NULL && n < 32 && ls == n && ts == n && os == n &&         \
+            (o + nrows * n <= t || t + nrows * n <= o)) {                   \
+            /* short rows back to back: sum(t) of the rows side by side (one \
+             * lane a row, each in its own order) and the exps of a block    \
+             * of rows in one loop (t is read after: not under o); the same \
+             * steps as the loop below */                                   \
+            for (pyet_intp r0 = 0; r0 < nrows; r0 += PYET_SHORT_ROWS) {     \
+                const pyet_intp nr = nrows - r0 < PYET_SHORT_ROWS ?          \
+                    nrows - r0 : PYET_SHORT_ROWS;                           \
+                const T *lb = l + r0 * n, *tb = t + r0 * n;                 \
+                T *ob = o + r0 * n, st[PYET_SHORT_ROWS];                    \
+                for (pyet_intp r = 0; r < nr; r++) st[r] = 0;               \
+                for (pyet_intp j = 0; j < n; j++)                           \
+                    PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)           \
+                        st[r] += tb[r * n + j];                             \
+                PYET_IVDEP for (pyet_intp k = 0; k < nr * n; k++)           \
+                    ob[k] = pyet_exp_##SUF(lb[k]);                          \
+                for (pyet_intp r = 0; r < nr; r++) {                        \
+                    const T cr = c[(r0 + r) * cs], s = (T)0 + st[r];        \
+                    PYET_IVDEP for (pyet_intp j = 0; j < n; j++)            \
+                        ob[r * n + j] = cr * (ob[r * n + j] * s - tb[r * n + j]); \
+                }                                                           \
+            }                                                               \
+            return;                                                         \
+        }                                                                   \
         for (pyet_intp r = 0; r < nrows; r++, l += ls, o += os, c += cs) {  \
             const T cr = *c;                                                \
             if (t == NULL) {                                                \
