@@ -173,6 +173,48 @@ def wrapped_indices(cnp.ndarray idx, pyet_intp n):
     return (out if sizeof(pyet_intp) == 8 else out.astype(np.intp, copy=False)), lo, hi
 
 
+def one_hot_rows(cnp.ndarray idx, cnp.ndarray out):
+    """Write the one-hot rows of the class indices ``idx`` (negatives counted
+    from the end) into ``out``, of shape (len(idx), classes): True.  An index
+    outside ``[-classes, classes)`` raises IndexError naming it, nothing
+    written.  False, nothing written, for what it does not take: ``idx`` not
+    1-D native int64 (aligned, contiguous), ``out`` not float32/float64 and
+    C-contiguous aligned writeable, or the shapes not agreeing (a training
+    step's per-call fill: one pass instead of NumPy's three, ~5 us of a
+    batch-256 step's ~420)."""
+    cdef int typ = cnp.PyArray_TYPE(out)
+    if cnp.PyArray_NDIM(idx) != 1 or cnp.PyArray_NDIM(out) != 2 \
+            or cnp.PyArray_TYPE(idx) not in (cnp.NPY_INT64, cnp.NPY_LONGLONG) \
+            or cnp.PyArray_ITEMSIZE(idx) != 8 or not cnp.PyArray_ISNOTSWAPPED(idx) \
+            or not cnp.PyArray_IS_C_CONTIGUOUS(idx) or not aligned(idx) \
+            or (typ != cnp.NPY_FLOAT and typ != cnp.NPY_DOUBLE) \
+            or not cnp.PyArray_IS_C_CONTIGUOUS(out) or not aligned(out) \
+            or not cnp.PyArray_ISWRITEABLE(out) or out.shape[0] != idx.shape[0]:
+        return False
+    cdef const int64_t *x = <const int64_t *>cnp.PyArray_DATA(idx)
+    cdef pyet_intp i, rows = out.shape[0], n = out.shape[1]
+    cdef int64_t v
+    for i in range(rows):  # every index checked before any write
+        if x[i] < -n or x[i] >= n:
+            raise IndexError(f"index {x[i]} is out of range for {n} classes")
+    cdef float *f = <float *>cnp.PyArray_DATA(out)
+    cdef double *d = <double *>cnp.PyArray_DATA(out)
+    with nogil:
+        if typ == cnp.NPY_FLOAT:
+            for i in range(rows * n):
+                f[i] = 0
+            for i in range(rows):
+                v = x[i]
+                f[i * n + (v + n if v < 0 else v)] = 1
+        else:
+            for i in range(rows * n):
+                d[i] = 0
+            for i in range(rows):
+                v = x[i]
+                d[i * n + (v + n if v < 0 else v)] = 1
+    return True
+
+
 def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
     _take_rows(out, w, idx)
 

@@ -7,6 +7,7 @@ import numpy as np
 from pyet._core import core
 from pyet._core.core import Tensor
 from pyet._evalplan import EvalPlan
+from pyet._kernels.nn import one_hot_rows as _one_hot_rows
 from pyet._tensor_api import empty, zeros
 from pyet.nn._layer import Layer, operand
 from pyet.nn._policy import Policy
@@ -317,24 +318,28 @@ class TrainStep:
         if built is None:
             built = self._built[key] = self._build(*self._split(inputs), return_outputs)
         fills, plan, h, handles = built
-        lows = {}
-        for k, dst, classes in fills:  # check every input before writing any buffer
+        for k, dst, classes in fills:  # class indices first: a bad one raises before any update
+            if classes is None:
+                continue
             a = arrays[k]
-            if classes is not None and a.size:
-                lows[k] = lo = np.minimum.reduce(a)
-                if lo < -dst.shape[1] or np.maximum.reduce(a) >= dst.shape[1]:
-                    raise IndexError(f"train_step: target index out of range for "
-                                     f"{dst.shape[1]} classes")
-        for k, dst, classes in fills:
-            a = arrays[k]
-            if classes is not None:
-                if lows.get(k, 0) >= 0:  # one-hot rows in one ufunc call
-                    np.equal(a[:, None], classes, out=dst, casting="unsafe")
-                else:
-                    dst[...] = 0
-                    dst[np.arange(a.shape[0]), a] = 1
+            try:
+                if _one_hot_rows(a, dst):  # checked and written in one compiled pass
+                    continue
+            except IndexError:
+                raise IndexError(f"train_step: target index out of range for {dst.shape[1]} "
+                                 "classes") from None
+            lo = np.minimum.reduce(a) if a.size else 0
+            if lo < -dst.shape[1] or (a.size and np.maximum.reduce(a) >= dst.shape[1]):
+                raise IndexError(f"train_step: target index out of range for {dst.shape[1]} "
+                                 "classes")
+            if lo >= 0:  # (bool and unsigned targets too)
+                np.equal(a[:, None], classes, out=dst, casting="unsafe")
             else:
-                np.copyto(dst, a, casting="same_kind")
+                dst[...] = 0
+                dst[np.arange(a.shape[0]), a] = 1
+        for k, dst, classes in fills:
+            if classes is None:
+                np.copyto(dst, arrays[k], casting="same_kind")
         self.optimizer._advance()
         plan.run(keep=True)
         loss_value = float(h)
