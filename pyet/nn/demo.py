@@ -111,7 +111,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -P -m pyet.nn.demo", description=__doc__.split(
         "\n")[0])
     parser.add_argument("--epochs-mlp", type=int, default=30)
-    parser.add_argument("--epochs-cnn", type=int, default=20)
+    parser.add_argument("--epochs-cnn", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", default="pyet_nn_demo.png", help="PNG path ('' for none)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
