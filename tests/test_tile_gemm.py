@@ -143,12 +143,14 @@ def test_stacks_and_threads(dtype, threads):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_left_to_blas(dtype):
-    # narrow, short, large and integer products stay with BLAS (or the exact loop)
+    # narrow, short, large (but where blas._tile_max() is 2^30) and integer
+    # products stay with BLAS (or the exact loop)
     rng = np.random.default_rng(6)
+    large = blas._tile_max() > 1 << 25
     for m, k, n in [(64, 64, 10), (4, 64, 256), (1, 300, 300), (512, 512, 512)]:
         a, b = mat(rng, (m, k), dtype), mat(rng, (k, n), dtype)
         out = np.empty((m, n), dtype)
-        assert not tiles_ran(assign, out, pyet.dot(a, b))
+        assert tiles_ran(assign, out, pyet.dot(a, b)) is (large and m == 512)
         check(out, a.astype(np.float64) @ b, dtype, k)
     # both operands transposed with few rows: BLAS's packing beats the gathers
     a, b = mat(rng, (64, 32), dtype).T, mat(rng, (128, 64), dtype).T
@@ -157,20 +159,46 @@ def test_left_to_blas(dtype):
     check(out, a.astype(np.float64) @ b, dtype, 64)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_large_products_over_a_short_k(dtype):
+def test_large_products_over_a_short_k(dtype, threads):
     # beyond 2^25 multiply-adds the tiles keep products over a short K (BLAS's
     # packing of A costs as much as the products) unless C is wider than 512;
-    # a long K stays with BLAS
+    # a long K stays with BLAS, but on one thread where the tiles measured
+    # ahead of it up to 2^30 (AMD: blas._tile_max())
     rng = np.random.default_rng(8)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(threads)
+    try:
+        large = blas._tile_max() > 1 << 25
+        assert blas._tile_max() in (1 << 25, 1 << 30)
+        assert not (large and pyet.get_num_threads() > 1)
+        run_large_products(rng, dtype, large)
+    finally:
+        pyet.set_num_threads(before)
+
+
+def run_large_products(rng, dtype, large):
     for (m, k, n), tiles in [((1600, 64, 384), True), ((8200, 32, 130), True),
-                             ((1100, 128, 520), False), ((300, 400, 300), False)]:
+                             ((1100, 128, 520), large), ((300, 400, 300), large),
+                             ((128, 1600, 384), large)]:
         assert m * n * k > 1 << 25
         a, b = mat(rng, (m, k), dtype), mat(rng, (k, n), dtype)
         out = np.full((m + 2, n), 7, dtype)
         assert tiles_ran(assign, out[1:-1], pyet.dot(a, b)) is tiles
         check(out[1:-1], a.astype(np.float64) @ b, dtype, k)
         assert (out[0] == 7).all() and (out[-1] == 7).all()
+
+
+def test_products_beyond_2_30_stay_with_blas():
+    rng = np.random.default_rng(9)
+    m, k, n = 1040, 1040, 1000
+    assert m * k * n > 1 << 30
+    a, b = mat(rng, (m, k), np.float32), mat(rng, (k, n), np.float32)
+    out = np.full((m + 2, n), 7, np.float32)
+    assert not tiles_ran(assign, out[1:-1], pyet.dot(a, b))
+    check(out[1:-1], a.astype(np.float64) @ b, np.float32, k)
+    assert (out[0] == 7).all() and (out[-1] == 7).all()
 
 
 def test_switch_off_agrees():

@@ -17,7 +17,8 @@ from libc.stdint cimport int32_t, int64_t
 from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, sdot, sgemm, sgemv
 
 from pyet._kernels.gemm cimport (PYET_GEMM_MIN_M, PYET_GEMM_MIN_N, pyet_dgemm_small,
-                                 pyet_gemm_epi, pyet_gemm_small_available, pyet_sgemm_small)
+                                 pyet_gemm_epi, pyet_gemm_small_available, pyet_gemm_tiles_large,
+                                 pyet_sgemm_small)
 from pyet._kernels.nn cimport aligned, readable, shp, specialization
 from pyet._kernels.parallel cimport pool_threads, run_chunks, threads_for
 from pyet._kernels.types cimport pyet_intp
@@ -245,13 +246,20 @@ def blas_ok(cnp.ndarray x):
 # 512 x 256 x 256 (2^25); beyond, BLAS's packing and blocking pay, except over
 # a short K: with K <= 128 and C at most 512 columns wide, packing A costs BLAS
 # as much as the products (0.81-0.89x: the GRU's 1600 x 64 x 384 input gates,
-# 4096 x 64 x 256, 8192 x 32 x 512; 1.03-1.10x from 1000 columns).
+# 4096 x 64 x 256, 8192 x 32 x 512; 1.03-1.10x from 1000 columns).  Those
+# numbers are an Intel Xeon's.  On AMD's Zen 4 the tiles stay ahead of the
+# same OpenBLAS (its SkylakeX kernels) up to 2^30: 0.87 on the GRU's weight
+# gradient 128 x 1600 x 384 (A transposed), 0.90-0.96 on 512 x 256 x 256 up
+# to 1024 x 1024 x 1024, 0.91 with B transposed, float64 alike (measured on
+# one thread, so taken on one: gemm.h's pyet_gemm_tiles_large says where).
 DEF TILE_GEMM_MAX = 1 << 25
+DEF TILE_GEMM_MAX_LARGE = 1 << 30
 DEF TILE_SHORT_K = 128
 DEF TILE_SHORT_K_MAX_N = 512
 # the tiles' columns per panel (float32; float64 panels are 24 wide)
 DEF TILE_PANEL = 48
 cdef bint TILES = True
+cdef Py_ssize_t TILE_MAX = TILE_GEMM_MAX_LARGE if pyet_gemm_tiles_large() else TILE_GEMM_MAX
 cdef Py_ssize_t TILE_PRODUCTS = 0  # products the tiles computed (tests read it)
 
 
@@ -261,6 +269,11 @@ def _set_tiles(bint on):
     global TILES
     old, TILES = TILES, on
     return old
+
+
+def _tile_max():
+    """The most multiply-adds a product has on the tiles now (short K aside)."""
+    return TILE_MAX if threads_for(TILE_MAX // 8, 2) == 1 else TILE_GEMM_MAX
 
 
 def _tile_products():
@@ -337,7 +350,8 @@ cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
     # the register tiles take a product of `flops` multiply-adds (a stack of
     # m x n x k ones) into a row-major m x n C
     return (TILES and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N
-            and (flops <= TILE_GEMM_MAX or (k <= TILE_SHORT_K and n <= TILE_SHORT_K_MAX_N))
+            and (flops <= TILE_GEMM_MAX or (k <= TILE_SHORT_K and n <= TILE_SHORT_K_MAX_N)
+                 or (flops <= TILE_MAX and threads_for(flops // 8, 2) == 1))
             and pyet_gemm_small_available())
 
 

@@ -59,6 +59,8 @@ int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const 
                      ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, int bt,
                      double beta, double *c, ptrdiff_t ldc, pyet_gemm_epi *epi);
 int pyet_gemm_small_available(void);
+/* 1 where the tiles measured ahead of OpenBLAS beyond 2^25 multiply-adds (AMD) */
+int pyet_gemm_tiles_large(void);
 
 #ifdef PYET_GEMM_IMPL
 
@@ -219,6 +221,14 @@ int pyet_gemm_small_available(void)
     return have;
 }
 
+/* Zen 4 runs AVX-512 as two 256-bit halves: there the tiles stayed ahead of
+ * OpenBLAS's SkylakeX kernels up to 2^30 multiply-adds, where on Intel its
+ * packing and blocking paid beyond 2^25 (blas.pyx has the numbers) */
+int pyet_gemm_tiles_large(void)
+{
+    return pyet_gemm_small_available() && __builtin_cpu_is("amd");
+}
+
 /* the entry points: the tiles where the CPU has AVX-512, else 0 (BLAS's turn) */
 #define PYET_GEMM_ENTRY(NAME, T)                                                        \
 int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptrdiff_t sai,  \
@@ -237,6 +247,7 @@ PYET_GEMM_ENTRY(pyet_dgemm, double)
 #else  /* no AVX-512 tiles on this compiler or CPU family: BLAS does it all */
 
 int pyet_gemm_small_available(void) { return 0; }
+int pyet_gemm_tiles_large(void) { return 0; }
 
 #define PYET_GEMM_NONE(NAME, T)                                                         \
 int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptrdiff_t sai,  \

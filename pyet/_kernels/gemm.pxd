@@ -26,6 +26,7 @@ cdef extern from "gemm.h" nogil:
         int bail
 
     int pyet_gemm_small_available() noexcept
+    int pyet_gemm_tiles_large() noexcept
     # bt: B column-major (ldb its column stride), else row-major
     int pyet_sgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, float alpha, const float *a,
                          pyet_intp sai, pyet_intp sap, const float *b, pyet_intp ldb, int bt,
