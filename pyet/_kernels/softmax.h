@@ -187,7 +187,8 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
         pyet_intp cs, T *o, pyet_intp os)                                   \
     {                                                                       \
         if (t != NULL && n < 32 && ls == n && ts == n && os == n &&         \
-            (o + nrows * n <= t || t + nrows * n <= o)) {                   \
+            ((uintptr_t)(o + nrows * n) <= (uintptr_t)t ||                   \
+             (uintptr_t)(t + nrows * n) <= (uintptr_t)o)) {                  \
             /* short rows back to back: sum(t) of the rows side by side (one \
              * lane a row, each in its own order) and the exps of a block    \
              * of rows in one loop (t is read after: not under o); the same \
