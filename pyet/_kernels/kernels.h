@@ -445,10 +445,15 @@ PYET_INLINE uint64_t pyet_mulhi64(uint64_t m, uint64_t u)
 /* Float // and % exactly as NumPy's npy_divmod / npy_floor_divide. */
 #define PYET_FLOAT_FUNCS(T, SUF, M)                                         \
     PYET_INLINE T pyet_divmod_##SUF(T a, T b, T *modulus) {               \
+        /* NaN in, NaN out, no flag (NumPy's): -fno-trapping-math lets gcc  \
+         * compile isless/isgreater below as signaling compares */          \
+        if (__builtin_isnan(a) || __builtin_isnan(b)) {                     \
+            *modulus = a + b;                                               \
+            return a + b;                                                   \
+        }                                                                   \
         T mod = M(fmod)(a, b);                                              \
         if (!b) { *modulus = mod; return a / b; }                           \
         T div = (a - mod) / b;                                              \
-        /* quiet compares, as NumPy's isless/isgreater: a NaN raises nothing */ \
         if (mod) {                                                          \
             if (__builtin_isless(b, 0) != __builtin_isless(mod, 0)) {      \
                 mod += b; div -= (T)1;                                      \
