@@ -128,16 +128,13 @@ cdef bint POWER_F32_NUMPY = NUMPY_POWER_F32
 # NumPy's SIMD loops load strided operands directly, where gathering them
 # into blocks for pyet's kernel cost 1.15-1.7x NumPy (one thread).  Only
 # where NumPy's loop gives pyet's kernel's bits, so values never depend on
-# the layout: sqrt, divide and reciprocal (power -1) are exact, float64 sin
-# and cos are libm's in both.  (pyet's own float32 sin, cos, tanh and
-# float64 tanh, exp, log read strided operands in their loops instead:
-# Program.strided_kernel.  float32 divide: pyet's blocks measured 0.79x
-# NumPy at 32768 elements, NumPy's loop 1.06x, and even at 2^18.)  On
-# negative steps NumPy's float64 sin and cos are slower: pyet's blocks stay
-# (WHOLE_UFUNC_BACKWARDS lists the others).
+# the layout: sqrt, divide and reciprocal (power -1) are exact.  (pyet's own
+# float32 sin, cos, tanh and float64 sin, cos, tanh, exp, log read strided
+# operands in their loops instead: Program.strided_kernel.  float32 divide:
+# pyet's blocks measured 0.79x NumPy at 32768 elements, NumPy's loop 1.06x,
+# and even at 2^18.)  WHOLE_UFUNC_BACKWARDS: those that run on negative steps.
 WHOLE_UFUNC_OPS = {(OPCODES[name], dt): getattr(np, name) for name, dt in (
-    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("sin", DT_F64),
-    ("cos", DT_F64))}
+    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64))}
 WHOLE_UFUNC_BACKWARDS = {(OPCODES[name], dt) for name, dt in (
     ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("power", DT_F32),
     ("power", DT_F64))}
