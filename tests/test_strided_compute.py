@@ -399,3 +399,47 @@ def test_strided_loop_listing_scalars_broadcasts_and_aliasing():
     with np.errstate(invalid="raise"):
         with pytest.raises(FloatingPointError, match="invalid value"):
             assign(pyet.asarray(b) - pyet.asarray(b), b.shape, np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32, np.int32])
+def test_reversed_rows_on_numpys_loops(dtype):
+    # reversed 8-byte rows (a[::-1, ::-1]) run NumPy's loops on each row
+    # where they lie: NumPy's bits, pyet's blocks' bits, destinations between
+    # sentinels, reversed and strided destinations, in place, mixed with
+    # contiguous and broadcast operands
+    rng = np.random.default_rng(11)
+    base = far_operand("negstep", dtype, rng).copy()
+    a = base[::-1, ::-1]
+    b = np.ascontiguousarray(far_operand("negstep", dtype, rng))
+    row = np.ascontiguousarray(a[0])[::-1]
+    cases = [(lambda x, y: x + y, np.add, (a, a)), (lambda x, y: x - y, np.subtract, (a, b)),
+             (pyet.maximum, np.maximum, (b, a)), (lambda x, y: x < y, np.less, (a, row)),
+             (abs, np.absolute, (a,)), (lambda x: -x, np.negative, (a[::-1],))]
+    for fp, fn, arrs in cases:
+        with np.errstate(all="ignore"):
+            want = fn(*arrs)
+            expr = fp(*[pyet.asarray(x) for x in arrs])
+            got = assign(expr, want.shape, want.dtype)
+            assert bits(got) == bits(want)
+            with engine_only():
+                assert bits(assign(expr, want.shape, want.dtype)) == bits(want)
+            for step in (1, 2):  # a reversed, then a reversed strided destination
+                big = np.full((want.shape[0] + 2, step * want.shape[1] + 2), 3, want.dtype)
+                fresh = big.copy()
+                view = big[1:-1, 1:-1][::-1, ::step]
+                pyet.asarray(view)[...] = expr
+                assert bits(view) == bits(want)
+                mask = np.ones(big.shape, bool)
+                mask[1:-1, 1:-1][:, ::step] = False
+                assert bits(big[mask]) == bits(fresh[mask])
+    # in place on the reversed view, and into the reversed operand's own memory
+    x = base.copy()
+    v = x[::-1, ::-1]
+    want = np.absolute(v)
+    t = pyet.asarray(v)
+    t[...] = abs(t)
+    assert bits(v) == bits(want)
+    x = base.copy()
+    want = x[::-1, ::-1] + x
+    pyet.asarray(x)[...] = pyet.asarray(x[::-1, ::-1]) + pyet.asarray(x)
+    assert bits(x) == bits(want)

@@ -2424,12 +2424,16 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     if r.total < (WHOLE_LOOP_MIN if prog.whole_loop != NULL else WHOLE_UFUNC_MIN) \
             or r.tile or r.packed:
         return False
+    # (whole_far: reversed 8-byte rows too, which NumPy's loops read in place;
+    # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
+    # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
-        if s < 0 and not prog.whole_backwards:
+        if s < 0 and not (prog.whole_backwards or prog.whole_far):
             return False
         if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
-                2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]):
+                2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]
+                or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
             strided = True
     return strided
 
