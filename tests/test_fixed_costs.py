@@ -100,3 +100,32 @@ def test_kept_plan_replays_a_join_of_leaves_over_new_values():
         plan.run(keep=True)
         np.testing.assert_array_equal(h.value.numpy(), np.stack([a, b], 1))
         np.testing.assert_array_equal(out, np.concatenate([a, b], 0))
+
+
+def test_evaluate_into_every_kind_of_out():
+    # evaluate(tree, out=...) straight to the engine: a Tensor, an ndarray (a
+    # strided view between sentinels), a cast, and errors before any write
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    e = pyet.asarray(a) * pyet.asarray(b) + 1
+    want = a * b + 1
+    t = pyet.empty((4, 5))
+    assert pyet.evaluate(e, out=t) is t
+    np.testing.assert_array_equal(t.numpy(), want)
+    buf = np.full((6, 12), -9.0)
+    dst = buf[1:-1, 1:-1:2]
+    assert pyet.evaluate(e, out=dst) is dst
+    np.testing.assert_array_equal(dst, want)
+    assert (buf[0] == -9).all() and (buf[-1] == -9).all() and (buf[1:-1, 2:-1:2] == -9).all()
+    f32 = np.zeros((4, 5), np.float32)
+    with pytest.raises(TypeError):  # same_kind: float64 into float32 is allowed, int is not
+        pyet.evaluate(e, out=np.zeros((4, 5), np.int64))
+    pyet.evaluate(e, out=f32)
+    np.testing.assert_array_equal(f32, want.astype(np.float32))
+    with pytest.raises(TypeError, match="destination"):
+        pyet.evaluate(e, out=[0.0] * 20)
+    ro = np.zeros((4, 5))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        pyet.evaluate(e, out=ro)
+    assert (ro == 0).all()
