@@ -70,6 +70,29 @@ def test_take_indices_every_integer_dtype(dtype):
         np.testing.assert_array_equal(np.asarray(pyet.take(neg, pyet.asarray(W))), W[neg])
 
 
+@pytest.mark.parametrize("size", [0, 1, 3, 4, 5, 17, 4099, 70_000])
+def test_take_index_wrapping_every_length(size):
+    # nn.wrapped_indices (pyet_wrap_indices' vector loop and its tail, the
+    # GIL released past 65536): the negatives wrapped, the least and greatest
+    # before wrapping, the extremes of int64 included
+    from pyet._kernels import nn
+    rng = np.random.default_rng(size)
+    x = rng.integers(-1000, 1000, size)
+    if size >= 3:
+        x[rng.integers(0, size, 2)] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+    out, lo, hi = nn.wrapped_indices(x, 1000)
+    if size:
+        assert (lo, hi) == (x.min(), x.max())
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(out, np.where(x < 0, x + 1000, x))
+    else:
+        assert out.size == 0
+    # a valid vector through take, against NumPy
+    W = np.arange(4000.0).reshape(1000, 4)
+    ok = rng.integers(-1000, 1000, size)
+    np.testing.assert_array_equal(np.asarray(pyet.take(ok, pyet.asarray(W))), W[ok])
+
+
 def test_take_index_errors_name_the_bad_index():
     W = pyet.asarray(np.zeros((10, 4)))
     with pytest.raises(IndexError,

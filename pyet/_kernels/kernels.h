@@ -3401,6 +3401,24 @@ void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in)
         }                                                                   \
     } while (0)
 
+/* take's indices (nn.wrapped_indices): o = x with n added to the negative
+ * ones; their least and greatest value (before that) in *lo and *hi.  The
+ * x86-64-v3 clone compares 4 a vector (the Cython loop, baseline SSE2 with no
+ * 64-bit compare, took 3.4 us for 4096 indices: 11 % of a 2^18-item take) */
+PYET_DISPATCH void pyet_wrap_indices(const int64_t *x, int64_t *o, pyet_intp size, int64_t n,
+                                     int64_t *lo, int64_t *hi)
+{
+    int64_t l = size ? x[0] : 0, h = l;
+    for (pyet_intp i = 0; i < size; i++) {
+        const int64_t v = x[i];
+        l = v < l ? v : l;
+        h = v > h ? v : h;
+        o[i] = v < 0 ? v + n : v;
+    }
+    *lo = l;
+    *hi = h;
+}
+
 /* Strided copy of n items; strides in bytes (0 on src broadcasts). */
 PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                                      pyet_intp ss, pyet_intp n, int itemsize)
@@ -3943,6 +3961,8 @@ void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
 void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,
                        int itemsize);
+void pyet_wrap_indices(const int64_t *x, int64_t *o, pyet_intp size, int64_t n, int64_t *lo,
+                       int64_t *hi);
 void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow, pyet_intp ss,
                     pyet_intp rows, pyet_intp n, int itemsize);
 void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
