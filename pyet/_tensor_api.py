@@ -103,13 +103,17 @@ def evaluate(expr, out=None):
     A tree with Dask-backed leaves (:mod:`pyet.dask`) is computed by the
     current Dask scheduler, one fused task per chunk.
     """
-    if out is None and isinstance(expr, Expr) and not expr._flags & core.DASK_BELOW:
-        # a tree without a Dask leaf (a node flag) into new aligned memory, by one
-        # check (evaluate(a*b + 1) of 4096 float64: ~5 us less; take of 64 rows:
-        # the tree walk looking for Dask leaves was 3/4 of the call)
-        arr = core.aligned_empty(expr.shape, expr._dt)
-        core.assign(arr, expr)
-        return core.tensor(arr)
+    if isinstance(expr, Expr) and not expr._flags & core.DASK_BELOW:
+        # a tree without a Dask leaf (a node flag), by one check (evaluate(a*b + 1)
+        # of 4096 float64: ~5 us less; take of 64 rows: the tree walk looking for
+        # Dask leaves was 3/4 of the call); into new aligned memory or out
+        if out is None:
+            arr = core.aligned_empty(expr.shape, expr._dt)
+            core.assign(arr, expr)
+            return core.tensor(arr)
+        core.assign(out._array if type(out) is Tensor else out.numpy()
+                    if isinstance(out, Tensor) else out, expr)
+        return out
     if _is_dask_array(expr):
         expr = asarray(expr)
     if isinstance(expr, Expr) and expr._flags & core.DASK_BELOW:

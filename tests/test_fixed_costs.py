@@ -70,6 +70,29 @@ def test_take_indices_every_integer_dtype(dtype):
         np.testing.assert_array_equal(np.asarray(pyet.take(neg, pyet.asarray(W))), W[neg])
 
 
+@pytest.mark.parametrize("size", [0, 1, 3, 4, 5, 17, 4099, 70_000])
+def test_take_index_wrapping_every_length(size):
+    # nn.wrapped_indices (pyet_wrap_indices' vector loop and its tail, the
+    # GIL released past 65536): the negatives wrapped, the least and greatest
+    # before wrapping, the extremes of int64 included
+    from pyet._kernels import nn
+    rng = np.random.default_rng(size)
+    x = rng.integers(-1000, 1000, size)
+    if size >= 3:
+        x[rng.integers(0, size, 2)] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+    out, lo, hi = nn.wrapped_indices(x, 1000)
+    if size:
+        assert (lo, hi) == (x.min(), x.max())
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(out, np.where(x < 0, x + 1000, x))
+    else:
+        assert out.size == 0
+    # a valid vector through take, against NumPy
+    W = np.arange(4000.0).reshape(1000, 4)
+    ok = rng.integers(-1000, 1000, size)
+    np.testing.assert_array_equal(np.asarray(pyet.take(ok, pyet.asarray(W))), W[ok])
+
+
 def test_take_index_errors_name_the_bad_index():
     W = pyet.asarray(np.zeros((10, 4)))
     with pytest.raises(IndexError,
@@ -100,3 +123,32 @@ def test_kept_plan_replays_a_join_of_leaves_over_new_values():
         plan.run(keep=True)
         np.testing.assert_array_equal(h.value.numpy(), np.stack([a, b], 1))
         np.testing.assert_array_equal(out, np.concatenate([a, b], 0))
+
+
+def test_evaluate_into_every_kind_of_out():
+    # evaluate(tree, out=...) straight to the engine: a Tensor, an ndarray (a
+    # strided view between sentinels), a cast, and errors before any write
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    e = pyet.asarray(a) * pyet.asarray(b) + 1
+    want = a * b + 1
+    t = pyet.empty((4, 5))
+    assert pyet.evaluate(e, out=t) is t
+    np.testing.assert_array_equal(t.numpy(), want)
+    buf = np.full((6, 12), -9.0)
+    dst = buf[1:-1, 1:-1:2]
+    assert pyet.evaluate(e, out=dst) is dst
+    np.testing.assert_array_equal(dst, want)
+    assert (buf[0] == -9).all() and (buf[-1] == -9).all() and (buf[1:-1, 2:-1:2] == -9).all()
+    f32 = np.zeros((4, 5), np.float32)
+    with pytest.raises(TypeError):  # same_kind: float64 into float32 is allowed, int is not
+        pyet.evaluate(e, out=np.zeros((4, 5), np.int64))
+    pyet.evaluate(e, out=f32)
+    np.testing.assert_array_equal(f32, want.astype(np.float32))
+    with pytest.raises(TypeError, match="destination"):
+        pyet.evaluate(e, out=[0.0] * 20)
+    ro = np.zeros((4, 5))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        pyet.evaluate(e, out=ro)
+    assert (ro == 0).all()

@@ -1,8 +1,8 @@
 """One compute-bound op on strided operands (issue 15: pyet gathered them into
-blocks first, where NumPy's SIMD loops read them in place).  sqrt, divide,
-x ** -1 and float64 sin and cos run, on one thread, as NumPy's ufunc on the
-whole operands, where NumPy's loop gives pyet's kernel's bits; float32 sin,
-cos, tanh and float64 tanh read the strided operand in their AVX-512 loops.
+blocks first, where NumPy's SIMD loops read them in place).  sqrt, divide and
+x ** -1 run, on one thread, as NumPy's ufunc on the whole operands, where
+NumPy's loop gives pyet's kernel's bits; float32 sin, cos, tanh and float64
+sin, cos, tanh read the strided operand in their AVX-512 loops.
 Either way the values never depend on the layout, and floating-point errors
 follow np.errstate as every pass's do."""
 
@@ -112,15 +112,12 @@ def test_sin_cos_tanh_same_bits_on_every_layout(name, fp, fn, dtype, layout):
     rng = np.random.default_rng(1)
     a = make(layout, dtype, rng, lo=-6, hi=2)
     got = assign(fp(pyet.asarray(a)), a.shape, dtype)
-    # pyet's kernel on contiguous memory: float64 sin and cos are libm's, as
-    # NumPy's loop (which the strided pass runs); the others pyet's own
+    # pyet's kernel on contiguous memory
     want = pyet.evaluate(fp(pyet.asarray(np.array(a, order="C"))))
     assert bits(got) == bits(want)
-    if dtype == np.float64 and name != "tanh":
-        assert bits(got) == bits(fn(a))
-    else:  # within NumPy's bounds
-        np.testing.assert_allclose(got, fn(a), rtol=4 * np.finfo(dtype).eps,
-                                   atol=4 * np.finfo(dtype).eps)
+    # within NumPy's bounds
+    np.testing.assert_allclose(got, fn(a), rtol=4 * np.finfo(dtype).eps,
+                               atol=4 * np.finfo(dtype).eps)
 
 
 def test_strided_fortran_destination_and_broadcast_leaf():
@@ -152,7 +149,7 @@ def test_destination_aliasing_an_input(dtype):
     # out shifted one step along the input
     x = base.copy()
     src, dst = x[:-3:3], x[3::3]
-    want = pyet.evaluate(pyet.sin(pyet.asarray(src.copy())))  # (float64: NumPy's bits)
+    want = pyet.evaluate(pyet.sin(pyet.asarray(src.copy())))
     pyet.asarray(dst)[...] = pyet.sin(pyet.asarray(src))
     assert bits(dst) == bits(want)
     # the divisor is the destination
@@ -251,7 +248,7 @@ def test_threads_and_kept_plans():
     plan.assign(out, pyet.sin(pyet.asarray(x)))
     for _ in range(3):
         plan.run(keep=True)
-        assert bits(out) == bits(np.sin(x))
+        assert bits(out) == bits(pyet.evaluate(pyet.sin(pyet.asarray(x.copy()))))
         x[:] = rng.random(x.size) + 0.5
 
 
@@ -402,3 +399,47 @@ def test_strided_loop_listing_scalars_broadcasts_and_aliasing():
     with np.errstate(invalid="raise"):
         with pytest.raises(FloatingPointError, match="invalid value"):
             assign(pyet.asarray(b) - pyet.asarray(b), b.shape, np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32, np.int32])
+def test_reversed_rows_on_numpys_loops(dtype):
+    # reversed 8-byte rows (a[::-1, ::-1]) run NumPy's loops on each row
+    # where they lie: NumPy's bits, pyet's blocks' bits, destinations between
+    # sentinels, reversed and strided destinations, in place, mixed with
+    # contiguous and broadcast operands
+    rng = np.random.default_rng(11)
+    base = far_operand("negstep", dtype, rng).copy()
+    a = base[::-1, ::-1]
+    b = np.ascontiguousarray(far_operand("negstep", dtype, rng))
+    row = np.ascontiguousarray(a[0])[::-1]
+    cases = [(lambda x, y: x + y, np.add, (a, a)), (lambda x, y: x - y, np.subtract, (a, b)),
+             (pyet.maximum, np.maximum, (b, a)), (lambda x, y: x < y, np.less, (a, row)),
+             (abs, np.absolute, (a,)), (lambda x: -x, np.negative, (a[::-1],))]
+    for fp, fn, arrs in cases:
+        with np.errstate(all="ignore"):
+            want = fn(*arrs)
+            expr = fp(*[pyet.asarray(x) for x in arrs])
+            got = assign(expr, want.shape, want.dtype)
+            assert bits(got) == bits(want)
+            with engine_only():
+                assert bits(assign(expr, want.shape, want.dtype)) == bits(want)
+            for step in (1, 2):  # a reversed, then a reversed strided destination
+                big = np.full((want.shape[0] + 2, step * want.shape[1] + 2), 3, want.dtype)
+                fresh = big.copy()
+                view = big[1:-1, 1:-1][::-1, ::step]
+                pyet.asarray(view)[...] = expr
+                assert bits(view) == bits(want)
+                mask = np.ones(big.shape, bool)
+                mask[1:-1, 1:-1][:, ::step] = False
+                assert bits(big[mask]) == bits(fresh[mask])
+    # in place on the reversed view, and into the reversed operand's own memory
+    x = base.copy()
+    v = x[::-1, ::-1]
+    want = np.absolute(v)
+    t = pyet.asarray(v)
+    t[...] = abs(t)
+    assert bits(v) == bits(want)
+    x = base.copy()
+    want = x[::-1, ::-1] + x
+    pyet.asarray(x)[...] = pyet.asarray(x[::-1, ::-1]) + pyet.asarray(x)
+    assert bits(x) == bits(want)

@@ -30,6 +30,26 @@ DEF MAX_PREFETCH = 16               # operand streams prefetched, at most
 # a compute-bound instruction (rewrite.COMPUTE_BOUND) of a prefetching pass
 # runs in pieces of this many elements, a slice of the prefetches after each
 DEF PREFETCH_PIECE = 256
+# a pass gathering leaves whose rows span GATHER_BLOCK_BYTES or more (their
+# steps summed, times the items) runs in blocks of GATHER_BLOCK (execute_group)
+cdef pyet_intp GATHER_BLOCK = 128
+cdef pyet_intp GATHER_BLOCK_BYTES = 1 << 23
+# a core's L1 data cache (AMD Zen 4, Intel before Ice Lake: 32 KiB)
+cdef pyet_intp GATHER_L1_BYTES = 32768
+
+
+def set_gather_block(pyet_intp n, pyet_intp min_bytes=1 << 23, pyet_intp l1_bytes=32768):
+    """Passes gathering strided leaves over at least ``min_bytes``, whose
+    blocks and lines exceed ``l1_bytes``, run in blocks of ``n`` elements (a
+    tuning knob; ``n = 0`` turns it off)."""
+    global GATHER_BLOCK, GATHER_BLOCK_BYTES, GATHER_L1_BYTES
+    if n < 0:
+        raise ValueError("the block length must be positive, or 0 (off)")
+    GATHER_BLOCK = n if n else BLOCK
+    GATHER_BLOCK_BYTES = min_bytes if n else (<pyet_intp>1) << 62
+    GATHER_L1_BYTES = l1_bytes
+
+
 # a compute-bound kernel on strided leaves runs in pieces of this many bytes
 # of input, each gathered just before (run_block)
 cdef pyet_intp GATHER_PIECE = 1024
@@ -128,16 +148,13 @@ cdef bint POWER_F32_NUMPY = NUMPY_POWER_F32
 # NumPy's SIMD loops load strided operands directly, where gathering them
 # into blocks for pyet's kernel cost 1.15-1.7x NumPy (one thread).  Only
 # where NumPy's loop gives pyet's kernel's bits, so values never depend on
-# the layout: sqrt, divide and reciprocal (power -1) are exact, float64 sin
-# and cos are libm's in both.  (pyet's own float32 sin, cos, tanh and
-# float64 tanh, exp, log read strided operands in their loops instead:
-# Program.strided_kernel.  float32 divide: pyet's blocks measured 0.79x
-# NumPy at 32768 elements, NumPy's loop 1.06x, and even at 2^18.)  On
-# negative steps NumPy's float64 sin and cos are slower: pyet's blocks stay
-# (WHOLE_UFUNC_BACKWARDS lists the others).
+# the layout: sqrt, divide and reciprocal (power -1) are exact.  (pyet's own
+# float32 sin, cos, tanh and float64 sin, cos, tanh, exp, log read strided
+# operands in their loops instead: Program.strided_kernel.  float32 divide:
+# pyet's blocks measured 0.79x NumPy at 32768 elements, NumPy's loop 1.06x,
+# and even at 2^18.)  WHOLE_UFUNC_BACKWARDS: those that run on negative steps.
 WHOLE_UFUNC_OPS = {(OPCODES[name], dt): getattr(np, name) for name, dt in (
-    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("sin", DT_F64),
-    ("cos", DT_F64))}
+    ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64))}
 WHOLE_UFUNC_BACKWARDS = {(OPCODES[name], dt) for name, dt in (
     ("sqrt", DT_F32), ("sqrt", DT_F64), ("divide", DT_F64), ("power", DT_F32),
     ("power", DT_F64))}
@@ -2097,7 +2114,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef int ndst = len(dsts)
     cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, nthreads
     cdef int nsets = 1
-    cdef pyet_intp units
+    cdef pyet_intp units, spread, lines
     cdef int ngather, ntiled
     cdef pyet_intp tile
     if nops > 255:
@@ -2170,9 +2187,27 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # a strided row is gathered into (scattered from) a block that
             # stays in L1 too (8192 float64 were 64 KiB: sqrt of a[::3]
             # 1.66x NumPy, 1.41x with blocks of 512)
+            spread = 0
+            lines = r.itemsize[0]
             for k in range(nops):
                 if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] and not (r.direct and k == 1):
                     blocklen = BLOCK
+                    if k >= ndst and 0 < iabs(r.strides[k * MAXD + r.nd - 1]) <= 32:
+                        spread += iabs(r.strides[k * MAXD + r.nd - 1])
+                        lines += r.itemsize[k]
+            if spread and BLOCK * (spread + lines) > GATHER_L1_BYTES:
+                # leaves gathered from beyond the caches, two items or more a
+                # cache line, whose lines and blocks overflow L1 in blocks of
+                # BLOCK: short blocks (at 2^18, blocks of 512 were 1.2-1.7x
+                # NumPy: a*b + c float64 a[::3] and a[::2], float32 a[::7];
+                # 128 gained 0.45-0.8x); in cache they only cost more calls;
+                # at an item a line (float64 a[::7]) 1.1-1.2x blocks of 512,
+                # and within L1 (a < b float64 a[::2]) 1.1-1.2x too
+                units = 1
+                for d in range(nd):
+                    units *= cnp.PyArray_DIMS(dst)[d]
+                if units * spread >= GATHER_BLOCK_BYTES:
+                    blocklen = min(blocklen, GATHER_BLOCK)
         if prog.user_pyfunc:
             blocklen = max(BLOCK, PYFUNC_BLOCK)
         elif prog.np_loops:  # an op's NumPy loop: a call per block (~3 us from
@@ -2427,12 +2462,16 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     if r.total < (WHOLE_LOOP_MIN if prog.whole_loop != NULL else WHOLE_UFUNC_MIN) \
             or r.tile or r.packed:
         return False
+    # (whole_far: reversed 8-byte rows too, which NumPy's loops read in place;
+    # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
+    # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
-        if s < 0 and not prog.whole_backwards:
+        if s < 0 and not (prog.whole_backwards or prog.whole_far):
             return False
         if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
-                2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]):
+                2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]
+                or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
             strided = True
     return strided
 
