@@ -720,7 +720,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         loop = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
         p.whole_far = loop is not None
     if loop is not None:
-        p.text += " (strided: NumPy's C loop)"
+        p.text += " (strided: NumPy's C loop)" if not p.whole_far or not CONTIG_LOOPS else \
+            " (strided, and contiguous on one thread: NumPy's C loop)"
         p.whole_loop = <np_loop><uintptr_t>loop[0]
         p.whole_data = <void *><uintptr_t>loop[1]
     p.strided_kernel = (ndst == 1 and p.ninstr == 1 and p.code[0].nin == 1
@@ -1249,6 +1250,22 @@ WHOLE_LOOP_UFUNCS = {OPCODES[name]: getattr(np, name) for name in (
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "less", "less_equal", "greater",
     "greater_equal", "equal", "not_equal")}
 cdef dict _KERNEL_LOOPS = {}
+# Those loops on contiguous rows too, on one thread, where pyet's memory-bound
+# loops stay at 256 bits (not Intel: kernels.h pyet_kernel_wide512): on AMD
+# Zen 4 NumPy's AVX-512 loops took 0.85-0.93x the time of pyet's blocks (abs,
+# ~, maximum, add, float32/float64/int32, 2^18-2^21 elements); same bits (the
+# probe above).  Rows shorter than CONTIG_ROW_MIN keep the blocks (a loop call
+# per row).
+cdef bint CONTIG_LOOPS = not pyet_kernel_wide512()
+cdef pyet_intp CONTIG_ROW_MIN = 1024
+
+
+def set_contiguous_loops(bint on):
+    """Let one-op exact passes on contiguous rows run NumPy's C loop (or
+    pyet's blocks: tests compare the two); returns the old setting."""
+    global CONTIG_LOOPS
+    old, CONTIG_LOOPS = CONTIG_LOOPS, on
+    return old
 
 
 cdef object _kernel_loop(int op, int dt, int dt_out):
@@ -2458,10 +2475,12 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
         for k in range(r.nops):
             if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
                 return False
-        return True
+        return _items_aligned(r)
     if r.total < (WHOLE_LOOP_MIN if prog.whole_loop != NULL else WHOLE_UFUNC_MIN) \
             or r.tile or r.packed:
         return False
+    if prog.whole_loop != NULL and not _items_aligned(r):
+        return False  # (a ufunc call buffers such operands; its bare loop does not)
     # (whole_far: reversed 8-byte rows too, which NumPy's loops read in place;
     # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
     # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
@@ -2473,7 +2492,25 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
                 2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]
                 or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
             strided = True
+    if not strided and CONTIG_LOOPS and prog.whole_far and prog.whole_loop != NULL \
+            and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
+        return True  # (rows contiguous or broadcast: none was strided)
     return strided
+
+
+cdef bint _items_aligned(Run *r) noexcept:
+    # every operand's items aligned on every row (no packed record field, no
+    # misaligned buffer): NumPy's inner loops, called bare, assume it (its
+    # iterator buffers other operands; abs and maximum wrote wrong values and
+    # beyond the field into a packed field otherwise)
+    cdef int k, d
+    for k in range(r.nops):
+        if (<uintptr_t>r.base[k]) % r.itemsize[k]:
+            return False
+        for d in range(r.nd):
+            if r.strides[k * MAXD + d] % r.itemsize[k]:
+                return False
+    return True
 
 
 cdef int run_loop_rows(Run *r, Program prog) except -2:

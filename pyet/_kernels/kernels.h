@@ -3240,6 +3240,18 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
 }
 
+/* 1 where pyet_kernel runs its memory-bound loops at 512 bits (Intel: see
+ * pyet_kernel_narrow512); elsewhere they stay at 256 and NumPy's AVX-512
+ * loops can be faster (the engine's choice, plan.pxi CONTIG_LOOPS) */
+int pyet_kernel_wide512(void)
+{
+#ifdef PYET_NARROW512
+    return pyet_use_narrow512();
+#else
+    return 0;
+#endif
+}
+
 /* One-operand kernels that read their operand at any step (stride bytes,
  * negative too) and write n contiguous items: AVX-512 gathers in the loop,
  * where the engine's gathering into a block first cost 1.1-1.4x NumPy's
@@ -3962,6 +3974,7 @@ static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
                         pyet_intp stride);
+int pyet_kernel_wide512(void);
 void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
 void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,

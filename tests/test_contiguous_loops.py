@@ -1,0 +1,216 @@
+"""One-op exact passes (add, abs, maximum, ~, compares...) on contiguous rows
+run NumPy's C loop, on one thread, where pyet's memory-bound loops stay at 256
+bits (not Intel; plan.pxi CONTIG_LOOPS, knob core.set_contiguous_loops).  The
+loop is taken only where it gives pyet's kernel's bits on a probe, so either
+way the values, the floating-point errors and the destination's neighbours
+are the same; short rows, threads and fused trees keep pyet's blocks."""
+
+import numpy as np
+import pytest
+
+import pyet
+from pyet._core import core
+
+OPS = [("abs", lambda a, b: abs(a)), ("neg", lambda a, b: -a), ("add", lambda a, b: a + b),
+       ("sub", lambda a, b: a - b), ("mul", lambda a, b: a * b),
+       ("max", lambda a, b: pyet.maximum(a, b) if isinstance(a, pyet.Tensor)
+        else np.maximum(a, b)),
+       ("less", lambda a, b: a < b)]
+INT_OPS = [("invert", lambda a, b: ~a), ("and", lambda a, b: a & b)]
+
+
+def data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        a = (rng.standard_normal(shape) * 100).astype(dtype)
+        b = (rng.standard_normal(shape) * 100).astype(dtype)
+        a.flat[::97] = np.nan
+        a.flat[5::101] = -0.0
+        b.flat[7::89] = np.inf
+        return a, b
+    info = np.iinfo(dtype)
+    return (rng.integers(info.min, info.max, shape, dtype=dtype),
+            rng.integers(info.min, info.max, shape, dtype=dtype))
+
+
+def both_ways(fn, a, b, out_dtype, one_thread=True):
+    """fn's pass into a sentinel-framed destination, NumPy's loop and pyet's
+    blocks: (loop result, blocks result)."""
+    results = []
+    before = pyet.get_num_threads()
+    for on in (True, False):
+        old = core.set_contiguous_loops(on)
+        try:
+            if one_thread:
+                pyet.set_num_threads(1)
+            buf = np.full(a.size + 2, 7, out_dtype)
+            sentinel = buf[0].copy()
+            out = buf[1:-1].reshape(a.shape)
+            with np.errstate(invalid="ignore", over="ignore"):
+                pyet.asarray(out)[...] = fn(pyet.asarray(a), pyet.asarray(b))
+            assert buf[0] == sentinel and buf[-1] == sentinel
+            results.append(out.copy())
+        finally:
+            core.set_contiguous_loops(old)
+            pyet.set_num_threads(before)
+    return results
+
+
+def same_bits(x, y):
+    assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("shape", [(5000,), (3, 2048), (2048, 3), (1,), (0,), "rows apart"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("name,fn", OPS + INT_OPS, ids=[o[0] for o in OPS + INT_OPS])
+def test_loop_and_blocks_give_numpys_bits(name, fn, dtype, shape):
+    if name in ("invert", "and") and np.dtype(dtype).kind == "f":
+        pytest.skip("integer op")
+    if shape == "rows apart":  # contiguous rows of 2048 that do not merge: a loop per row
+        a, b = (x[:, :2048] for x in data((3, 2100), dtype))
+    else:
+        a, b = data(shape, dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = fn(a, b)
+    loop, blocks = both_ways(fn, a, b, want.dtype)
+    same_bits(loop, blocks)
+    same_bits(loop, want)
+
+
+def test_in_place_and_aliasing():
+    a, b = data((6000,), np.float64, 1)
+    want = a + b
+    old = core.set_contiguous_loops(True)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        x = a.copy()
+        tx = pyet.asarray(x)
+        tx[...] = tx + pyet.asarray(b)
+        same_bits(x, want)
+        y = a.copy()
+        pyet.asarray(y)[...] = abs(pyet.asarray(y))
+        same_bits(y, np.abs(a))
+    finally:
+        core.set_contiguous_loops(old)
+        pyet.set_num_threads(before)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_floating_point_errors_either_way(on):
+    a = np.full(5000, 3e38, np.float32)
+    out = np.zeros_like(a)
+    old = core.set_contiguous_loops(on)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            pyet.asarray(out)[...] = pyet.asarray(a) + pyet.asarray(a)
+        with np.errstate(invalid="raise"):  # a compare with NaN is quiet, as NumPy's
+            pyet.asarray(np.zeros(5000, bool))[...] = pyet.asarray(np.full(5000, np.nan)) < 1.0
+    finally:
+        core.set_contiguous_loops(old)
+        pyet.set_num_threads(before)
+
+
+def test_threads_and_fused_trees_keep_blocks_and_agree(threaded):
+    a, b = data((20000,), np.float32, 2)
+    loop_1t, _ = both_ways(lambda x, y: x + y, a, b, np.float32)
+    two = np.empty_like(a)
+    pyet.asarray(two)[...] = pyet.asarray(a) + pyet.asarray(b)
+    same_bits(two, loop_1t)
+    # a fused tree is not one op: pyet's blocks, NumPy's values
+    fused = np.empty_like(a)
+    with np.errstate(invalid="ignore"):
+        pyet.asarray(fused)[...] = abs(pyet.asarray(a) + pyet.asarray(b))
+        same_bits(fused, np.abs(a + b))
+
+
+def test_explain_names_the_loop():
+    a = np.zeros(5000)
+    text = pyet.explain(pyet.asarray(a) + pyet.asarray(a))
+    assert "NumPy's C loop" in text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_packed_fields_keep_pyets_blocks(dtype):
+    # a packed record's field (byte steps off the itemsize, unaligned) as an
+    # operand or the destination: never NumPy's loop called in place on it
+    n = 5000
+    rec = np.zeros(n, np.dtype([("c", "u1"), ("x", dtype), ("y", dtype)]))
+    a, b = data((n,), dtype, 3)
+    rec["x"], rec["y"] = a, b
+    out = np.zeros(n, np.dtype([("c", "u1"), ("z", dtype)]))
+    out["c"] = 0xA5
+    old = core.set_contiguous_loops(True)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        X, Y = pyet.asarray(rec["x"]), pyet.asarray(rec["y"])
+        for fn in (lambda x, y: x + y, lambda x, y: abs(x),
+                   lambda x, y: pyet.maximum(x, y) if isinstance(x, pyet.Tensor)
+                   else np.maximum(x, y)):
+            with np.errstate(invalid="ignore", over="ignore"):
+                pyet.asarray(out["z"])[...] = fn(X, Y)
+                want = fn(a, b)
+            same_bits(out["z"].copy(), want)
+            assert (out["c"] == 0xA5).all()
+        plain = np.empty(n, dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            pyet.asarray(plain)[...] = abs(pyet.asarray(rec["x"]))
+        same_bits(plain, np.abs(a))
+    finally:
+        core.set_contiguous_loops(old)
+        pyet.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype,extra", [(np.float32, 3), (np.float64, 3), (np.int32, 3),
+                                         (np.float32, 1)])
+def test_strided_packed_field_destinations(dtype, extra, threads):
+    # a field of a packed record steps 13 (25) bytes: long enough a step for
+    # the strided path, which called NumPy's bare loop on it (abs and maximum
+    # wrote wrong values and into the pad byte); now pyet's blocks
+    n = 4099
+    x, y = data((n,), dtype, 4)
+    fields = [("c", "u1")] + [(f"z{i}", dtype) for i in range(extra)]
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(threads)
+    try:
+        for fn in (lambda a, b: abs(a), lambda a, b: a + b, lambda a, b: -a,
+                   lambda a, b: pyet.maximum(a, b) if isinstance(a, pyet.Tensor)
+                   else np.maximum(a, b)):
+            out = np.zeros(n, np.dtype(fields))
+            out["c"] = 0xA5
+            with np.errstate(invalid="ignore", over="ignore"):
+                pyet.asarray(out["z0"])[...] = fn(pyet.asarray(x), pyet.asarray(y))
+                want = fn(x, y)
+            same_bits(out["z0"].copy(), want)
+            assert (out["c"] == 0xA5).all()
+            for i in range(1, extra):
+                assert (out[f"z{i}"] == 0).all()
+    finally:
+        pyet.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_misaligned_contiguous_destination(dtype):
+    n = 5000
+    itemsize = np.dtype(dtype).itemsize
+    raw = np.full(n * itemsize + 2, 0xA5, np.uint8)
+    out = np.frombuffer(raw.data, dtype, n, offset=1)
+    assert not out.flags.aligned
+    x, y = data((n,), dtype, 5)
+    old = core.set_contiguous_loops(True)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(1)
+    try:
+        for fn in (lambda a, b: abs(a), lambda a, b: a + b):
+            with np.errstate(invalid="ignore", over="ignore"):
+                pyet.asarray(out)[...] = fn(pyet.asarray(x), pyet.asarray(y))
+                want = fn(x, y)
+            same_bits(out.copy(), want)
+            assert raw[0] == 0xA5 and raw[-1] == 0xA5
+    finally:
+        core.set_contiguous_loops(old)
+        pyet.set_num_threads(before)
