@@ -351,3 +351,31 @@ def test_packed_field_destination_and_operands_are_not_fused():
     assert fused(plan) == 0
     plan.run(keep=True)
     close(out, np.where(zrec["v"] > 0, x.astype(np.float64) @ w, 0), np.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_negative_row_destination_and_z_are_not_fused(dtype):
+    # rows walked backwards (a negative row stride, which the tiles' element
+    # row steps cannot hold): the pass runs unfused, NumPy's values, and the
+    # sentinel rows around the destination stay as they were
+    rng = np.random.default_rng(12)
+    m, k, n = 24, 16, 64
+    x, w, b = relu_case(rng, m, k, n, dtype)
+    buf = np.full((m + 2, n), 7, dtype)
+    out = buf[m:0:-1]  # rows m .. 1, backwards
+    assert out.strides[0] < 0
+    plan = kept_plan(out, pyet.relu(pyet.asarray(x) @ pyet.asarray(w) + pyet.asarray(b)))
+    assert fused(plan) == 0
+    plan.run(keep=True)
+    close(out, np.maximum(x.astype(np.float64) @ w + b, 0), dtype)
+    assert (buf[0] == 7).all() and (buf[-1] == 7).all()
+    # z read backwards, into a plain destination
+    z = np.ascontiguousarray(rng.standard_normal((m, n)).astype(dtype)[::-1])[::-1]
+    assert z.strides[0] < 0
+    expr = pyet.where(pyet.asarray(z) > 0, pyet.asarray(x) @ pyet.asarray(w), 0)
+    dst = np.full((m + 2, n), 7, dtype)
+    plan = kept_plan(dst[1:-1], expr)
+    assert fused(plan) == 0
+    plan.run(keep=True)
+    close(dst[1:-1], np.where(z > 0, x.astype(np.float64) @ w, 0), dtype)
+    assert (dst[0] == 7).all() and (dst[-1] == 7).all()

@@ -260,6 +260,12 @@ DEF TILE_SHORT_K_MAX_N = 512
 DEF TILE_PANEL = 48
 cdef bint TILES = True
 cdef Py_ssize_t TILE_MAX = TILE_GEMM_MAX_LARGE if pyet_gemm_tiles_large() else TILE_GEMM_MAX
+
+
+cdef inline Py_ssize_t tile_max(Py_ssize_t flops) noexcept nogil:
+    # the largest product on the tiles (short K aside) for one of `flops`
+    # multiply-adds: TILE_MAX only where it runs on one thread (measured there)
+    return TILE_MAX if threads_for(flops // 8, 2) == 1 else TILE_GEMM_MAX
 cdef Py_ssize_t TILE_PRODUCTS = 0  # products the tiles computed (tests read it)
 
 
@@ -273,7 +279,7 @@ def _set_tiles(bint on):
 
 def _tile_max():
     """The most multiply-adds a product has on the tiles now (short K aside)."""
-    return TILE_MAX if threads_for(TILE_MAX // 8, 2) == 1 else TILE_GEMM_MAX
+    return tile_max(TILE_MAX)
 
 
 def _tile_products():
@@ -351,7 +357,7 @@ cdef inline bint tiles_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
     # m x n x k ones) into a row-major m x n C
     return (TILES and m >= PYET_GEMM_MIN_M and n >= PYET_GEMM_MIN_N
             and (flops <= TILE_GEMM_MAX or (k <= TILE_SHORT_K and n <= TILE_SHORT_K_MAX_N)
-                 or (flops <= TILE_MAX and threads_for(flops // 8, 2) == 1))
+                 or flops <= tile_max(flops))
             and pyet_gemm_small_available())
 
 
