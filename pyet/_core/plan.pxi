@@ -1472,17 +1472,36 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
     quiet_fold(quiet)
 
 
+cdef inline void repeat_first(char *out, pyet_intp isz, pyet_intp n) noexcept nogil:
+    # out[1:n] = out[0], in doubling copies
+    cdef pyet_intp have = 1, m
+    while have < n:
+        m = have if have <= n - have else n - have
+        memcpy(out + have * isz, out, m * isz)
+        have += m
+
+
+cdef inline bint scalars_only(pyet_instr *ins) noexcept nogil:
+    # every operand one value (0-d tensors): the result is one value too
+    return ins.nin > 0 and ins.sflags == (1 << ins.nin) - 1
+
+
 cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
                              void **inp) noexcept nogil:
+    # an instruction on scalars only computes its value once and repeats it:
+    # a kernel is never asked for n values of operands that hold one
     cdef int before, raised
+    cdef pyet_intp m = 1 if n > 1 and scalars_only(ins) else n
     if QUIET_FLAGS[ins.op]:
         before = pyet_fs_get()
-        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+        pyet_kernel(ins.op, ins.dt, ins.sflags, m, out, inp)
         raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
         if raised:
             pyet_fs_clear(raised)
     else:
-        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+        pyet_kernel(ins.op, ins.dt, ins.sflags, m, out, inp)
+    if m < n:
+        repeat_first(<char *>out, pyet_itemsize[ins.dt_out], n)
 
 
 cdef inline void call_strided(pyet_instr *ins, pyet_intp n, void *out, const char *src,
@@ -1627,7 +1646,11 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                 inp[j] = dstp[ins.src[j]]
         out = regs + ins.out * regbytes if ins.out >= 0 else dstp[-1 - ins.out]
         if ins.op == OP_cast:
-            pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
+            if n > 1 and scalars_only(ins):
+                pyet_cast(ins.dt, ins.dt_out, 1, out, inp[0])
+                repeat_first(<char *>out, pyet_itemsize[ins.dt_out], n)
+            else:
+                pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
         elif ins.op == OP_pyfunc:
             if prog.cloop[i] != NULL:
                 call_np_loop(prog, i, ins, n, out, inp)

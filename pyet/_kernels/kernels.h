@@ -1221,8 +1221,10 @@ PYET_INLINE double pyet_log_poly(double k, double f)
         const float *X_ = (const float *)in[0];                             \
         float *O_ = (float *)out;                                           \
         float tmp[PYET_TRIG_CHUNK];                                         \
-        for (pyet_intp i0 = 0; i0 < n; i0 += PYET_TRIG_CHUNK) {             \
-            const int m = n - i0 < PYET_TRIG_CHUNK ? (int)(n - i0) : PYET_TRIG_CHUNK; \
+        /* a scalar operand (bit 0 of sflags): its value once, repeated */  \
+        const pyet_intp nx_ = (sflags & 1) && n > 1 ? 1 : n;                \
+        for (pyet_intp i0 = 0; i0 < nx_; i0 += PYET_TRIG_CHUNK) {           \
+            const int m = nx_ - i0 < PYET_TRIG_CHUNK ? (int)(nx_ - i0) : PYET_TRIG_CHUNK; \
             const float *x_ = X_ + i0;                                      \
             int slow = 0;                                                   \
             PYET_IVDEP for (int j = 0; j < m; j++) {                        \
@@ -1241,6 +1243,7 @@ PYET_INLINE double pyet_log_poly(double k, double f)
             }                                                               \
             memcpy(O_ + i0, tmp, (size_t)m * sizeof(float));                \
         }                                                                   \
+        for (pyet_intp i = nx_; i < n; i++) O_[i] = O_[0];                  \
     } while (0)
 
 /* sin and cos of the slow lanes.  NumPy's SIMD loops raise underflow for
@@ -1392,7 +1395,7 @@ PYET_DISPATCH_WIDE static int pyet_kernel_f32math(int op, int sflags, pyet_intp 
 
 /* the same without FMA (log: the same polynomial, a multiply and an add
  * for each fmaf; sin, cos: the double ones above) */
-PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *out,
+PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, int sflags, pyet_intp n, void *out,
                                                   void *const *in)
 {
     switch (op) {
@@ -3213,7 +3216,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         static int fma_ = -1;  /* a benign race: every thread stores the same */
         if (fma_ < 0) fma_ = PYET_HAVE_FMA() != 0;
         if (fma_) return pyet_kernel_f32math(op, sflags, n, out, in);
-        if (op != OP_tanh) return pyet_kernel_trig_f32(op, n, out, in);
+        if (op != OP_tanh) return pyet_kernel_trig_f32(op, sflags, n, out, in);
     }
 #ifdef PYET_NARROW512
     /* Float arithmetic (+ - * /, max and min, the fused patterns) stays at
