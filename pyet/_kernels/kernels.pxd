@@ -76,6 +76,7 @@ cdef extern from "kernels.h" nogil:
     int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *inp,
                             pyet_intp stride) noexcept
     int pyet_kernel_wide512() noexcept
+    int pyet_cpu_intel() noexcept
     void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out,
                    const void *inp) noexcept
     void pyet_prefetch(const char *p, pyet_intp nbytes, int write) noexcept
