@@ -169,6 +169,7 @@ def test_cast(src, dst):
 # the fused patterns of rewrite.py (one kernel each), as NumPy rounds them unfused
 FUSED = {
     "axpy": lambda x, y, z, s, t: x + s * y,
+    "sub_scaled": lambda x, y, z, s, t: x - s * y,
     "scale_sum": lambda x, y, z, s, t: s * (x + y),
     "scale_axpy": lambda x, y, z, s, t: s * (x + t * y),
     "axpby": lambda x, y, z, s, t: s * x + t * y,

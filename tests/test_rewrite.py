@@ -138,3 +138,17 @@ def test_folds_apply_only_where_exact():
     assert b * 1 is not b                  # bool * 1 is int64
     i = pyet.asarray(np.ones(3, np.int32))
     assert i / 1 is not i and ~~i is i     # int / 1 is float64
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_sgd_step_is_one_fused_kernel(dtype):
+    """w - lr*g (either factor order) runs as sub_scaled: one kernel, NumPy's bits."""
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal(3000) * 10).astype(dtype)
+    g = (rng.standard_normal(3000) * 10).astype(dtype)
+    lr = 3 if dtype.startswith("int") else 0.1
+    W, G = pyet.asarray(w), pyet.asarray(g)
+    for e, ref in ((W - lr * G, w - lr * g), (W - G * lr, w - g * lr)):
+        assert "dst = sub_scaled[" in pyet.explain(e)
+        out = np.asarray(pyet.evaluate(e))
+        assert out.tobytes() == ref.tobytes()
