@@ -1092,8 +1092,14 @@ cdef _power_exponent(Expr e):
 def apply(str name, tuple operands):
     """Build the node for the op table's ``name`` on operands."""
     cdef int op = OPCODES[name]
-    cdef list args = [as_operand(o) for o in operands]
-    if all((<Expr>a)._op == OP_scalar for a in args):
+    cdef Py_ssize_t i, n = len(operands)
+    cdef list args = [None] * n
+    cdef bint scalars = True
+    for i in range(n):  # (a loop, not all() of a generator: ~0.2 us of a ~0.7 us call)
+        a = as_operand(operands[i])
+        args[i] = a
+        scalars = scalars and (<Expr>a)._op == OP_scalar
+    if scalars:
         # a function of scalars alone still makes a (0-d) array expression;
         # the first operand becomes a 0-d array of its NumPy type (as NumPy's)
         first = <Scalar>args[0]
