@@ -238,3 +238,40 @@ def test_nan_of_either_sign_does_not_keep_the_loop_off(name, dtype):
     np.testing.assert_array_equal(np.isnan(blocks), nan)
     same_bits(loop[~nan], want[~nan])
     same_bits(blocks[~nan], want[~nan])
+
+
+UNARY_FLOAT = ["square", "floor", "ceil", "trunc", "rint", "reciprocal"]
+
+
+@pytest.mark.parametrize("layout", ["contig", "step2", "step3", "step7", "reversed"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", UNARY_FLOAT)
+def test_unary_float_ops_either_way(name, dtype, layout):
+    """Exact unary float ops on NumPy's loop (strided, and contiguous but for
+    reciprocal) and on pyet's blocks: NumPy's bits, specials and ties included."""
+    rng = np.random.default_rng(11)
+    n = 5000
+    v = (rng.standard_normal(n) * 50).astype(dtype)
+    v[::13] = np.round(v[::13]) + 0.5  # rint's ties
+    v[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, -2.5]
+    step = {"contig": 1, "step2": 2, "step3": 3, "step7": 7, "reversed": -1}[layout]
+    base = np.zeros(n * abs(step), dtype)
+    a = base[::step]
+    a[...] = v
+    fn = getattr(pyet, name)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(a)
+        loop, blocks = both_ways(lambda x, y: fn(x) if isinstance(x, pyet.Tensor)
+                                 else getattr(np, name)(x), a, a, want.dtype)
+    same_bits(loop, want)
+    same_bits(blocks, want)
+
+
+def test_reciprocal_keeps_blocks_on_contiguous_rows():
+    a = np.ones(5000)
+    on = core.set_contiguous_loops(True)
+    core.set_contiguous_loops(on)
+    square = pyet.explain(pyet.square(pyet.asarray(a)))
+    assert "NumPy's C loop" in square and (not on or "contiguous on one thread" in square)
+    text = pyet.explain(pyet.reciprocal(pyet.asarray(a)))
+    assert "(strided: NumPy's C loop)" in text and "contiguous" not in text
