@@ -163,29 +163,57 @@ def elementwise_cases(n, rng):
     return cases
 
 
-# the op table's other float functions: C layout only (their kernels, not the
-# layouts, decide them; libm per element where NumPy has SIMD loops)
-MATH_FUNCTIONS = ("exp2", "log2", "log10", "expm1", "log1p", "cbrt", "tan", "arcsin",
-                  "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh")
+# every other row of the op table (float functions, exact unary ops, binary
+# functions such as arctan2 and logaddexp, predicates, copysign...): C layout
+# and step 3, each operand drawn from the row's domain (their kernels, or the
+# NumPy loops pyet hands them to, decide them)
+COVERED = {"add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
+           "less", "exp", "log", "sin", "cos", "tanh", "sqrt", "absolute", "maximum",
+           "bitwise_and", "bitwise_xor", "invert"}
+EXACT_FLOAT = {"square", "negative", "positive", "floor", "ceil", "trunc", "rint", "sign",
+               "reciprocal", "copysign", "minimum", "fmax", "fmin", "relu", "deg2rad",
+               "rad2deg"}
 
 
-def math_cases(n, rng):
+def table_cases(n, rng):
+    from pyet._core.ops import OPS
+
     cases = []
-    for name in MATH_FUNCTIONS:
-        for dt in FLOATS:
-            a = rng.uniform(0.1, 0.9, n).astype(dt) + (1 if name == "arccosh" else 0)
-            out_np, out_pe = np.empty_like(a), np.empty_like(a)
-            Dst, expr = pyet.asarray(out_pe), getattr(pyet, name)(pyet.asarray(a))
-            fn = getattr(np, name)
+    for op in OPS:
+        if op.name in COVERED:
+            continue
+        for dt in op.dtypes:
+            if np.dtype(dt).kind == "b":
+                continue
+            for lname, step in (("C", 1), ("step3", 3)):
+                arrs = []
+                for d in op.domain:
+                    lo, hi = max(d.lo, -10), min(d.hi, 10)
+                    v = (rng.uniform(lo, hi, n * step) if np.dtype(dt).kind == "f"
+                         else rng.integers(int(lo), int(hi) + 1, n * step))
+                    if d.nonzero:
+                        v[v == 0] = hi
+                    arrs.append(v.astype(dt)[::step])
+                with np.errstate(all="ignore"):
+                    want_dt = np.asarray(op.reference(*[a[:1] for a in arrs])).dtype
+                if want_dt.name not in ("bool", "int32", "int64", "float32", "float64"):
+                    continue
+                out_np, out_pe = np.empty(n, want_dt), np.empty(n, want_dt)
+                Dst = pyet.asarray(out_pe)
+                expr = getattr(pyet, op.name)(*[pyet.asarray(a) for a in arrs])
 
-            def f_pyet(Dst=Dst, expr=expr):
-                Dst[...] = expr
+                def f_pyet(Dst=Dst, expr=expr):
+                    Dst[...] = expr
 
-            def f_numpy(a=a, fn=fn, out=out_np):
-                return fn(a, out=out)
-
-            cases.append(Case(f"{name:9s} {np.dtype(dt).name:7s} C", f_pyet, f_numpy,
-                              lambda out=out_pe: out, tol=1e-5))
+                if op.reference is op.ufunc:
+                    def f_numpy(arrs=arrs, fn=op.ufunc, out=out_np):
+                        return fn(*arrs, out=out)
+                else:  # sigmoid, relu, erf: NumPy's formula (SciPy's erf)
+                    def f_numpy(arrs=arrs, fn=op.reference):
+                        return fn(*arrs)
+                exact = op.kind != "float" or op.name in EXACT_FLOAT
+                cases.append(Case(f"{op.name:9s} {np.dtype(dt).name:7s} {lname}", f_pyet,
+                                  f_numpy, lambda out=out_pe: out, tol=0.0 if exact else 1e-5))
     return cases
 
 
@@ -482,7 +510,7 @@ def main():
     rng = np.random.default_rng(0)
     print(f"pyet grid, 1 thread{f' and {args.threads}' if args.threads > 1 else ''}, ~{n} "
           f"elements per case; {cpu_model()}; numpy {np.__version__}")
-    cases = elementwise_cases(n, rng) + math_cases(n, rng) + special_cases(n, rng)
+    cases = elementwise_cases(n, rng) + table_cases(n, rng) + special_cases(n, rng)
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
     rows, bad = run(cases, repeats, min_time, args.threads, args.calls)

@@ -15,7 +15,9 @@ OPS = [("abs", lambda a, b: abs(a)), ("neg", lambda a, b: -a), ("add", lambda a,
        ("sub", lambda a, b: a - b), ("mul", lambda a, b: a * b), ("div", lambda a, b: a / b),
        ("max", lambda a, b: pyet.maximum(a, b) if isinstance(a, pyet.Tensor)
         else np.maximum(a, b)),
-       ("less", lambda a, b: a < b)]
+       ("less", lambda a, b: a < b),
+       ("copysign", lambda a, b: pyet.copysign(a, b) if isinstance(a, pyet.Tensor)
+        else np.copysign(a, b))]
 INT_OPS = [("invert", lambda a, b: ~a), ("and", lambda a, b: a & b)]
 
 
@@ -240,7 +242,8 @@ def test_nan_of_either_sign_does_not_keep_the_loop_off(name, dtype):
     same_bits(blocks[~nan], want[~nan])
 
 
-UNARY_FLOAT = ["square", "floor", "ceil", "trunc", "rint", "reciprocal"]
+UNARY_FLOAT = ["square", "floor", "ceil", "trunc", "rint", "reciprocal", "positive", "isnan",
+               "isinf", "isfinite"]
 
 
 @pytest.mark.parametrize("layout", ["contig", "step2", "step3", "step7", "reversed"])

@@ -20,9 +20,14 @@ def how_called(request):
     core.set_numpy_c_loops(before)
 
 
-def values(name, shape, dtype, rng):
-    lo, hi = OPS_BY_NAME[name].domain[0][:2]
+def values(name, shape, dtype, rng, operand=0):
+    lo, hi = OPS_BY_NAME[name].domain[operand][:2]
     return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def operands(name, shape, dtype, rng):
+    """One array per operand of the op (arctan2 and logaddexp take two)."""
+    return [values(name, shape, dtype, rng, k) for k in range(OPS_BY_NAME[name].arity)]
 
 
 def layout(a, kind):
@@ -41,31 +46,32 @@ def assert_same_bits(got, want):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["C", "F", "strided", "reversed", "empty", "broadcast row"])
 def test_op_alone_gives_numpys_bits(name, dtype, kind):
-    a = layout(values(name, (9, 70), dtype, np.random.default_rng(0)), kind)
+    args = [layout(a, kind) for a in operands(name, (9, 70), dtype, np.random.default_rng(0))]
     # NumPy's values on contiguous memory (its SIMD loop): on an all-reversed view
     # NumPy itself takes its scalar loop and rounds differently, pyet flips the axes
-    want = getattr(np, name)(np.ascontiguousarray(a))
-    out = np.full(a.shape, 7, dtype)
-    pyet.evaluate(getattr(pyet, name)(pyet.asarray(a)), out=out)
+    want = getattr(np, name)(*[np.ascontiguousarray(a) for a in args])
+    out = np.full(args[0].shape, 7, dtype)
+    pyet.evaluate(getattr(pyet, name)(*[pyet.asarray(a) for a in args]), out=out)
     assert_same_bits(out, want)
-    assert_same_bits(pyet.evaluate(getattr(pyet, name)(pyet.asarray(a))), want)
+    assert_same_bits(pyet.evaluate(getattr(pyet, name)(*[pyet.asarray(a) for a in args])), want)
 
 
 @pytest.mark.parametrize("name", sorted(NUMPY_LOOPS))
 def test_inside_a_fused_tree_and_in_place(name, how_called):
     rng = np.random.default_rng(1)
-    x = values(name, (300, 41), np.float32, rng)
+    x, *rest = operands(name, (300, 41), np.float32, rng)
     y = rng.standard_normal((300, 41)).astype(np.float32)
-    e = getattr(pyet, name)(pyet.asarray(x)) * pyet.asarray(y) + 1.5
+    leaves = "".join(f", leaf{k + 1}" for k in range(len(rest)))
+    e = getattr(pyet, name)(pyet.asarray(x), *map(pyet.asarray, rest)) * pyet.asarray(y) + 1.5
     text = pyet.explain(e)
     # the inner loop called straight where found in the ufunc's table and probed
-    assert f"{name}[float32->float32](leaf0) (NumPy's loop" + (
-        ")\n" if how_called == "C" else ", its ufunc called)\n") in text
-    assert_same_bits(pyet.evaluate(e), getattr(np, name)(x) * y + np.float32(1.5))
+    assert f"{name}[float32->float32](leaf0{leaves}) (NumPy's loop" + (
+        ")\n" if how_called == "C" else ", its ufunc called)\n") in text, text
+    assert_same_bits(pyet.evaluate(e), getattr(np, name)(x, *rest) * y + np.float32(1.5))
     inplace = x.copy()
     t = pyet.asarray(inplace)
-    t[...] = getattr(pyet, name)(t)
-    assert_same_bits(inplace, getattr(np, name)(x))
+    t[...] = getattr(pyet, name)(t, *map(pyet.asarray, rest))
+    assert_same_bits(inplace, getattr(np, name)(x, *rest))
 
 
 def test_integer_input_is_cast_and_scalars_take_the_kernel():

@@ -234,7 +234,10 @@ OPS_BY_NAME = {op.name: op for op in OPS}
 # is libm too, and a call per block costs ~0.1 ns an element).
 NUMPY_LOOPS = frozenset({
     "exp2", "log2", "log10", "expm1", "log1p", "cbrt", "tan", "arcsin", "arccos", "arctan",
-    "sinh", "cosh", "arcsinh", "arccosh", "arctanh"})
+    "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+    # (libm's atan2 per element took 9-38x NumPy's SIMD loop at 2^18; logaddexp
+    # and logaddexp2 are libm either way, pyet's 1.2x NumPy's)
+    "arctan2", "logaddexp", "logaddexp2"})
 
 
 def _numpy_simd_powf():

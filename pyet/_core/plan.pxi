@@ -362,11 +362,12 @@ cdef class _Lowering:
             srcs = [self.operand(a, a._dt, False) for a in e._args]  # fn gets arrays
             return self.emit(OP_pyfunc, e._dt, e._dt, srcs,
                              (slot, [(<Expr>a)._dt for a in e._args]))
-        if e._op in NUMPY_LOOP_OPS and e._cdt == e._dt and not is_scalar(e._args[0]):
+        if e._op in NUMPY_LOOP_OPS and e._cdt == e._dt \
+                and not any([is_scalar(a) for a in e._args]):
             # NumPy's ufunc on each block (ops.NUMPY_LOOPS), in place
-            srcs = [self.operand(e._args[0], e._cdt, False)]
+            srcs = [self.operand(a, e._cdt, False) for a in e._args]
             return self.emit(OP_pyfunc, e._cdt, e._dt, srcs,
-                             (NUMPY_LOOP_OPS[e._op], [e._cdt]))
+                             (NUMPY_LOOP_OPS[e._op], [e._cdt] * len(srcs)))
         if e._op == OP_where:
             # the where kernel reads its condition as an array
             srcs = [self.operand(e._args[0], DT_BOOL, False), self.operand(e._args[1], e._cdt),
@@ -1252,7 +1253,8 @@ cdef object _direct_loop(object fn, int dt):
 # kernel's bits on a probe (_kernel_bits), so values never depend on the layout.
 WHOLE_LOOP_UFUNCS = {OPCODES[name]: getattr(np, name) for name in (
     "add", "subtract", "multiply", "divide", "absolute", "negative", "maximum", "minimum",
-    "square", "floor", "ceil", "trunc", "rint", "reciprocal",
+    "square", "floor", "ceil", "trunc", "rint", "reciprocal", "positive", "copysign",
+    "isnan", "isinf", "isfinite",
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "less", "less_equal", "greater",
     "greater_equal", "equal", "not_equal")}
 cdef dict _KERNEL_LOOPS = {}
