@@ -11,39 +11,23 @@ import warnings
 
 import numpy as np
 import pytest
+from test_ops import values
 
 import pyet
 from pyet._core.ops import OPS
 
 N = 3000  # several blocks, and longer than any kernel's chunk
-ROWS = [op for op in OPS]
+ROWS = list(OPS)
 SENTINEL = 0x5A
 
 
 def value(dtype, domain, rng):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return np.array(True)
-    if dtype.kind == "i":
-        v = int(rng.integers(int(np.ceil(domain.lo)), int(np.floor(domain.hi)) + 1))
-    else:
-        v = float(rng.uniform(domain.lo, domain.hi))
-    if domain.nonzero and v == 0:
-        v = domain.hi
-    return np.array(v).astype(dtype)
+    """A 0-d array from the row's domain."""
+    return np.asarray(values(dtype, domain, (), rng))
 
 
 def block(dtype, domain, rng):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(N) < 0.5
-    if dtype.kind == "i":
-        v = rng.integers(int(np.ceil(domain.lo)), int(np.floor(domain.hi)) + 1, size=N)
-    else:
-        v = rng.uniform(domain.lo, domain.hi, size=N)
-    if domain.nonzero:
-        v = np.where(v == 0, domain.hi, v)
-    return v.astype(dtype)
+    return values(dtype, domain, N, rng)
 
 
 def guarded(dtype, n):
