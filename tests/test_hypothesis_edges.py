@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_fuzz import lay_out as fuzz_lay_out
 
 import pyet
 
@@ -140,25 +141,13 @@ LAYOUTS = ["contig", "contig", "fortran", "transposed", "reversed", "steps", "fi
 
 
 def lay_out(vals, layout, rng):
-    """An ndarray equal to vals, laid out in memory as asked."""
-    if layout == "contig":
-        return vals.copy()
-    if layout == "fortran":
-        return np.asfortranarray(vals)
-    if layout == "transposed":
-        perm = rng.permutation(vals.ndim)
-        return vals.transpose(perm).copy().transpose(np.argsort(perm))
+    """An ndarray equal to vals, laid out in memory as asked (test_fuzz's layouts, and
+    reversed, packed with 1/5/17 pad bytes, zero steps, read-only, inside a buffer)."""
+    if layout in ("contig", "fortran", "transposed", "steps"):
+        return fuzz_lay_out(vals, layout, rng)
     if layout == "reversed":
         return vals[(slice(None, None, -1),) * vals.ndim].copy()[
             (slice(None, None, -1),) * vals.ndim]
-    if layout == "steps":
-        steps = [int(s) for s in rng.choice([-3, -2, 2, 3], size=vals.ndim)]
-        base = np.zeros([max(n, 1) * abs(s) for n, s in zip(vals.shape, steps, strict=True)],
-                        vals.dtype)
-        view = base[tuple(slice(None, None, s) for s in steps)]
-        view = view[tuple(slice(0, n) for n in vals.shape)]
-        view[...] = vals
-        return view
     if layout == "field":
         return packed_field(vals, int(rng.choice([1, 5, 17])))
     if layout == "zero":  # zero steps: one value along each axis of size > 1 drawn so
