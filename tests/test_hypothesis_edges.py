@@ -273,7 +273,18 @@ def run_and_check(build, leaves_np, leaves_pyet, how, threads, draw_dst):
                                                                        ref.shape, ref.dtype)
                 strides = draw_dst(ref.shape, ref.dtype)
                 raw, dst, covered = guarded(ref.shape, ref.dtype, strides)
-                if how == "out":
+                if how in ("+=", "*="):  # onto values already there
+                    ufunc = np.add if how == "+=" else np.multiply
+                    dst[...] = init = values(np.random.default_rng(dst.size), ref.dtype,
+                                             ref.shape, 1)
+                    ref = ufunc(init, ref)
+                    stats["scale"] = max(stats["scale"], 4.0) * (4 if how == "*=" else 1)
+                    t = pyet.asarray(dst)
+                    if how == "+=":
+                        t += e
+                    else:
+                        t *= e
+                elif how == "out":
                     assert pyet.evaluate(e, out=dst) is dst
                 else:
                     pyet.asarray(dst)[...] = e
@@ -487,7 +498,7 @@ def zd_case(draw):
 
 
 @SETTINGS
-@given(case=zd_case(), how=st.sampled_from(["evaluate", "out", "setitem"]),
+@given(case=zd_case(), how=st.sampled_from(["evaluate", "out", "setitem", "+=", "*="]),
        threads=st.sampled_from([1, 2]), data=st.data())
 def test_zero_d_operands_in_large_trees(case, how, threads, data):
     bigs, zds, wrap, mat, tree = case
@@ -663,7 +674,7 @@ def apply_view(ns, name, x, b, z, p, stats):
 
 
 @SETTINGS
-@given(case=layout_case(), how=st.sampled_from(["evaluate", "out", "setitem"]),
+@given(case=layout_case(), how=st.sampled_from(["evaluate", "out", "setitem", "+=", "*="]),
        threads=st.sampled_from([1, 2]), ndarray_z=st.booleans(), data=st.data())
 def test_layouts_views_and_functions(case, how, threads, ndarray_z, data):
     a, b, z, ops, params = case
