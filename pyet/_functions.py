@@ -37,15 +37,11 @@ def where(condition, x, y):
 
 
 def clip(a, a_min, a_max):
-    """``minimum(maximum(a, a_min), a_max)`` lazily, as NumPy's ``clip``."""
+    """``minimum(maximum(a, a_min), a_max)`` lazily, as NumPy's ``clip`` (its dtype)."""
     if a_min is None and a_max is None:
         raise ValueError("One of max or min must be given")
-    e = a
-    if a_min is not None:
-        e = core.apply("maximum", (e, a_min))
-    if a_max is not None:
-        e = core.apply("minimum", (e, a_max))
-    return e if isinstance(e, core.Expr) else core.apply("positive", (e,))
+    from pyet._nodes import numpy_api  # (imports the node modules: not at pyet's import)
+    return numpy_api.clip(a, a_min, a_max)
 
 
 def F(fn, *operands, dtype=None, grad=None):

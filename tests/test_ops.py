@@ -695,3 +695,35 @@ def test_binary_transcendental_ulp(name, dtype):
         np.float64
     )
     assert ulp.max() <= 4, ulp.max()
+
+
+CLIP_BOUNDS = {
+    "int": lambda: 0,
+    "float": lambda: 0.5,
+    "np_float32": lambda: np.float32(0.25),
+    "0d_float32": lambda: np.array(0.75, np.float32),
+    "0d_tensor_float32": lambda: pyet.asarray(np.array(0.75, np.float32)),
+    "0d_int32": lambda: np.array(1, np.int32),
+    "bool": lambda: True,
+}
+
+
+@pytest.mark.parametrize("way", ["pyet.clip", "method", "np.clip"])
+@pytest.mark.parametrize("hi", sorted(CLIP_BOUNDS))
+@pytest.mark.parametrize("lo", sorted(CLIP_BOUNDS))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clip_dtype_from_all_three_operands(dtype, lo, hi, way):
+    """NumPy's clip resolves one dtype over a, a_min and a_max: a bool array between 0
+    and a float32 0-d array is float32 (hypothesis: pyet gave float64, as maximum then
+    minimum promote step by step)."""
+    a = values(dtype, "any", (4, 3), rng_for("clip3", dtype))
+    lo_v, hi_v = CLIP_BOUNDS[lo](), CLIP_BOUNDS[hi]()
+    as_np = [np.asarray(v) if isinstance(v, pyet.Expr) else v for v in (lo_v, hi_v)]
+    ref = np.clip(a, *as_np)
+    t = pyet.asarray(a)
+    e = {"pyet.clip": lambda: pyet.clip(t, lo_v, hi_v), "method": lambda: t.clip(lo_v, hi_v),
+         "np.clip": lambda: np.clip(t, lo_v, hi_v)}[way]()
+    assert e.dtype == ref.dtype
+    got = np.asarray(pyet.evaluate(e))
+    assert got.dtype == ref.dtype
+    np.testing.assert_array_equal(got, ref)

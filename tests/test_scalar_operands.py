@@ -11,10 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import pyet_threads
 from test_ops import values
 
 import pyet
-from pyet._core.ops import OPS
+from pyet._core.ops import NUMPY_LOOPS, OPS, OPS_BY_NAME
 
 N = 3000  # several blocks, and longer than any kernel's chunk
 ROWS = list(OPS)
@@ -133,3 +134,34 @@ def test_hypothesis_failure_log_of_zero_d_plus_column(name, dtype):
     got = np.asarray(pyet.evaluate(pyet.exp(pyet.asarray(a)) + getattr(pyet, name)(
         pyet.asarray(c))))
     np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+CAST_FROM = {"float32": np.float64, "float64": np.float32}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", sorted(NUMPY_LOOPS) + ["F-lambda", "F-ufunc"])
+def test_cast_zero_d_operand_of_a_python_called_op(fn, dtype, threads):
+    """A cast 0-d tensor is bound as a scalar slot (8 bytes); an op run by calling NumPy's
+    ufunc, or an F function, read n values from it (hypothesis found where(c,
+    cbrt(t0.astype(float32)), 0) giving 1.8e-15 and NaN beside cbrt(2.5))."""
+    v = np.array(0.625, CAST_FROM[dtype])
+    if fn == "F-lambda":
+        ref = np.asarray(v.astype(dtype) * 3)
+        op = lambda e: pyet.F(lambda a: a * 3, e)  # noqa: E731
+    elif fn == "F-ufunc":
+        ref = np.negative(v.astype(dtype))
+        op = lambda e: pyet.F(np.negative, e)  # noqa: E731
+    else:  # a binary row (arctan2, logaddexp) takes the cast value twice
+        arity = OPS_BY_NAME[fn].arity
+        ref = getattr(np, fn)(*[v.astype(dtype) + (1 if fn == "arccosh" else 0)] * arity)
+        op = lambda e: getattr(pyet, fn)(  # noqa: E731
+            *[e + np.asarray(1, dtype) if fn == "arccosh" else e] * arity)
+    n = 200_000 if threads == 2 else N
+    cond = np.arange(n) % 3 != 0
+    raw, dst = guarded(dtype, n)
+    with pyet_threads(threads):
+        pyet.asarray(dst)[...] = pyet.where(cond, op(pyet.asarray(v).astype(dtype)), 0)
+    assert_sentinels(raw, dtype)
+    np.testing.assert_array_equal(dst, np.where(cond, ref, 0).astype(dtype))

@@ -1159,6 +1159,17 @@ cdef int call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp) noexcept
     return rc
 
 
+cdef object _operand_block(Program prog, int i, int j, int dt, void *p, cnp.npy_intp *dims):
+    # operand j of instruction i as a read-only array of the block's length;
+    # a scalar slot holds one value (8 bytes): read with step 0, never as a block
+    cdef cnp.npy_intp one = 1
+    if prog.code[i].sflags & (1 << j):
+        return np.broadcast_to(cnp.PyArray_SimpleNewFromData(1, &one, TYPENUM[dt], p), (dims[0],))
+    view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt], p)
+    view.flags.writeable = False
+    return view
+
+
 cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
                       cnp.npy_intp *dims) noexcept nogil:
     cdef int dt_out
@@ -1174,11 +1185,8 @@ cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
                 # they are and writes its loop's result straight into out; its
                 # errors ignored, its flags are reported with the pass's (it
                 # cannot raise midway, so the pass may write its destination)
-                args = []
-                for j in range(len(dts)):
-                    view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
-                    view.flags.writeable = False
-                    args.append(view)
+                args = [_operand_block(prog, i, j, <int>dts[j], inp[j], dims)
+                        for j in range(len(dts))]
                 res = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt_out], out)
                 if quiet:
                     fn(*args, out=res)
@@ -1188,8 +1196,7 @@ cdef int _call_pyfunc(Run *r, int i, pyet_intp n, void *out, void **inp,
                 return 1
             args = []
             for j in range(len(dts)):
-                view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[<int>dts[j]], inp[j])
-                arg = view.copy()
+                arg = _operand_block(prog, i, j, <int>dts[j], inp[j], dims).copy()
                 arg.flags.writeable = False
                 args.append(arg)
             res = fn(*args)

@@ -207,11 +207,24 @@ def copy(e, order="C"):
 
 # ----------------------------------------------------------- elementwise
 
+def _promotion_side(x):
+    # what NumPy 2's promotion sees of an operand: a Python int or float is weak
+    if type(x) in (int, float):
+        return x
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
 def clip(e, lo=None, hi=None, out=None, **kwargs):
     """``minimum(maximum(e, lo), hi)`` lazily (NumPy's ``clip``; either bound may be None)."""
     if _nontrivial(kwargs):
         return eager(np.clip, (e, lo, hi), dict(kwargs, out=out))
     r = core.as_expr(e)
+    if lo is not None and hi is not None:
+        # NumPy's clip resolves one dtype over its three operands: a bool e between
+        # 0 and a float32 is float32 there, where maximum then minimum gives float64
+        dt = np.result_type(*[_promotion_side(x) for x in (e, lo, hi)])
+        if dt != r.dtype and dt in (np.float32, np.float64, np.int32, np.int64):
+            r = r.astype(dt)
     if lo is not None:
         r = core.apply("maximum", (r, lo))
     if hi is not None:
