@@ -278,3 +278,32 @@ def test_reciprocal_keeps_blocks_on_contiguous_rows():
     assert "NumPy's C loop" in square and (not on or "contiguous on one thread" in square)
     text = pyet.explain(pyet.reciprocal(pyet.asarray(a)))
     assert "(strided: NumPy's C loop)" in text and "contiguous" not in text
+
+
+@pytest.mark.parametrize("n", [5000, 300_000])
+@pytest.mark.parametrize("case", ["ceil", "abs reversed", "xor step 2"])
+def test_two_threads_give_one_threads_bits(case, n):
+    """On two threads a pass below LOOP_THREADS_BYTES keeps NumPy's loop on one, and
+    rows stepping two items keep pyet's blocks; either way the same bits, and the
+    destination's neighbours untouched."""
+    rng = np.random.default_rng(4)
+    if case == "ceil":
+        a, fn, ref = rng.standard_normal(n) * 50, pyet.ceil, np.ceil
+    elif case == "abs reversed":
+        a, fn, ref = (rng.standard_normal(n) * 50)[::-1], abs, np.abs
+    else:
+        a = rng.integers(-2**31, 2**31, 2 * n).astype(np.int32)[::2]
+        fn, ref = (lambda t: t ^ 12345), (lambda x: x ^ 12345)
+    results = []
+    before = pyet.get_num_threads()
+    try:
+        for threads in (1, 2):
+            pyet.set_num_threads(threads)
+            buf = np.full(n + 2, 7, a.dtype)
+            pyet.asarray(buf[1:-1])[...] = fn(pyet.asarray(a))
+            assert buf[0] == 7 and buf[-1] == 7
+            results.append(buf[1:-1].copy())
+    finally:
+        pyet.set_num_threads(before)
+    same_bits(results[0], ref(a))
+    same_bits(results[1], results[0])

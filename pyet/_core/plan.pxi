@@ -1273,6 +1273,10 @@ cdef dict _KERNEL_LOOPS = {}
 # per row).
 cdef bint CONTIG_LOOPS = not pyet_kernel_wide512()
 cdef pyet_intp CONTIG_ROW_MIN = 1024
+# a pass moving fewer bytes than this takes such a loop on one thread even
+# where threads are allowed (their blocks gained nothing below it here; at 2^21
+# float64 elements, 32 MiB, two threads' blocks took 0.72-0.79x the loop's time)
+DEF LOOP_THREADS_BYTES = 1 << 24
 # except these, whose contiguous blocks beat NumPy's loop (reciprocal: 0.55x
 # its time; strided, step 3 and more, its loop wins: float32 step 7 1.26 -> 1.0)
 cdef set CONTIG_BLOCKS_OPS = {OPCODES["reciprocal"]}
@@ -2406,9 +2410,12 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # on any number of threads: pyet's strided blocks on two threads
             # were slower than NumPy's one loop (a**-1 float32 step 2: 206 us
             # against 122 on one thread)
-            # (the exact ops' loops, whole_far, only on one thread: they are
-            # memory-bound where pyet's blocks on threads gain)
-            if (prog.whole_fn is not None or (prog.whole_loop != NULL and nthreads == 1)) \
+            # (the exact ops' loops, whole_far, on one thread up to
+            # LOOP_THREADS_BYTES even where threads are allowed: memory-bound,
+            # pyet's blocks on two threads were no faster than on one below it,
+            # so 1.1-1.6x the loop's time: float64 ceil, reversed abs, 2^17-2^19)
+            if (prog.whole_fn is not None or (prog.whole_loop != NULL and (
+                    nthreads == 1 or r.total * pass_itemsizes(&r) < LOOP_THREADS_BYTES))) \
                     and whole_wanted(&r, prog):
                 if prog.whole_loop != NULL:
                     rc = run_loop_rows(&r, prog)
@@ -2530,6 +2537,7 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # (whole_far: reversed 8-byte rows too, which NumPy's loops read in place;
     # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
     # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
+    cdef bint near = False  # rows stepping 2 items (not far): pyet's blocks
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
         if s < 0 and not (prog.whole_backwards or prog.whole_far):
@@ -2538,10 +2546,22 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
                 2 if r.itemsize[k] == 8 and r.itemsize[0] == 8 else 3) * r.itemsize[k]
                 or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
             strided = True
-    if not strided and CONTIG_LOOPS and prog.whole_contig and prog.whole_loop != NULL \
-            and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
-        return True  # (rows contiguous or broadcast: none was strided)
+        elif s != 0 and s != r.itemsize[k]:
+            near = True
+    # (near: int32 a ^ b on a[::2], NumPy's strided loop took 2x pyet's blocks)
+    if not strided and not near and CONTIG_LOOPS and prog.whole_contig \
+            and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
+        return True  # (rows contiguous or broadcast)
     return strided
+
+
+cdef pyet_intp pass_itemsizes(Run *r) noexcept nogil:
+    # bytes a pass moves per element: its operands' item sizes
+    cdef pyet_intp b = 0
+    cdef int k
+    for k in range(r.nops):
+        b += r.itemsize[k]
+    return b
 
 
 cdef bint _items_aligned(Run *r) noexcept:
