@@ -194,7 +194,10 @@ def approx_tree(n_leaves, depth):
     sub = approx_tree(n_leaves, depth - 1)
     return st.one_of(
         trans,
-        st.tuples(st.just("un"), st.sampled_from(["neg", "abs"] + TRANSCENDENTAL[:4]), sub),
+        # (not log over a transcendental subtree: at values within an ulp of 1, such as
+        # float64 tanh(19), log turns the ulp into the whole result, and log(log(tanh(19)))
+        # is NaN or -inf by the last bit; CI found it)
+        st.tuples(st.just("un"), st.sampled_from(["neg", "abs", "exp", "sin", "cos"]), sub),
         st.tuples(
             st.just("bin"),
             st.sampled_from(SMOOTH_BINARY),
