@@ -1515,20 +1515,15 @@ cdef inline bint scalars_only(pyet_instr *ins) noexcept nogil:
 
 cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
                              void **inp) noexcept nogil:
-    # an instruction on scalars only computes its value once and repeats it:
-    # a kernel is never asked for n values of operands that hold one
     cdef int before, raised
-    cdef pyet_intp m = 1 if n > 1 and scalars_only(ins) else n
     if QUIET_FLAGS[ins.op]:
         before = pyet_fs_get()
-        pyet_kernel(ins.op, ins.dt, ins.sflags, m, out, inp)
+        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
         raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
         if raised:
             pyet_fs_clear(raised)
     else:
-        pyet_kernel(ins.op, ins.dt, ins.sflags, m, out, inp)
-    if m < n:
-        repeat_first(<char *>out, pyet_itemsize[ins.dt_out], n)
+        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
 
 
 cdef inline void call_strided(pyet_instr *ins, pyet_intp n, void *out, const char *src,
@@ -1576,7 +1571,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     cdef void *piece[PYET_MAX_IN]
     cdef void *out
     cdef int k, i, j, nd = r.ndst, isz_in, isz_out
-    cdef pyet_intp nslices, c, m
+    cdef pyet_intp nslices, c, m, ni
     cdef pyet_intp at[MAX_PREFETCH]
     cdef pyet_intp end[MAX_PREFETCH]
     cdef pyet_intp step[MAX_PREFETCH]
@@ -1672,29 +1667,30 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             else:  # what an earlier statement of the pass wrote into this block
                 inp[j] = dstp[ins.src[j]]
         out = regs + ins.out * regbytes if ins.out >= 0 else dstp[-1 - ins.out]
+        # an instruction on scalars only (0-d tensors) computes its one value
+        # and repeats it: nothing is asked for n values of operands holding one
+        ni = 1 if n > 1 and scalars_only(ins) else n
         if ins.op == OP_cast:
-            if n > 1 and scalars_only(ins):
-                pyet_cast(ins.dt, ins.dt_out, 1, out, inp[0])
-                repeat_first(<char *>out, pyet_itemsize[ins.dt_out], n)
-            else:
-                pyet_cast(ins.dt, ins.dt_out, n, out, inp[0])
+            pyet_cast(ins.dt, ins.dt_out, ni, out, inp[0])
         elif ins.op == OP_pyfunc:
             if prog.cloop[i] != NULL:
-                call_np_loop(prog, i, ins, n, out, inp)
-            elif call_pyfunc(r, i, n, out, inp) < 0:
+                call_np_loop(prog, i, ins, ni, out, inp)
+            elif call_pyfunc(r, i, ni, out, inp) < 0:
                 return -1
         elif pf != NULL and prog.costly[i]:  # in pieces, a prefetch slice after each
             isz_in, isz_out = pyet_itemsize[ins.dt], pyet_itemsize[ins.dt_out]
             c = 0
-            while c < n:
-                m = n - c if n - c < PREFETCH_PIECE else PREFETCH_PIECE
+            while c < ni:
+                m = ni - c if ni - c < PREFETCH_PIECE else PREFETCH_PIECE
                 for j in range(ins.nin):
                     piece[j] = inp[j] if ins.sflags & (1 << j) else <char *>inp[j] + c * isz_in
                 call_kernel(ins, m, <char *>out + c * isz_out, piece)
                 prefetch_slice(r, pf, at, end, step)
                 c += m
         else:
-            call_kernel(ins, n, out, inp)
+            call_kernel(ins, ni, out, inp)
+        if ni < n:
+            repeat_first(<char *>out, pyet_itemsize[ins.dt_out], n)
     if pf != NULL:  # what rounding left over
         for j in range(r.npf):
             step[j] = end[j]

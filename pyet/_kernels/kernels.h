@@ -1168,7 +1168,9 @@ static int pyet_use_narrow512(void)
 
 #ifdef PYET_KERNELS_PART_ELEMENTWISE
 /* Run one op over n elements.  in[k] points at a contiguous block, or at
- * one value when bit k of sflags is set.  Returns 0 when (op, dt) has no
+ * one value when bit k of sflags is set; an op whose operands are all one
+ * value is run with n = 1 (the engine repeats the result: plan.pxi
+ * run_block), so unary kernels read blocks only.  Returns 0 when (op, dt) has no
  * kernel, so the planner can refuse it before anything runs; with n == 0
  * it only answers that question.  Not itself cloned: a clone's calls to
  * another cloned function are bound to that function's clone for the same
@@ -1229,10 +1231,8 @@ PYET_INLINE double pyet_log_poly(double k, double f)
         const float *X_ = (const float *)in[0];                             \
         float *O_ = (float *)out;                                           \
         float tmp[PYET_TRIG_CHUNK];                                         \
-        /* a scalar operand (bit 0 of sflags): its value once, repeated */  \
-        const pyet_intp nx_ = (sflags & 1) && n > 1 ? 1 : n;                \
-        for (pyet_intp i0 = 0; i0 < nx_; i0 += PYET_TRIG_CHUNK) {           \
-            const int m = nx_ - i0 < PYET_TRIG_CHUNK ? (int)(nx_ - i0) : PYET_TRIG_CHUNK; \
+        for (pyet_intp i0 = 0; i0 < n; i0 += PYET_TRIG_CHUNK) {             \
+            const int m = n - i0 < PYET_TRIG_CHUNK ? (int)(n - i0) : PYET_TRIG_CHUNK; \
             const float *x_ = X_ + i0;                                      \
             int slow = 0;                                                   \
             PYET_IVDEP for (int j = 0; j < m; j++) {                        \
@@ -1251,7 +1251,6 @@ PYET_INLINE double pyet_log_poly(double k, double f)
             }                                                               \
             memcpy(O_ + i0, tmp, (size_t)m * sizeof(float));                \
         }                                                                   \
-        for (pyet_intp i = nx_; i < n; i++) O_[i] = O_[0];                  \
     } while (0)
 
 /* sin and cos of the slow lanes.  NumPy's SIMD loops raise underflow for
@@ -1403,7 +1402,7 @@ PYET_DISPATCH_WIDE static int pyet_kernel_f32math(int op, int sflags, pyet_intp 
 
 /* the same without FMA (log: the same polynomial, a multiply and an add
  * for each fmaf; sin, cos: the double ones above) */
-PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, int sflags, pyet_intp n, void *out,
+PYET_DISPATCH_WIDE static int pyet_kernel_trig_f32(int op, pyet_intp n, void *out,
                                                   void *const *in)
 {
     switch (op) {
@@ -1863,6 +1862,19 @@ static const double pyet_exp_tail[16] __attribute__((aligned(64))) = {
     -0x1.3b3efbf5e2228p-54, -0x1.b32dcb94da51dp-56, 0x1.db72fc1f0eab4p-55, 0x1.1affc2b91ce27p-56,
     0x1.c1a7792cb3387p-55, 0x1.36eae30af0cb3p-56, 0x1.4a385a63d07a7p-56, -0x1.ff7128fd391f0p-55};
 
+/* res with the lanes of m replaced by f of x's: the arguments a vector
+ * path does not cover, one at a time (libm's values and flags) */
+PYET_AVX512 static inline __m512d pyet_lanes_by(__m512d res, __m512d x, __mmask8 m,
+                                                double (*f)(double))
+{
+    double xs[8], rs[8];
+    _mm512_storeu_pd(xs, x);
+    _mm512_storeu_pd(rs, res);
+    for (int j = 0; j < 8; j++)
+        if ((m >> j) & 1) rs[j] = f(xs[j]);
+    return _mm512_loadu_pd(rs);
+}
+
 /* the lanes of x outside the vector path's range, one at a time */
 PYET_INLINE double pyet_exp_special(double x)
 {
@@ -1912,14 +1924,7 @@ pyet_exp8_avx512(__m512d x, __mmask8 lm)
     const __m512d q = _mm512_fmadd_pd(r4, c, _mm512_fmadd_pd(r2, b, a));
     const __m512d p = _mm512_fmadd_pd(r2, q, _mm512_add_pd(r, tl));
     __m512d res = _mm512_fmadd_pd(sc, p, sc);
-    if (sl) {
-        double xs[8], rs[8];
-        _mm512_storeu_pd(xs, x);
-        _mm512_storeu_pd(rs, res);
-        for (int j = 0; j < 8; j++)
-            if ((sl >> j) & 1) rs[j] = pyet_exp_special(xs[j]);
-        res = _mm512_loadu_pd(rs);
-    }
+    if (sl) res = pyet_lanes_by(res, x, sl, pyet_exp_special);
     return res;
 }
 
@@ -2490,14 +2495,7 @@ pyet_log_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, i
         const __mmask8 sl = PYET_X_SLOW(ix);
         if (sl) ix = _mm512_mask_mov_epi64(ix, sl, _mm512_set1_epi64(0x3ff0000000000000ll));
         __m512d res = pyet_log8_avx512(ix);
-        if (sl & lm) {
-            double xs[8], rs[8];
-            _mm512_storeu_pd(xs, x);
-            _mm512_storeu_pd(rs, res);
-            for (int j = 0; j < 8; j++)
-                if (((sl & lm) >> j) & 1) rs[j] = log(xs[j]);
-            res = _mm512_loadu_pd(rs);
-        }
+        if (sl & lm) res = pyet_lanes_by(res, x, sl & lm, log);
         _mm512_mask_storeu_pd(O_ + i, lm, res);
     }
 }
@@ -2585,14 +2583,7 @@ pyet_sincos_avx512_body(int want_cos, pyet_intp n, void *out, const void *in, py
             _mm512_castpd_si512(res),
             _mm512_slli_epi64(_mm512_and_si512(q, _mm512_set1_epi64(2)), 62)));
         res = _mm512_mask_mov_pd(res, tiny, want_cos ? PYET_C(1.0) : x0);
-        if (slow & lm) {
-            double xs[8], rs[8];
-            _mm512_storeu_pd(xs, x0);
-            _mm512_storeu_pd(rs, res);
-            for (int j = 0; j < 8; j++)
-                if (((slow & lm) >> j) & 1) rs[j] = want_cos ? cos(xs[j]) : sin(xs[j]);
-            res = _mm512_loadu_pd(rs);
-        }
+        if (slow & lm) res = pyet_lanes_by(res, x0, slow & lm, want_cos ? cos : sin);
         _mm512_mask_storeu_pd(O_ + i, lm, res);
     }
 }
@@ -3224,7 +3215,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         static int fma_ = -1;  /* a benign race: every thread stores the same */
         if (fma_ < 0) fma_ = PYET_HAVE_FMA() != 0;
         if (fma_) return pyet_kernel_f32math(op, sflags, n, out, in);
-        if (op != OP_tanh) return pyet_kernel_trig_f32(op, sflags, n, out, in);
+        if (op != OP_tanh) return pyet_kernel_trig_f32(op, n, out, in);
     }
 #ifdef PYET_NARROW512
     /* Float arithmetic (+ - * /, max and min, the fused patterns) stays at
