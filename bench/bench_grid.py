@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import bench, cpu_model, use_cpu_time  # noqa: E402
 
 import pyet  # noqa: E402
+from pyet._core.ops import OPS  # noqa: E402
 
 FLOATS, INTS = (np.float32, np.float64), (np.int32, np.int64)
 
@@ -176,8 +177,6 @@ EXACT_FLOAT = {"square", "negative", "positive", "floor", "ceil", "trunc", "rint
 
 
 def table_cases(n, rng):
-    from pyet._core.ops import OPS
-
     cases = []
     for op in OPS:
         if op.name in COVERED:
