@@ -294,7 +294,7 @@ PYET_INLINE pyet_intp pyet_peel(const void *p, size_t size, pyet_intp n)
     PYET_INLINE T pyet_max_##SUF(T a, T b) { return a >= b ? a : b; }     \
     PYET_INLINE T pyet_min_##SUF(T a, T b) { return a <= b ? a : b; }     \
     PYET_INLINE T pyet_abs_##SUF(T a) { return a < 0 ? (T)(0 - a) : a; }  \
-    PYET_INLINE T pyet_sign_##SUF(T a) { return (T)((a > 0) - (a < 0)); } \
+    PYET_INLINE T pyet_sign_##SUF(T a) { return (T)(a > 0) - (T)(a < 0); } \
     /* NumPy casts 1.0 / a to T: 0 for |a| > 1; x86-64 converts 1.0 / 0 */ \
     /* (inf) to the integer indefinite, T's minimum */                    \
     PYET_INLINE T pyet_reciprocal_##SUF(T a) {                            \
