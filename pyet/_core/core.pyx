@@ -35,7 +35,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from pyet._core.ops import NUMPY_LOOPS, NUMPY_POWER_F32, OPS, OPS_BY_NAME, UFUNC_TO_OP
+from pyet._core.ops import (
+    NUMPY_LOG_F64, NUMPY_LOOPS, NUMPY_POWER_F32, OPS, OPS_BY_NAME, UFUNC_TO_OP)
 from pyet._core.rewrite import (
     COMMUTATIVE,
     COMPUTE_BOUND,

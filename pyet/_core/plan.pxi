@@ -146,6 +146,16 @@ for _op in range(OP_COUNT):
 NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
 # float32 x ** y of two arrays as NumPy's loop (ops.NUMPY_POWER_F32)
 cdef bint POWER_F32_NUMPY = NUMPY_POWER_F32
+# float64 log as NumPy's loop (ops.NUMPY_LOG_F64)
+cdef bint LOG_F64_NUMPY = NUMPY_LOG_F64
+cdef int OP_LOG = OPCODES["log"]
+
+
+cdef inline object numpy_loop_op(int op, int dt):
+    # the NumPy ufunc a pass runs for op in dtype dt on each block, or None
+    if op == OP_LOG:
+        return np.log if LOG_F64_NUMPY and dt == DT_F64 else None
+    return NUMPY_LOOP_OPS.get(op)
 # compute-bound float ops whose pass, when it is the op alone on strided
 # operands (steps 2, 3, 7), runs as NumPy's ufunc on the whole arrays:
 # NumPy's SIMD loops load strided operands directly, where gathering them
@@ -362,12 +372,11 @@ cdef class _Lowering:
             srcs = [self.operand(a, a._dt, False) for a in e._args]  # fn gets arrays
             return self.emit(OP_pyfunc, e._dt, e._dt, srcs,
                              (slot, [(<Expr>a)._dt for a in e._args]))
-        if e._op in NUMPY_LOOP_OPS and e._cdt == e._dt \
-                and not any([is_scalar(a) for a in e._args]):
-            # NumPy's ufunc on each block (ops.NUMPY_LOOPS), in place
+        fn = numpy_loop_op(e._op, e._cdt)
+        if fn is not None and e._cdt == e._dt and not any([is_scalar(a) for a in e._args]):
+            # NumPy's ufunc on each block (ops.NUMPY_LOOPS, NUMPY_LOG_F64), in place
             srcs = [self.operand(a, e._cdt, False) for a in e._args]
-            return self.emit(OP_pyfunc, e._cdt, e._dt, srcs,
-                             (NUMPY_LOOP_OPS[e._op], [e._cdt] * len(srcs)))
+            return self.emit(OP_pyfunc, e._cdt, e._dt, srcs, (fn, [e._cdt] * len(srcs)))
         if e._op == OP_where:
             # the where kernel reads its condition as an array
             srcs = [self.operand(e._args[0], DT_BOOL, False), self.operand(e._args[1], e._cdt),
@@ -475,6 +484,17 @@ def cache_info():
     """Sizes and limits of the structure-key table and the program cache."""
     return {"keys": len(_INTERN), "key_limit": INTERN_LIMIT,
             "programs": len(_PROGRAMS), "program_limit": PROGRAM_LIMIT}
+
+
+def set_numpy_log_f64(bint on):
+    """Lower float64 ``log`` to NumPy's loop (on) or to pyet's kernel (a
+    testing knob; the default is ops.NUMPY_LOG_F64); trees lowered later take
+    it (the program cache is dropped).  Returns the previous setting."""
+    global LOG_F64_NUMPY, _PROGRAMS
+    before = LOG_F64_NUMPY
+    LOG_F64_NUMPY = on
+    _PROGRAMS = {}
+    return before
 
 
 def set_numpy_power_f32(bint on):
