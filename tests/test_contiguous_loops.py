@@ -242,8 +242,8 @@ def test_nan_of_either_sign_does_not_keep_the_loop_off(name, dtype):
     same_bits(blocks[~nan], want[~nan])
 
 
-UNARY_FLOAT = ["square", "floor", "ceil", "trunc", "rint", "reciprocal", "positive", "isnan",
-               "isinf", "isfinite"]
+UNARY_FLOAT = ["absolute", "square", "floor", "ceil", "trunc", "rint", "reciprocal", "positive",
+               "isnan", "isinf", "isfinite"]
 
 
 @pytest.mark.parametrize("layout", ["contig", "step2", "step3", "step7", "reversed"])

@@ -238,6 +238,7 @@ cdef class Program:
     cdef void *whole_data
     cdef bint whole_far        # whole_loop only where an operand steps 3 items or more
     cdef bint whole_contig     # whole_far, and on contiguous rows too (CONTIG_LOOPS)
+    cdef bint whole_near       # whole_far, and where float rows step 2 items (NEAR_LOOP_OPS)
     cdef bint whole_backwards  # also where an operand's rows step backwards
     # whole_fn is the op's own NumPy loop (ops.NUMPY_LOOPS, float32 power of
     # two arrays: ops.NUMPY_POWER_F32): run whole where
@@ -737,7 +738,7 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         p.whole_fn, p.whole_contiguous = None, False
     p.whole_loop = NULL
     p.whole_data = NULL
-    p.whole_far = p.whole_contig = False
+    p.whole_far = p.whole_contig = p.whole_near = False
     loop = None
     if p.whole_fn is not None and not p.whole_contiguous:
         loop = _direct_loop(p.whole_fn, p.code[0].dt)
@@ -745,6 +746,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         loop = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
         p.whole_far = loop is not None
         p.whole_contig = p.whole_far and p.code[0].op not in CONTIG_BLOCKS_OPS
+        p.whole_near = p.whole_far and p.code[0].op in NEAR_LOOP_OPS \
+            and (p.code[0].dt == DT_F32 or p.code[0].dt == DT_F64)
     if loop is not None:
         p.text += " (strided: NumPy's C loop)" if not p.whole_contig or not CONTIG_LOOPS else \
             " (strided, and contiguous on one thread: NumPy's C loop)"
@@ -1285,6 +1288,13 @@ WHOLE_LOOP_UFUNCS = {OPCODES[name]: getattr(np, name) for name in (
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "less", "less_equal", "greater",
     "greater_equal", "equal", "not_equal")}
 cdef dict _KERNEL_LOOPS = {}
+# of those, the ones whose NumPy float loops read rows stepping 2 items in SIMD
+# (strided loads): such rows take the loop too, where the others keep pyet's
+# blocks (float32 a[::2] at 2^18: abs, square, floor, ceil, trunc, rint 1.2-1.3x
+# the loop's time, isnan, isinf, isfinite 1.39; negative's loop is scalar there:
+# pyet's blocks 0.47x it)
+cdef set NEAR_LOOP_OPS = {OPCODES[name] for name in (
+    "absolute", "square", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite")}
 # Those loops on contiguous rows too, on one thread, where pyet's memory-bound
 # loops stay at 256 bits (not Intel: kernels.h pyet_kernel_wide512): on AMD
 # Zen 4 NumPy's AVX-512 loops took 0.85-0.93x the time of pyet's blocks (abs,
@@ -2563,6 +2573,7 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
                 or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
             strided = True
         elif s != 0 and s != r.itemsize[k]:
+            strided = strided or prog.whole_near
             near = True
     # (near: int32 a ^ b on a[::2], NumPy's strided loop took 2x pyet's blocks)
     if not strided and not near and CONTIG_LOOPS and prog.whole_contig \
