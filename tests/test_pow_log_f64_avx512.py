@@ -2,11 +2,12 @@
 pyet_pow_avx512 in kernels.h): within 1 ulp of the exact result (np.longdouble's logl and powl,
 64-bit significands) on every table interval's edges, near 1, at the ends of the exponent range
 and at the vector path's limits (|y log x| = 128, |y| = 2^-65 and 2^63, the smallest normal x),
-and as NumPy on the layouts and scalar forms.  float64 log lowers to NumPy's own loop where it is
-AVX-512 (ops.NUMPY_LOG_F64): every test runs with both lowerings, and that one gives NumPy's bits.  The lanes the vector path hands to libm (zero,
+and as NumPy on the layouts and scalar forms.  The lanes the vector path hands to libm (zero,
 negative, subnormal, inf, NaN x; inf, NaN, tiny or huge y; large |y log x|) are the portable
 code's too (no switch forces the non-AVX-512 kernels): mixed into every lane of an 8-lane
-vector and its tail, they must give NumPy's values and floating-point errors.  No timing here.
+vector and its tail, they must give NumPy's values and floating-point errors.  float64 log
+lowers to NumPy's own loop where that is AVX-512 (ops.NUMPY_LOG_F64): every test runs with both
+lowerings, and that one must give NumPy's bits.  No timing here.
 """
 
 import math
