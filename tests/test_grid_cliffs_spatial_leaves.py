@@ -144,6 +144,25 @@ def test_unpool_max_on_every_layout(dt, geom):
                 np.testing.assert_allclose(dst, want, rtol=1e-5, err_msg=name)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("hw", [(6, 8), (7, 9), (5, 2), (3, 2), (6, 9), (7, 8)])
+def test_unpool_max_2x2_rows_with_ties_and_odd_sides(dt, hw):
+    """The 2 x 2 stride-2 max gradient on contiguous rows (two elements a window, no inner
+    loop): ties give every maximum the gradient, odd last rows and columns (in no window) get
+    0, the destination's neighbours are untouched."""
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 3, (4,) + hw).astype(dt)  # many ties
+    pooled = pool_ref(x, 2, 2, 2, 2)
+    g = rng.integers(-5, 6, pooled.shape).astype(dt)
+    want = unpool_ref(x, pooled, g, 2, 2, 2, 2, "max")
+    buf = np.full(x.size + 2, 7, dt)
+    dst = buf[1:-1].reshape(x.shape)
+    pyet.asarray(dst)[...] = pyet.unpool(pyet.asarray(x), pyet.asarray(pooled),
+                                         pyet.asarray(g), 2, 2, 2, 2)
+    np.testing.assert_array_equal(dst, want)
+    assert buf[0] == 7 and buf[-1] == 7
+
+
 @pytest.mark.parametrize("op", ["sum", "avg"])
 def test_unpool_sum_avg_through_the_entry(op):
     rng = np.random.default_rng(4)

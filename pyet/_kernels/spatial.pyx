@@ -339,33 +339,58 @@ cdef void pool_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil:
         pool_lines_t(a, <int64_t *>a.out, l0, l1)
 
 
+cdef inline void unpool_max_windows(num_t *dst, pyet_intp o2, const num_t *row, pyet_intp s2,
+                                    const num_t *prow, pyet_intp ps2, const num_t *grow,
+                                    pyet_intp gs2, const pool_geom *g, pyet_intp px0,
+                                    pyet_intp *xe) noexcept nogil:
+    # unpool_max_line's windows px0.. along one row, any width and layout,
+    # from column xe[0] on (the columns before are done); xe: where they end
+    cdef pyet_intp px, x, x0, x1
+    cdef num_t gv, pv, zero = 0
+    for px in range(px0, g.pW):
+        x0 = px * g.sx
+        x1 = min(x0 + g.kx, g.W)
+        for x in range(xe[0], x0):  # between windows (strides beyond the window)
+            ref(dst, x * o2)[0] = 0
+        gv = zero + get(grow, px * gs2)
+        pv = get(prow, px * ps2)
+        if o2 == sizeof(num_t) and s2 == sizeof(num_t):
+            for x in range(x0, x1):
+                dst[x] = gv if row[x] == pv else zero
+        else:
+            for x in range(x0, x1):
+                ref(dst, x * o2)[0] = gv if get(row, x * s2) == pv else zero
+        xe[0] = x1
+
+
 cdef inline void unpool_max_line(num_t *dst, pyet_intp o2, const num_t *row, pyet_intp s2,
                                  const num_t *pooled, const pyet_intp *ps, const num_t *grad,
                                  const pyet_intp *gs, const pool_geom *g, pyet_intp p,
                                  pyet_intp y) noexcept nogil:
     # unpool_line's max for windows that do not overlap: row y is in window
     # row py = y // sy when y - py * sy < ky, in no window otherwise
-    cdef pyet_intp py = y // g.sy, px, x, x0, x1, xe = 0
+    cdef pyet_intp py = y // g.sy, px, x, xe = 0
     cdef const num_t *prow
     cdef const num_t *grow
     cdef num_t gv, pv, zero = 0
     if py < g.pH and y - py * g.sy < g.ky:
         prow = <const num_t *>ref(<num_t *>pooled, p * ps[0] + py * ps[1])
         grow = <const num_t *>ref(<num_t *>grad, p * gs[0] + py * gs[1])
-        for px in range(g.pW):
-            x0 = px * g.sx
-            x1 = min(x0 + g.kx, g.W)
-            for x in range(xe, x0):  # between windows (strides beyond the window)
-                ref(dst, x * o2)[0] = 0
-            gv = zero + get(grow, px * gs[2])
-            pv = get(prow, px * ps[2])
-            if o2 == sizeof(num_t) and s2 == sizeof(num_t):
-                for x in range(x0, x1):
-                    dst[x] = gv if row[x] == pv else zero
-            else:
-                for x in range(x0, x1):
-                    ref(dst, x * o2)[0] = gv if get(row, x * s2) == pv else zero
-            xe = x1
+        if g.kx == 2 and g.sx == 2 and o2 == sizeof(num_t) and s2 == sizeof(num_t) \
+                and ps[2] == sizeof(num_t) and gs[2] == sizeof(num_t):
+            # whole windows two wide side by side, all rows contiguous: two
+            # elements a window, no inner loop (the common 2 x 2 pool's
+            # gradient; a last window cut by an odd width is the loop's below)
+            for px in range(min(g.pW, g.W // 2)):
+                gv = zero + grow[px]
+                pv = prow[px]
+                dst[2 * px] = gv if row[2 * px] == pv else zero
+                dst[2 * px + 1] = gv if row[2 * px + 1] == pv else zero
+            px = min(g.pW, g.W // 2)
+            xe = 2 * px
+        else:
+            px = 0
+        unpool_max_windows(dst, o2, row, s2, prow, ps[2], grow, gs[2], g, px, &xe)
     for x in range(xe, g.W):
         ref(dst, x * o2)[0] = 0
 
