@@ -6,7 +6,7 @@ and as NumPy on the layouts and scalar forms.  The lanes the vector path hands t
 negative, subnormal, inf, NaN x; inf, NaN, tiny or huge y; large |y log x|) are the portable
 code's too (no switch forces the non-AVX-512 kernels): mixed into every lane of an 8-lane
 vector and its tail, they must give NumPy's values and floating-point errors.  float64 log
-lowers to NumPy's own loop where that is AVX-512 (ops.NUMPY_LOG_F64): every test runs with both
+lowers to NumPy's own loop where that is AVX-512 (ops.NUMPY_SIMD_LOOPS): every test runs with both
 lowerings, and that one must give NumPy's bits.  No timing here.
 """
 
@@ -25,9 +25,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest's
 @pytest.fixture(params=["kernel", "numpy_loop"], autouse=True)
 def log_lowering(request):
     """float64 log lowered to pyet's kernel or to NumPy's loop."""
-    before = core.set_numpy_log_f64(request.param == "numpy_loop")
+    before = core.set_numpy_simd_loops(request.param == "numpy_loop")
     yield request.param
-    core.set_numpy_log_f64(before)
+    core.set_numpy_simd_loops(before)
 
 LD = np.longdouble
 if np.finfo(LD).nmant < 63:

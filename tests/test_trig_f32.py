@@ -10,6 +10,17 @@ import pytest
 from conftest import ulps_f32 as ulps
 
 import pyet
+from pyet._core import core
+from pyet._core.ops import NUMPY_SIMD_LOOPS
+
+
+@pytest.fixture(params=["kernel", "numpy_loop"], autouse=True)
+def simd_lowering(request):
+    """float32 sin and cos lowered to pyet's kernels or, where NumPy's are AVX-512
+    (ops.NUMPY_SIMD_LOOPS), to NumPy's loops: both held to the same bounds."""
+    before = core.set_numpy_simd_loops(request.param == "numpy_loop")
+    yield request.param
+    core.set_numpy_simd_loops(before)
 
 F32 = np.float32
 
@@ -33,7 +44,7 @@ def run(name, x):
 
 
 @pytest.mark.parametrize("name", ["sin", "cos"])
-def test_sin_cos_within_two_ulp_of_numpy_over_all_floats(name):
+def test_sin_cos_within_two_ulp_of_numpy_over_all_floats(name, simd_lowering):
     x = np.concatenate([sample_of_all_floats(), special_values()])
     with np.errstate(all="ignore"):
         want = getattr(np, name)(x)
@@ -41,6 +52,8 @@ def test_sin_cos_within_two_ulp_of_numpy_over_all_floats(name):
     assert got.dtype == F32
     assert ulps(got, want).max() <= 2
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    if simd_lowering == "numpy_loop" and (name, "float32") in NUMPY_SIMD_LOOPS:
+        np.testing.assert_array_equal(got, want)  # NumPy's own loop: its bits
 
 
 def test_log_within_one_ulp_and_near_numpy_over_all_floats():

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from pyet._core.ops import (
-    NUMPY_LOG_F64, NUMPY_LOOPS, NUMPY_POWER_F32, OPS, OPS_BY_NAME, UFUNC_TO_OP)
+    NUMPY_LOOPS, NUMPY_POWER_F32, NUMPY_SIMD_LOOPS, OPS, OPS_BY_NAME, UFUNC_TO_OP)
 from pyet._core.rewrite import (
     COMMUTATIVE,
     COMPUTE_BOUND,

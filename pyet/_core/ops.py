@@ -260,23 +260,28 @@ def _numpy_simd_powf():
 NUMPY_POWER_F32 = _numpy_simd_powf()
 
 
-def _numpy_avx512_log():
-    """Whether NumPy's float64 log runs its AVX-512 loop here (NumPy's own
-    report of the loop it dispatched to, numpy.lib.introspect, NumPy 2)."""
+def _numpy_avx512_loop(name, dtype):
+    """Whether NumPy's ``name`` loop for ``dtype`` runs its AVX-512 code here
+    (NumPy's own report of the loop it dispatched to, numpy.lib.introspect)."""
     try:
         from numpy.lib.introspect import opt_func_info
-        info = opt_func_info(func_name="^log$", signature="float64")
-        return info["log"]["dd"]["current"].startswith(("X86_V4", "AVX512"))
-    except Exception:  # an older NumPy, another platform: pyet's kernel
+        sig = np.dtype(dtype).char * 2
+        info = opt_func_info(func_name=f"^{name}$", signature=dtype)
+        return info[name][sig]["current"].startswith(("X86_V4", "AVX512"))
+    except Exception:  # NumPy 1, another platform: pyet's kernel
         return False
 
 
-# float64 log: NumPy's loop where it is AVX-512 (ARM optimized-routines'
-# method, as pyet's kernel; on AMD Zen 4 pyet's kernel took 1.12-1.16x its time
-# on contiguous rows, and NumPy's loop on pyet's gathered blocks beat pyet's
-# strided kernel, step 7 0.49-0.69x NumPy's strided loop against 0.77-0.90).
-# Within 0.61 ulp of the exact log either way, NumPy's own bits this way.
-NUMPY_LOG_F64 = _numpy_avx512_log()
+# Functions pyet has its own SIMD kernels for that NumPy's AVX-512 loops beat
+# (AMD Zen 4, 2^18): a pass runs NumPy's loop on each block there (its bits,
+# values within 0.61 ulp (log) and 1.5 ulp (sin, cos) of the exact ones), also
+# on pyet's gathered blocks of strided rows.  float64 log: pyet's kernel 1.12-1.16x
+# the loop's time on contiguous rows, its strided kernel 0.77-0.90x NumPy's strided
+# loop where the loop on gathered blocks takes 0.62-0.69x; float32 sin, cos:
+# 1.09-1.11x contiguous, strided 0.95-1.0 where the loop on blocks takes 0.63-0.73.
+NUMPY_SIMD_LOOPS = frozenset(
+    (name, dt) for name, dt in (("log", "float64"), ("sin", "float32"), ("cos", "float32"))
+    if _numpy_avx512_loop(name, dt))
 
 # NumPy ufuncs that build a pyet node when applied to a pyet operand: the rows
 # whose ufunc is their own reference (not sigmoid, relu or erf, which only

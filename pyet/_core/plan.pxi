@@ -146,15 +146,18 @@ for _op in range(OP_COUNT):
 NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
 # float32 x ** y of two arrays as NumPy's loop (ops.NUMPY_POWER_F32)
 cdef bint POWER_F32_NUMPY = NUMPY_POWER_F32
-# float64 log as NumPy's loop (ops.NUMPY_LOG_F64)
-cdef bint LOG_F64_NUMPY = NUMPY_LOG_F64
-cdef int OP_LOG = OPCODES["log"]
+# (op, dtype) pairs run as NumPy's loop where it is AVX-512 (ops.NUMPY_SIMD_LOOPS)
+cdef dict SIMD_LOOPS = {(OPCODES[name], DTYPES.index(np.dtype(dt))): getattr(np, name)
+                        for name, dt in NUMPY_SIMD_LOOPS}
+cdef bint SIMD_LOOPS_ON = True
 
 
 cdef inline object numpy_loop_op(int op, int dt):
     # the NumPy ufunc a pass runs for op in dtype dt on each block, or None
-    if op == OP_LOG:
-        return np.log if LOG_F64_NUMPY and dt == DT_F64 else None
+    if SIMD_LOOPS_ON and SIMD_LOOPS:
+        fn = SIMD_LOOPS.get((op, dt))
+        if fn is not None:
+            return fn
     return NUMPY_LOOP_OPS.get(op)
 # compute-bound float ops whose pass, when it is the op alone on strided
 # operands (steps 2, 3, 7), runs as NumPy's ufunc on the whole arrays:
@@ -375,7 +378,7 @@ cdef class _Lowering:
                              (slot, [(<Expr>a)._dt for a in e._args]))
         fn = numpy_loop_op(e._op, e._cdt)
         if fn is not None and e._cdt == e._dt and not any([is_scalar(a) for a in e._args]):
-            # NumPy's ufunc on each block (ops.NUMPY_LOOPS, NUMPY_LOG_F64), in place
+            # NumPy's ufunc on each block (ops.NUMPY_LOOPS, NUMPY_SIMD_LOOPS), in place
             srcs = [self.operand(a, e._cdt, False) for a in e._args]
             return self.emit(OP_pyfunc, e._cdt, e._dt, srcs, (fn, [e._cdt] * len(srcs)))
         if e._op == OP_where:
@@ -487,13 +490,14 @@ def cache_info():
             "programs": len(_PROGRAMS), "program_limit": PROGRAM_LIMIT}
 
 
-def set_numpy_log_f64(bint on):
-    """Lower float64 ``log`` to NumPy's loop (on) or to pyet's kernel (a
-    testing knob; the default is ops.NUMPY_LOG_F64); trees lowered later take
-    it (the program cache is dropped).  Returns the previous setting."""
-    global LOG_F64_NUMPY, _PROGRAMS
-    before = LOG_F64_NUMPY
-    LOG_F64_NUMPY = on
+def set_numpy_simd_loops(bint on):
+    """Lower the ops of ops.NUMPY_SIMD_LOOPS (float64 log, float32 sin and cos,
+    where NumPy's loops are AVX-512) to NumPy's loop (on, the default) or to
+    pyet's kernels (a testing knob); trees lowered later take it (the program
+    cache is dropped).  Returns the previous setting."""
+    global SIMD_LOOPS_ON, _PROGRAMS
+    before = SIMD_LOOPS_ON
+    SIMD_LOOPS_ON = on
     _PROGRAMS = {}
     return before
 
