@@ -454,3 +454,32 @@ def test_reversed_rows_on_numpys_loops(dtype):
     want = x[::-1, ::-1] + x
     pyet.asarray(x)[...] = pyet.asarray(x[::-1, ::-1]) + pyet.asarray(x)
     assert bits(x) == bits(want)
+
+
+@pytest.mark.parametrize("far", [48, 0])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", [3, 511, 513, 20_000])
+@pytest.mark.parametrize("dtype, steps", [
+    (np.float64, (7, 7, 7)), (np.float64, (8, -7, 16, 9, 7)), (np.float32, (16, 13, -12)),
+    (np.int32, (12, 16)), (np.float64, (7, 2, 7, 1)), (np.int64, (7, 7))])
+def test_rows_stepping_far_gathered_together(far, threads, n, dtype, steps):
+    """A block's leaves stepping an item a cache line or more are gathered in one loop
+    (GATHER_FAR_BYTES, pyet_gather_rows: two to four at a time, the rest one by one),
+    among near and contiguous leaves, a leaf used twice: NumPy's bits, the destination's
+    neighbours untouched, with the gathering on and off."""
+    rng = np.random.default_rng(len(steps) * 1000 + n)
+    arrays = [rng.integers(-50, 50, n * abs(s)).astype(dtype)[::s] for s in steps]
+    leaves = [pyet.asarray(a) for a in arrays]
+    expr, want = leaves[0] * leaves[-1], arrays[0] * arrays[-1]
+    for t, a in zip(leaves[1:], arrays[1:], strict=True):
+        expr, want = expr + t * 3, want + a * dtype(3)
+    before, old = pyet.get_num_threads(), core.set_gather_far(far)
+    try:
+        pyet.set_num_threads(threads)
+        buf = np.full(n + 2, 7, dtype)
+        pyet.asarray(buf[1:-1])[...] = expr
+    finally:
+        core.set_gather_far(old)
+        pyet.set_num_threads(before)
+    np.testing.assert_array_equal(buf[1:-1], want)
+    assert buf[0] == 7 and buf[-1] == 7

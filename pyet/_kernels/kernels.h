@@ -3464,6 +3464,34 @@ PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
     }
 }
 
+/* k (2 to 4) strided rows of n items, byte steps ss[j] (none 0), into the
+ * contiguous blocks dst[j] in one loop: the rows' loads interleave, where a
+ * loop a row waits on one row's misses at a time (float64 a*b + c of three
+ * a[::7] rows beyond the caches: 1.19x NumPy's two passes a row at a time,
+ * 1.02-1.08x interleaved, in C). */
+#define PYET_GATHER_ROWS(T, K)                                              \
+    do {                                                                    \
+        for (pyet_intp i = 0; i < n; i++)                                   \
+            for (int j = 0; j < (K); j++)                                   \
+                ((T *)dst[j])[i] = *(const T *)(src[j] + i * ss[j]);       \
+    } while (0)
+#define PYET_GATHER_ROWS_K(T)                                               \
+    do {                                                                    \
+        if (k == 2) PYET_GATHER_ROWS(T, 2);                                 \
+        else if (k == 3) PYET_GATHER_ROWS(T, 3);                            \
+        else PYET_GATHER_ROWS(T, 4);                                        \
+    } while (0)
+
+PYET_DISPATCH void pyet_gather_rows(int k, char *const *dst, const char *const *src,
+                                    const pyet_intp *ss, pyet_intp n, int itemsize)
+{
+    if (itemsize == 8) PYET_GATHER_ROWS_K(uint64_t);
+    else if (itemsize == 4) PYET_GATHER_ROWS_K(uint32_t);
+    else PYET_GATHER_ROWS_K(uint8_t);
+}
+#undef PYET_GATHER_ROWS_K
+#undef PYET_GATHER_ROWS
+
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && \
     !defined(PYET_NO_DISPATCH)
 #define PYET_TILE_AVX2 1
@@ -3993,6 +4021,8 @@ void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out, const void *in);
 void pyet_prefetch(const char *p, pyet_intp nbytes, int write);
 void pyet_copy_strided(char *dst, pyet_intp ds, const char *src, pyet_intp ss, pyet_intp n,
                        int itemsize);
+void pyet_gather_rows(int k, char *const *dst, const char *const *src, const pyet_intp *ss,
+                      pyet_intp n, int itemsize);
 void pyet_wrap_indices(const int64_t *x, int64_t *o, pyet_intp size, int64_t n, int64_t *lo,
                        int64_t *hi);
 void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow, pyet_intp ss,

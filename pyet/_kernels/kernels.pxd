@@ -100,5 +100,7 @@ cdef extern from "kernels.h" nogil:
                          pyet_intp comp, const void *src, const int64_t *idx) noexcept
     void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                            pyet_intp ss, pyet_intp n, int itemsize) noexcept
+    void pyet_gather_rows(int k, char *const *dst, const char *const *src,
+                          const pyet_intp *ss, pyet_intp n, int itemsize) noexcept
     void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
                         pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize) noexcept
