@@ -456,7 +456,7 @@ def test_reversed_rows_on_numpys_loops(dtype):
     assert bits(x) == bits(want)
 
 
-@pytest.mark.parametrize("far", [48, 0])
+@pytest.mark.parametrize("far", [(48, 4096), (48, 0), (0, 0), (0, 4096)])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("n", [3, 511, 513, 20_000])
 @pytest.mark.parametrize("dtype, steps", [
@@ -465,21 +465,24 @@ def test_reversed_rows_on_numpys_loops(dtype):
 def test_rows_stepping_far_gathered_together(far, threads, n, dtype, steps):
     """A block's leaves stepping an item a cache line or more are gathered in one loop
     (GATHER_FAR_BYTES, pyet_gather_rows: two to four at a time, the rest one by one),
-    among near and contiguous leaves, a leaf used twice: NumPy's bits, the destination's
-    neighbours untouched, with the gathering on and off."""
+    among near and contiguous leaves, a leaf used twice, in long blocks (GATHER_FAR_BLOCK,
+    here from 64 KiB of such rows on): NumPy's bits, the destination's neighbours
+    untouched, each setting on and off."""
     rng = np.random.default_rng(len(steps) * 1000 + n)
     arrays = [rng.integers(-50, 50, n * abs(s)).astype(dtype)[::s] for s in steps]
     leaves = [pyet.asarray(a) for a in arrays]
     expr, want = leaves[0] * leaves[-1], arrays[0] * arrays[-1]
     for t, a in zip(leaves[1:], arrays[1:], strict=True):
         expr, want = expr + t * 3, want + a * dtype(3)
-    before, old = pyet.get_num_threads(), core.set_gather_far(far)
+    before, old = pyet.get_num_threads(), core.set_gather_far(*far)
+    core.set_gather_block(128, min_bytes=1 << 16)
     try:
         pyet.set_num_threads(threads)
         buf = np.full(n + 2, 7, dtype)
         pyet.asarray(buf[1:-1])[...] = expr
     finally:
-        core.set_gather_far(old)
+        core.set_gather_far(*old)
+        core.set_gather_block(128)
         pyet.set_num_threads(before)
     np.testing.assert_array_equal(buf[1:-1], want)
     assert buf[0] == 7 and buf[-1] == 7

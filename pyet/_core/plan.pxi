@@ -64,13 +64,19 @@ cdef pyet_intp GATHER_PIECE = 1024
 # -> 1.01); at 40 bytes and less it lost (float64 a - 2.5*b a[::5] 1.03 ->
 # 1.31, a[::4] 0.68 -> 1.14), where the copies of one row vectorize
 cdef pyet_intp GATHER_FAR_BYTES = 48
+# the block length of passes gathering such rows over GATHER_BLOCK_BYTES (execute_group)
+cdef pyet_intp GATHER_FAR_BLOCK = 4096
 
 
-def set_gather_far(pyet_intp nbytes):
+def set_gather_far(pyet_intp nbytes, pyet_intp block=4096):
     """Gather a block's leaves whose rows step ``nbytes`` or more in one
-    loop (a tuning knob; 0 turns it off).  Returns the old setting."""
-    global GATHER_FAR_BYTES
-    old, GATHER_FAR_BYTES = GATHER_FAR_BYTES, (nbytes if nbytes > 0 else (<pyet_intp>1) << 62)
+    loop (0: one by one), and run passes gathering rows of under two items a
+    cache line over set_gather_block's ``min_bytes`` in blocks of ``block``
+    (0: the usual blocks); tuning knobs.  Returns the old (nbytes, block)."""
+    global GATHER_FAR_BYTES, GATHER_FAR_BLOCK
+    old = (GATHER_FAR_BYTES, GATHER_FAR_BLOCK)
+    GATHER_FAR_BYTES = nbytes if nbytes > 0 else (<pyet_intp>1) << 62
+    GATHER_FAR_BLOCK = block if block > 0 else BLOCK
     return old
 
 
@@ -2241,7 +2247,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef int ndst = len(dsts)
     cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, nthreads
     cdef int nsets = 1
-    cdef pyet_intp units, spread, lines
+    cdef pyet_intp units, spread, lines, far
     cdef int ngather, ntiled
     cdef pyet_intp tile
     if nops > 255:
@@ -2314,7 +2320,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # a strided row is gathered into (scattered from) a block that
             # stays in L1 too (8192 float64 were 64 KiB: sqrt of a[::3]
             # 1.66x NumPy, 1.41x with blocks of 512)
-            spread = 0
+            spread = far = 0
             lines = r.itemsize[0]
             for k in range(nops):
                 if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] and not (r.direct and k == 1):
@@ -2322,7 +2328,20 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                     if k >= ndst and 0 < iabs(r.strides[k * MAXD + r.nd - 1]) <= 32:
                         spread += iabs(r.strides[k * MAXD + r.nd - 1])
                         lines += r.itemsize[k]
-            if spread and BLOCK * (spread + lines) > GATHER_L1_BYTES:
+                    elif k >= ndst and r.strides[k * MAXD + r.nd - 1] != 0:
+                        far += 64
+            units = 1
+            for d in range(nd):
+                units *= cnp.PyArray_DIMS(dst)[d]
+            if far and not spread and units * far >= GATHER_BLOCK_BYTES:
+                # leaves from beyond the caches, under two items a cache line:
+                # long blocks, each row's gather a long run through memory
+                # (2^18, blocks of 512 -> 4096, pyet/NumPy: a*b + c float64
+                # a[::5] 1.34-1.47 -> 1.13-1.17, a[::7] 1.16-1.21 -> 1.00-1.09,
+                # float32 a[::10] 1.41-1.48 -> 1.20-1.21; float64 a[::3] and
+                # float32 a[::7], two items a line: no gain)
+                blocklen = GATHER_FAR_BLOCK
+            elif spread and BLOCK * (spread + lines) > GATHER_L1_BYTES:
                 # leaves gathered from beyond the caches, two items or more a
                 # cache line, whose lines and blocks overflow L1 in blocks of
                 # BLOCK: short blocks (at 2^18, blocks of 512 were 1.2-1.7x
@@ -2330,9 +2349,6 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 # 128 gained 0.45-0.8x); in cache they only cost more calls;
                 # at an item a line (float64 a[::7]) 1.1-1.2x blocks of 512,
                 # and within L1 (a < b float64 a[::2]) 1.1-1.2x too
-                units = 1
-                for d in range(nd):
-                    units *= cnp.PyArray_DIMS(dst)[d]
                 if units * spread >= GATHER_BLOCK_BYTES:
                     blocklen = min(blocklen, GATHER_BLOCK)
         if prog.user_pyfunc:
