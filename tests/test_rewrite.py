@@ -152,3 +152,19 @@ def test_sgd_step_is_one_fused_kernel(dtype):
         assert "dst = sub_scaled[" in pyet.explain(e)
         out = np.asarray(pyet.evaluate(e))
         assert out.tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_scale_and_shift_is_one_fused_kernel(dtype):
+    """s1*x + s2 (either order of each, 0-d operands as scalars) runs as scale_shift: one
+    kernel, NumPy's bits; x*y + s (y an array) stays two instructions."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(3000) * 10).astype(dtype)
+    s, t = (3, -7) if dtype.startswith("int") else (0.1, 2.5)
+    X = pyet.asarray(x)
+    T = pyet.asarray(np.array(t, dtype))
+    for e, ref in ((X * s + t, x * s + t), (t + s * X, t + s * x), (X * s + T, x * s + t)):
+        assert "dst = scale_shift[" in pyet.explain(e)
+        out = np.asarray(pyet.evaluate(e))
+        assert out.tobytes() == np.asarray(ref, dtype).tobytes()
+    assert "scale_shift" not in pyet.explain(X * X + t)

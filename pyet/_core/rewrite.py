@@ -26,6 +26,8 @@ RULES = (
     (("add", "x", ("multiply", "s", "y")), "axpy", ("x", "s", "y")),
     # x - s*y: SGD's step w - lr*g (unfused, float32 at 2^18 took 1.3x NumPy's two passes)
     (("subtract", "x", ("multiply", "s", "y")), "sub_scaled", ("x", "s", "y")),
+    # s1*x + s2: a scale and a shift (x*2 + 1, x*scale + bias), one pass over a block, not two
+    (("add", ("multiply", "s1", "x"), "s2"), "scale_shift", ("s1", "x", "s2")),
     # s*(x + y): a scaled sum
     (("multiply", "s", ("add", "x", "y")), "scale_sum", ("s", "x", "y")),
     # x*y + z: multiply-add (two roundings, never an FMA)
@@ -80,8 +82,7 @@ PASS_RULES = (
       ("ema_prod", "Dv", "s3", "v", "s4", "g", "g"),
       ("multiply", "R1", "s5", "Dm"),
       ("sqrt", "R2", "Dv"),
-      ("multiply", "R3", "R2", "s6"),
-      ("add", "R4", "R3", "s7"),
+      ("scale_shift", "R4", "s6", "R2", "s7"),
       ("divide", "R5", "R1", "R4"),
       ("subtract", "Dw", "w", "R5")),
      "adam_torch", ("m", "g", "v", "w", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "Dm", "Dv")),
