@@ -51,6 +51,16 @@ def threaded():
         _plan.set_block_size(before[2])
 
 
+@pytest.fixture(params=["kernel", "numpy_loop"])
+def simd_lowering(request):
+    """The ops of ops.NUMPY_SIMD_LOOPS (float64 log, float32 sin and cos) lowered to pyet's
+    kernels or, where NumPy's loops are AVX-512, to NumPy's loops; restored after."""
+    from pyet._core import core
+    before = core.set_numpy_simd_loops(request.param == "numpy_loop")
+    yield request.param
+    core.set_numpy_simd_loops(before)
+
+
 @pytest.fixture
 def one_thread():
     """pyet on one thread for the test (kernels' one-thread paths), restored after."""

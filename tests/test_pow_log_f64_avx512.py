@@ -17,17 +17,9 @@ import pytest
 from conftest import fp_flags_raised
 
 import pyet
-from pyet._core import core
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # conftest's
+pytestmark = pytest.mark.usefixtures("one_thread", "simd_lowering")  # conftest's
 
-
-@pytest.fixture(params=["kernel", "numpy_loop"], autouse=True)
-def log_lowering(request):
-    """float64 log lowered to pyet's kernel or to NumPy's loop."""
-    before = core.set_numpy_simd_loops(request.param == "numpy_loop")
-    yield request.param
-    core.set_numpy_simd_loops(before)
 
 LD = np.longdouble
 if np.finfo(LD).nmant < 63:
@@ -68,7 +60,7 @@ def interval_edges(rng, m):
     return np.concatenate([z, z * 2.0 ** 40, z * 2.0 ** -300, z * 2.0 ** 1000])
 
 
-def test_log_within_one_ulp_of_logl(log_lowering):
+def test_log_within_one_ulp_of_logl(simd_lowering):
     rng = np.random.default_rng(21)
     x = np.concatenate([
         interval_edges(rng, 2000), rng.uniform(0.25, 4.25, 200_000),
@@ -76,10 +68,10 @@ def test_log_within_one_ulp_of_logl(log_lowering):
         np.abs(rng.integers(0x0010000000000000, 0x7FF0000000000000, 200_000)).view(np.float64),
         [np.finfo(float).smallest_normal, np.finfo(float).max, 1.0, 2.0, 0.5, math.e]])
     got = plog(x)
-    d = log_ulps(got, x, log_lowering)
+    d = log_ulps(got, x, simd_lowering)
     assert d.max() < 0.6, f"{d.max()} ulp at x={x[np.argmax(d)]!r}"
     assert plog(np.array([1.0]))[0] == 0.0 and not np.signbit(plog(np.array([1.0]))[0])
-    if log_lowering == "kernel":  # and glibc's correctly rounded log on all but a few in 1000
+    if simd_lowering == "kernel":  # and glibc's correctly rounded log on all but a few in 1000
         want = np.array([math.log(v) for v in x[::7]])
         assert np.count_nonzero(got[::7] != want) < 0.005 * want.size
 
@@ -136,7 +128,7 @@ SPECIAL_Y = [0.0, -0.0, 2.0, -3.0, 0.5, np.inf, -np.inf, np.nan, 2.0 ** -70, -(2
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 16, 17, 40])
-def test_special_lanes_at_every_lane(n, log_lowering):
+def test_special_lanes_at_every_lane(n, simd_lowering):
     """Each special value in each lane of the vector and its tail, among ordinary lanes."""
     rng = np.random.default_rng(n)
     for s in SPECIAL_X:
@@ -149,7 +141,7 @@ def test_special_lanes_at_every_lane(n, log_lowering):
                 got, want = ppow(x, y), np.power(x, y)
             fin = np.isfinite(lw)
             np.testing.assert_array_equal(lg[~fin], lw[~fin])
-            assert not fin.any() or log_ulps(lg[fin], x[fin], log_lowering).max() < 0.6
+            assert not fin.any() or log_ulps(lg[fin], x[fin], simd_lowering).max() < 0.6
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
             fin = np.isfinite(want)
             np.testing.assert_array_equal(got[~fin], want[~fin])
@@ -226,7 +218,7 @@ def test_layouts_against_numpy(layout):
     check(out, exact_pow)
 
 
-def test_pow_and_log_into_their_operand(log_lowering):
+def test_pow_and_log_into_their_operand(simd_lowering):
     rng = np.random.default_rng(25)
     x = rng.random(1001) * 4 + 0.25
     y = rng.random(1001) * 3
@@ -235,7 +227,7 @@ def test_pow_and_log_into_their_operand(log_lowering):
     assert ulps(T, np.power(x.astype(LD), y.astype(LD))).max() < 0.8
     U = pyet.asarray(x.copy())
     U[...] = pyet.log(U)
-    assert log_ulps(U, x, log_lowering).max() < 0.6
+    assert log_ulps(U, x, simd_lowering).max() < 0.6
     V = pyet.asarray(x.copy())
     V[1:] = V[:-1] ** 3.0   # overlapping source and destination
     assert ulps(V[1:], x[:-1].astype(LD) ** 3).max() < 0.8 and V[0] == x[0]

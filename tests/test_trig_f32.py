@@ -10,17 +10,9 @@ import pytest
 from conftest import ulps_f32 as ulps
 
 import pyet
-from pyet._core import core
 from pyet._core.ops import NUMPY_SIMD_LOOPS
 
-
-@pytest.fixture(params=["kernel", "numpy_loop"], autouse=True)
-def simd_lowering(request):
-    """float32 sin and cos lowered to pyet's kernels or, where NumPy's are AVX-512
-    (ops.NUMPY_SIMD_LOOPS), to NumPy's loops: both held to the same bounds."""
-    before = core.set_numpy_simd_loops(request.param == "numpy_loop")
-    yield request.param
-    core.set_numpy_simd_loops(before)
+pytestmark = pytest.mark.usefixtures("simd_lowering")  # conftest's: both lowerings
 
 F32 = np.float32
 
