@@ -505,9 +505,27 @@ cdef str _fmt_sides(list sides):
     return ", ".join(s.__name__ if isinstance(s, type) else str(s) for s in sides)
 
 
+# resolve()'s answers for one or two children, in C (the dict lookup, its
+# int key made and hashed, was ~0.1 us of an operator's ~0.25): by op and
+# each child's dtype and weakness, 1 + the index in _PAIRS; 0 not yet asked
+cdef unsigned char _RES1[OP_COUNT][3 * DT_COUNT]
+cdef unsigned char _RES2[OP_COUNT][3 * DT_COUNT][3 * DT_COUNT]
+cdef list _PAIRS = [(c, d) for c in range(DT_COUNT) for d in range(DT_COUNT)]
+
+
 cdef tuple resolve(int op, tuple args):
     """(compute dtype, result dtype) of op on args, by NumPy 2's rules (cached)."""
-    cdef Py_ssize_t k = op
+    cdef Py_ssize_t k = op, n = len(args), i = 0, j = 0
+    cdef unsigned char *slot = NULL
+    if n == 1 or n == 2:
+        i = (<Expr>args[0])._dt + DT_COUNT * weak_of(<Expr>args[0])
+        if n == 2:
+            j = (<Expr>args[1])._dt + DT_COUNT * weak_of(<Expr>args[1])
+            slot = &_RES2[op][i][j]
+        else:
+            slot = &_RES1[op][i]
+        if slot[0]:
+            return <tuple>_PAIRS[slot[0] - 1]
     for a in args:
         k = k * 16 + (<Expr>a)._dt + DT_COUNT * weak_of(a)
     hit = _RESOLVED.get(k)
@@ -519,6 +537,8 @@ cdef tuple resolve(int op, tuple args):
         _RESOLVED[k] = hit
     if isinstance(hit, TypeError):
         raise TypeError(*(<object>hit).args)
+    if slot != NULL:
+        slot[0] = 1 + (<int>hit[0]) * DT_COUNT + <int>hit[1]
     return <tuple>hit
 
 
