@@ -1842,7 +1842,7 @@ def _flip(a, axes):
 VIEWS = {
     "broadcast_to": lambda a, shape: np.broadcast_to(a, shape),
     "transpose": lambda a, axes: a.transpose(axes),
-    "flip": lambda a, axes: _flip(a, axes),
+    "flip": _flip,
     "crop": _crop,
     "expand": lambda a, axis: _expand(a, axis),
     "reshape": lambda a, shape: a.reshape(shape),

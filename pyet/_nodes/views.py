@@ -159,8 +159,10 @@ def flip(e, axis=None):
     x = _operand(e)
     if axis is None:
         axes = tuple(range(x.ndim))
+    elif type(axis) is int:  # one axis: no repeat to look for (the general path ~0.6 us)
+        axes = (core.axis_index(axis, len(x.shape)),)
     else:
-        axes = (axis,) if type(axis) is int or np.ndim(axis) == 0 else tuple(axis)
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         axes = tuple([core.axis_index(a, x.ndim) for a in axes])
         if len(set(axes)) != len(axes):
             raise ValueError(f"flip: repeated axis in {axis!r}")
