@@ -820,3 +820,35 @@ def test_hyp_concatenate_and_stack(shape, data):
     same = [rand(shape, pieces[i].dtype, seed=i) for i in range(k)]
     saxis = data.draw(st.integers(-nd - 1, nd))
     exact(ev(pyet.stack([pyet.asarray(s) for s in same], saxis)), np.stack(same, saxis))
+
+
+def test_reshape_argument_forms_and_errors():
+    # every shape form NumPy takes (the fast ones for ints and tuples of ints
+    # and the general one), and its errors
+    a = np.arange(24.0).reshape(4, 6)
+    t = pyet.asarray(a)
+    for args in [(24,), ((24,),), ((2, 12),), ([2, 12],), (2, 12), (2, -1), ((-1, 3),),
+                 ((np.int64(3), 8),), (np.array([3, 8]),), (np.int32(24),)]:
+        np.testing.assert_array_equal(np.asarray(t.reshape(*args)), a.reshape(*args))
+        np.testing.assert_array_equal(np.asarray((t * 1).reshape(*args)), a.reshape(*args))
+    np.testing.assert_array_equal(np.asarray(pyet.reshape(t, (3, 8))), a.reshape(3, 8))
+    np.testing.assert_array_equal(np.asarray(pyet.reshape(t.T, -1)), a.T.reshape(-1))
+    for bad, err, msg in [((-1, -1), ValueError, "one unknown"),
+                          ((-2, -12), ValueError, "negative dimensions"),
+                          ((5, 5), ValueError, "cannot reshape"),
+                          ((0, -1), ValueError, "cannot reshape"),
+                          ((2.0, 12), TypeError, "float"), (((2, 12),), TypeError, "tuple")]:
+        with pytest.raises(err, match=msg):
+            t.reshape(bad)
+        with pytest.raises(err, match=msg):
+            pyet.reshape(t * 1, bad)
+
+
+def test_reshape_of_a_huge_shape_is_refused_when_built():
+    # the size in Python ints: int64's product wrapped to 0, so an empty
+    # operand took (2**32, 2**32) and was left a lazy view no one could evaluate
+    e = pyet.asarray(np.zeros(0))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        pyet.reshape(e, (2**32, 2**32))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        e.reshape(2**32, 2**32, 0, -1)

@@ -26,6 +26,27 @@ class _NoView(Exception):
 _fmt = core.fmt_shape
 
 
+def is_int_tuple(t):
+    """Whether t is a tuple of Python ints (a shape as it is)."""
+    if type(t) is not tuple:
+        return False
+    for n in t:
+        if type(n) is not int:
+            return False
+    return True
+
+
+def _int_shape(shape):
+    """A shape argument (an int or a sequence of them, NumPy's) as a tuple of
+    ints: an int or a tuple of ints as it is (np.ndim alone costs ~1 us)."""
+    if type(shape) is int:
+        return (shape,)
+    if is_int_tuple(shape):
+        return shape
+    return (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
+        operator.index(n) for n in shape)
+
+
 def _view_leaf(arr, kind, arg):
     if kind == "reshape":
         view = core.reshaped_view(arr, arg)
@@ -80,8 +101,7 @@ def broadcast_to(e, shape):
         If ``e``'s shape cannot be broadcast to ``shape``.
     """
     x = _operand(e)
-    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
-        operator.index(n) for n in shape)
+    shape = _int_shape(shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"broadcast_to: all elements of the shape must be non-negative, "
                          f"got {_fmt(shape)}")
@@ -130,14 +150,21 @@ def reshape(e, shape):
     that way, else the tensor or tree is read (copied) once, when evaluated.
     """
     x = _operand(e)
-    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(
-        operator.index(n) for n in shape)
-    if sum(n == -1 for n in shape) > 1:
+    shape = _int_shape(shape)
+    # one loop (generators and np.prod took ~4 us); the product in Python ints:
+    # int64's wrapped, and a huge shape of an empty operand was let through
+    unknown, negative, known = 0, False, 1
+    for n in shape:
+        if n == -1:
+            unknown += 1
+        else:
+            negative = negative or n < 0
+            known *= n
+    if unknown > 1:
         raise ValueError("can only specify one unknown dimension (-1)")
-    if any(n < -1 for n in shape):
+    if negative:
         raise ValueError(f"reshape: negative dimensions not allowed, got {_fmt(shape)}")
-    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
-    if -1 in shape:
+    if unknown:
         if known == 0 or x.size % known:
             raise ValueError(f"cannot reshape an expression of size {x.size} into shape "
                              f"{_fmt(shape)}")
