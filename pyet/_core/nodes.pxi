@@ -1536,6 +1536,11 @@ def reshaped_view(arr, shape):
     cdef bint plain = type(arr) is np.ndarray
     if plain and (<object>arr).shape == shape:
         return arr  # (np.reshape's argument handling: ~1 us)
+    if plain and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
+        try:  # C order of C-contiguous memory: always a view (NumPy's C call, ~0.4 us less)
+            return cnp.PyArray_Reshape(<cnp.ndarray>arr, shape)
+        except ValueError:  # another size
+            return None
     try:  # (a plain array's method: without np.reshape's Python layer, ~0.5 us)
         return (<object>arr).reshape(shape, copy=False) if plain else \
             np.reshape(arr, shape, copy=False)

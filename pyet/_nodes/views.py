@@ -164,13 +164,15 @@ def reshape(e, shape):
         raise ValueError("can only specify one unknown dimension (-1)")
     if negative:
         raise ValueError(f"reshape: negative dimensions not allowed, got {_fmt(shape)}")
+    size = x.size
     if unknown:
-        if known == 0 or x.size % known:
-            raise ValueError(f"cannot reshape an expression of size {x.size} into shape "
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape an expression of size {size} into shape "
                              f"{_fmt(shape)}")
-        shape = tuple(x.size // known if n == -1 else n for n in shape)
-    elif known != x.size:
-        raise ValueError(f"cannot reshape an expression of size {x.size} into shape "
+        i = shape.index(-1)
+        shape = shape[:i] + (size // known,) + shape[i + 1:]
+    elif known != size:
+        raise ValueError(f"cannot reshape an expression of size {size} into shape "
                          f"{_fmt(shape)}")
     if shape == x.shape:
         return x
