@@ -152,3 +152,41 @@ def test_evaluate_into_every_kind_of_out():
     with pytest.raises(ValueError, match="read-only"):
         pyet.evaluate(e, out=ro)
     assert (ro == 0).all()
+
+
+def test_structure_keys_of_one_and_two_children():
+    # operators and the op functions give a structure one key (op_key packs
+    # it); op, dtypes, arity and child order each make another
+    a32 = pyet.asarray(np.ones(3, np.float32))
+    A, B = pyet.asarray(np.ones(3)), pyet.asarray(np.zeros(3))
+    assert (A * B)._key == pyet.multiply(A, B)._key == np.multiply(A, B)._key
+    assert (-A)._key == pyet.negative(A)._key
+    assert (A * A)._key == (A * B)._key  # (leaves of one dtype: one structure)
+    keys = [(A * B)._key, (A + B)._key, (A * a32)._key, (a32 * A)._key,
+            (A * 2)._key, (A * 2.0)._key, (a32 * 2.0)._key, pyet.negative(A)._key,
+            pyet.negative(a32)._key, (A * B * B)._key, (A * (B * B))._key,
+            pyet.sqrt(A)._key, pyet.exp(A)._key, A.astype(np.float32)._key,
+            A.astype(np.int32)._key]
+    assert len(set(keys)) == len(keys)
+    # each its own program: evaluated as NumPy computes them
+    a, b = np.arange(1.0, 4.0), np.arange(4.0, 7.0)
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    for got, want in [(A - B, a - b), (B - A, b - a), (A / B, a / b), (B / A, b / a),
+                      (-(A - B), -(a - b)), (pyet.sqrt(B - A), np.sqrt(b - a))]:
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_resolved_dtypes_cached_by_weakness():
+    # one table slot per (op, child dtype, weakness): a Python scalar, a NumPy
+    # scalar and a 0-d array resolve as NumPy resolves them, asked again too
+    i32 = pyet.asarray(np.arange(3, dtype=np.int32))
+    for _ in range(2):
+        assert (i32 + 1).dtype == np.int32
+        assert (i32 + 1.5).dtype == np.float64
+        assert (i32 + np.int64(1)).dtype == np.int64
+        assert (i32 + np.float32(1)).dtype == np.float64
+        assert (i32 > 1).dtype == np.bool_
+        assert pyet.negative(i32).dtype == np.int32
+        assert pyet.sqrt(i32).dtype == np.float64
+        with pytest.raises(TypeError):
+            i32 << 1.5

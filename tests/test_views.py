@@ -3,6 +3,7 @@ reshape, flip, crop, pad, concatenate and stack, against NumPy: of leaves of eve
 supported dtype, of trees, products, reductions and special nodes, inside bigger trees, as
 assignment sources (also aliasing their destination), lazily, and every error path."""
 
+import itertools
 import tracemalloc
 
 import numpy as np
@@ -820,3 +821,71 @@ def test_hyp_concatenate_and_stack(shape, data):
     same = [rand(shape, pieces[i].dtype, seed=i) for i in range(k)]
     saxis = data.draw(st.integers(-nd - 1, nd))
     exact(ev(pyet.stack([pyet.asarray(s) for s in same], saxis)), np.stack(same, saxis))
+
+
+def test_reshape_argument_forms_and_errors():
+    # every shape form NumPy takes (the fast ones for ints and tuples of ints
+    # and the general one), and its errors
+    a = np.arange(24.0).reshape(4, 6)
+    t = pyet.asarray(a)
+    for args in [(24,), ((24,),), ((2, 12),), ([2, 12],), (2, 12), (2, -1), ((-1, 3),),
+                 ((np.int64(3), 8),), (np.array([3, 8]),), (np.int32(24),)]:
+        np.testing.assert_array_equal(np.asarray(t.reshape(*args)), a.reshape(*args))
+        np.testing.assert_array_equal(np.asarray((t * 1).reshape(*args)), a.reshape(*args))
+    np.testing.assert_array_equal(np.asarray(pyet.reshape(t, (3, 8))), a.reshape(3, 8))
+    np.testing.assert_array_equal(np.asarray(pyet.reshape(t.T, -1)), a.T.reshape(-1))
+    for bad, err, msg in [((-1, -1), ValueError, "one unknown"),
+                          ((-2, -12), ValueError, "negative dimensions"),
+                          ((5, 5), ValueError, "cannot reshape"),
+                          ((0, -1), ValueError, "cannot reshape"),
+                          ((2.0, 12), TypeError, "float"), (((2, 12),), TypeError, "tuple")]:
+        with pytest.raises(err, match=msg):
+            t.reshape(bad)
+        with pytest.raises(err, match=msg):
+            pyet.reshape(t * 1, bad)
+
+
+def test_reshape_of_a_huge_shape_is_refused_when_built():
+    # the size in Python ints: int64's product wrapped to 0, so an empty
+    # operand took (2**32, 2**32) and was left a lazy view no one could evaluate
+    e = pyet.asarray(np.zeros(0))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        pyet.reshape(e, (2**32, 2**32))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        e.reshape(2**32, 2**32, 0, -1)
+
+
+def test_broadcast_view_is_numpys_broadcast_to():
+    # the C-made view: NumPy's shape, strides (0 along axes of length 1 too),
+    # flags (read-only) and values, for every layout and a size 0; NumPy's errors
+    from pyet._core import core
+    rng = np.random.default_rng(0)
+    checked = 0
+    for lshape in [(), (1,), (3,), (0,), (1, 1), (3, 1), (1, 3), (0, 1), (2, 3), (0, 3)]:
+        a = rng.random(lshape) if lshape else np.array(2.0)
+        for base in ([a, a[..., ::-1], a.astype(">f8")] if a.ndim else [a]):
+            for extra in [(), (1,), (2,), (0,), (2, 1)]:
+                for tail in itertools.product(*[(1, 2, 0) if d == 1 else (d,) for d in lshape]):
+                    shape = extra + tail
+                    want = np.broadcast_to(base, shape)
+                    got = core.broadcast_view(base, shape)
+                    assert (got.shape, got.strides, got.dtype) == \
+                        (want.shape, want.strides, want.dtype)
+                    for flag in ("WRITEABLE", "C_CONTIGUOUS", "F_CONTIGUOUS", "ALIGNED"):
+                        assert got.flags[flag] == want.flags[flag], (shape, flag)
+                    np.testing.assert_array_equal(got, want)
+                    checked += 1
+    assert checked > 300
+    for arr, shape in [(np.ones(5), (3, 4)), (np.ones((2, 3)), (3,)), (np.ones(3), (-1, 3)),
+                       (np.ones(3), (np.int64(2), 3))]:
+        try:
+            want = np.broadcast_to(arr, shape)
+        except ValueError as exc:
+            with pytest.raises(ValueError, match=str(exc)[:20]):
+                core.broadcast_view(arr, shape)
+        else:
+            np.testing.assert_array_equal(core.broadcast_view(arr, shape), want)
+    row = pyet.broadcast_to(pyet.asarray(np.arange(3.0)), (2, 3))
+    np.testing.assert_array_equal(np.asarray(row), [[0, 1, 2], [0, 1, 2]])
+    with pytest.raises(ValueError, match="read-only"):
+        row[...] = 1.0

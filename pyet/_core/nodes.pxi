@@ -505,9 +505,27 @@ cdef str _fmt_sides(list sides):
     return ", ".join(s.__name__ if isinstance(s, type) else str(s) for s in sides)
 
 
+# resolve()'s answers for one or two children, in C (the dict lookup, its
+# int key made and hashed, was ~0.1 us of an operator's ~0.25): by op and
+# each child's dtype and weakness, 1 + the index in _PAIRS; 0 not yet asked
+cdef unsigned char _RES1[OP_COUNT][3 * DT_COUNT]
+cdef unsigned char _RES2[OP_COUNT][3 * DT_COUNT][3 * DT_COUNT]
+cdef list _PAIRS = [(c, d) for c in range(DT_COUNT) for d in range(DT_COUNT)]
+
+
 cdef tuple resolve(int op, tuple args):
     """(compute dtype, result dtype) of op on args, by NumPy 2's rules (cached)."""
-    cdef Py_ssize_t k = op
+    cdef Py_ssize_t k = op, n = len(args), i = 0, j = 0
+    cdef unsigned char *slot = NULL
+    if n == 1 or n == 2:
+        i = (<Expr>args[0])._dt + DT_COUNT * weak_of(<Expr>args[0])
+        if n == 2:
+            j = (<Expr>args[1])._dt + DT_COUNT * weak_of(<Expr>args[1])
+            slot = &_RES2[op][i][j]
+        else:
+            slot = &_RES1[op][i]
+        if slot[0]:
+            return <tuple>_PAIRS[slot[0] - 1]
     for a in args:
         k = k * 16 + (<Expr>a)._dt + DT_COUNT * weak_of(a)
     hit = _RESOLVED.get(k)
@@ -519,6 +537,8 @@ cdef tuple resolve(int op, tuple args):
         _RESOLVED[k] = hit
     if isinstance(hit, TypeError):
         raise TypeError(*(<object>hit).args)
+    if slot != NULL:
+        slot[0] = 1 + (<int>hit[0]) * DT_COUNT + <int>hit[1]
     return <tuple>hit
 
 
@@ -532,16 +552,50 @@ cdef Py_ssize_t _NEXT_KEY = 0
 cdef Py_ssize_t INTERN_LIMIT = 1 << 16
 
 
-cdef Py_ssize_t intern_key(tuple t):
+cdef Py_ssize_t intern_key(object t):
     global _NEXT_KEY, _INTERN
     k = _INTERN.get(t)
     if k is None:
         if len(_INTERN) >= INTERN_LIMIT:
             _INTERN = {}
+            memset(_PACKED_SEEN, 0, sizeof(_PACKED_SEEN))
         k = _NEXT_KEY
         _NEXT_KEY += 1
         _INTERN[t] = k
     return k
+
+
+if OP_COUNT > 256 or DT_COUNT > 8:  # (op_key's packing)
+    raise ImportError("pyet: op_key packs op codes in 8 bits and dtype codes in 3")
+
+
+# op_key's recent packed structures (plus 1: 0 is an empty slot) and their
+# keys, direct-mapped; emptied with _INTERN
+cdef unsigned long long _PACKED_SEEN[4096]
+cdef Py_ssize_t _PACKED_KEY[4096]
+
+
+cdef Py_ssize_t op_key(int op, int cdt, int dt, Expr a, Expr b):
+    """The structure key of an op node of one child (b None) or two, without
+    extra: the tuple intern_key takes, packed into one int when the children's
+    keys fit 24 bits, found in a C table first (the 6-tuple made, hashed and
+    compared in the dict lookup was ~0.15 us an operator; a packed int ~0.07).
+    (Ints and tuples never compare equal: one dict.)"""
+    cdef Py_ssize_t kb = b._key if b is not None else 0
+    cdef unsigned long long packed
+    cdef int slot
+    if a._key < (1 << 24) and kb < (1 << 24):
+        packed = (<unsigned long long>op | (<unsigned long long>cdt << 8)
+                  | (<unsigned long long>dt << 11) | (<unsigned long long>(b is not None) << 14)
+                  | (<unsigned long long>a._key << 15) | (<unsigned long long>kb << 39))
+        slot = <int>((packed * 0x9E3779B97F4A7C15ULL) >> 52)
+        if _PACKED_SEEN[slot] != packed + 1:
+            _PACKED_KEY[slot] = intern_key(<long long>packed)
+            _PACKED_SEEN[slot] = packed + 1
+        return _PACKED_KEY[slot]
+    if b is None:
+        return intern_key((op, cdt, dt, None, a._key))
+    return intern_key((op, cdt, dt, None, a._key, kb))
 
 
 cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
@@ -559,25 +613,28 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
-    # one or two children (most nodes): the key tuple packed at once, no list
-    # grown and copied (~0.1 us a node)
-    if n == 1:
-        a = <Expr>args[0]
-        key = (op, cdt, dt, extra, a._key)
-    elif n == 2:
-        a, b = <Expr>args[0], <Expr>args[1]
-        key = (op, cdt, dt, extra, a._key, b._key)
+    # one or two children and no extra (most nodes): op_key's packed int;
+    # otherwise the key tuple packed at once, no list grown and copied
+    if extra is None and (n == 1 or n == 2):
+        e._key = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
     else:
-        keys = [op, cdt, dt, extra]
-        for a in args:
-            keys.append(a._key)
-        key = tuple(keys)
+        if n == 1:
+            a = <Expr>args[0]
+            key = (op, cdt, dt, extra, a._key)
+        elif n == 2:
+            a, b = <Expr>args[0], <Expr>args[1]
+            key = (op, cdt, dt, extra, a._key, b._key)
+        else:
+            keys = [op, cdt, dt, extra]
+            for a in args:
+                keys.append(a._key)
+            key = tuple(keys)
+        e._key = intern_key(key)
     e._op = op
     e._args = args
     e.shape = shape
     e._cdt = cdt
     e._dt = dt
-    e._key = intern_key(key)
     e._flags = flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = depth + 1
     e._nleaves = nleaves
@@ -1215,7 +1272,7 @@ cdef Expr binary(int op, object a, object b):
     e.shape = broadcast_shapes(x.shape, y.shape)
     e._cdt = cdt
     e._dt = dt
-    e._key = intern_key((op, cdt, dt, None, x._key, y._key))
+    e._key = op_key(op, cdt, dt, x, y)
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
@@ -1476,10 +1533,17 @@ def axis_index(axis, int ndim):
 def reshaped_view(arr, shape):
     """NumPy's reshape of ndarray ``arr`` to ``shape`` as a view of the same
     memory, or None where NumPy would have to copy."""
-    if type(arr) is np.ndarray and (<object>arr).shape == shape:
+    cdef bint plain = type(arr) is np.ndarray
+    if plain and (<object>arr).shape == shape:
         return arr  # (np.reshape's argument handling: ~1 us)
-    try:
-        return np.reshape(arr, shape, copy=False)
+    if plain and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
+        try:  # C order of C-contiguous memory: always a view (NumPy's C call, ~0.4 us less)
+            return cnp.PyArray_Reshape(<cnp.ndarray>arr, shape)
+        except ValueError:  # another size
+            return None
+    try:  # (a plain array's method: without np.reshape's Python layer, ~0.5 us)
+        return (<object>arr).reshape(shape, copy=False) if plain else \
+            np.reshape(arr, shape, copy=False)
     except ValueError:
         return None
     except TypeError:  # NumPy 2.0: no copy argument; reshape, then see whether it copied
@@ -1659,6 +1723,40 @@ def aligned_empty(tuple shape, int dt):
     return out
 
 
+def broadcast_view(arr, shape):
+    """np.broadcast_to(arr, shape): for a plain array and a tuple of ints it
+    broadcasts to, the read-only view (stride 0 along the broadcast axes) made
+    in C (np.broadcast_to's Python layer and nditer took ~2.4 us); NumPy's
+    own for anything else, and its errors."""
+    cdef cnp.npy_intp dims[64]
+    cdef cnp.npy_intp strides[64]
+    cdef int nd, lnd, k, j
+    cdef cnp.ndarray a
+    if type(arr) is not np.ndarray or type(shape) is not tuple or len(shape) > 64 \
+            or len(shape) < cnp.PyArray_NDIM(<cnp.ndarray>arr):
+        return np.broadcast_to(arr, shape)
+    a = <cnp.ndarray>arr
+    nd, lnd = len(shape), cnp.PyArray_NDIM(a)
+    for k in range(nd):
+        n = shape[k]
+        if type(n) is not int or n < 0:
+            return np.broadcast_to(arr, shape)
+        dims[k] = n
+        j = k - (nd - lnd)
+        if j >= 0 and cnp.PyArray_DIMS(a)[j] == dims[k] and dims[k] != 1:
+            strides[k] = cnp.PyArray_STRIDES(a)[j]
+        elif j < 0 or cnp.PyArray_DIMS(a)[j] == 1:
+            strides[k] = 0  # (as NumPy's nditer: 0 along every axis of length 1 too)
+        else:
+            return np.broadcast_to(arr, shape)  # (its message)
+    descr = <object>cnp.PyArray_DESCR(a)
+    Py_INCREF(descr)  # (stolen)
+    out = _new_from_descr(<PyTypeObject *>cnp.ndarray, <cnp.PyArray_Descr *>descr, nd, dims,
+                          strides, cnp.PyArray_DATA(a), 0, NULL)  # (flags 0: read-only)
+    cnp.set_array_base(<cnp.ndarray>out, arr)
+    return out
+
+
 # --------------------------------------------------------- special kernels
 
 class Special(ABC):
@@ -1783,9 +1881,9 @@ def _flip(a, axes):
 
 # NumPy's view for each kind of view: (array, parameter) -> view
 VIEWS = {
-    "broadcast_to": lambda a, shape: np.broadcast_to(a, shape),
+    "broadcast_to": broadcast_view,
     "transpose": lambda a, axes: a.transpose(axes),
-    "flip": lambda a, axes: _flip(a, axes),
+    "flip": _flip,
     "crop": _crop,
     "expand": lambda a, axis: _expand(a, axis),
     "reshape": lambda a, shape: a.reshape(shape),

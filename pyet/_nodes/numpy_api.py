@@ -121,8 +121,12 @@ def reduce(kind, e, axis=None, dtype=None, out=None, keepdims=False, extra=None)
 
 def _shape_args(args, what):
     # NumPy's method forms: f(3, 4), f((3, 4)), f([3, 4]); f() and f(None) for transpose
-    if len(args) == 1 and (args[0] is None or np.ndim(args[0]) == 1):
-        return args[0]
+    if len(args) == 1:
+        a = args[0]
+        if type(a) is int:  # (np.ndim costs ~1 us: the common forms without it)
+            return args
+        if a is None or views.is_int_tuple(a) or np.ndim(a) == 1:
+            return a
     return args if args else None
 
 
