@@ -2320,12 +2320,12 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         # lines, half the blocks, each ~36 ns of set-up and calls: float32 at
         # 2^18, pyet/NumPy, (a + 0.5)*2 1.37 -> 0.84, x*y + y*z - z 0.74 ->
         # 0.65; from memory (2^21) x*y + y*z - z took 1.1x the time)
+        units = 1  # the destination's elements
+        for d in range(nd):
+            units *= cnp.PyArray_DIMS(dst)[d]
         blocklen = BLOCK
-        if prog.max_isz <= 4:
-            units = 4
-            for d in range(nd):
-                units *= cnp.PyArray_DIMS(dst)[d]
-            blocklen = 2 * BLOCK if units * nops < LOOP_THREADS_BYTES else BLOCK
+        if prog.max_isz <= 4 and units * pass_itemsizes(&r) < LOOP_THREADS_BYTES:
+            blocklen = 2 * BLOCK
             for k in range(nops):
                 if r.itemsize[k] > 4:
                     blocklen = BLOCK
@@ -2349,9 +2349,6 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                         lines += r.itemsize[k]
                     elif k >= ndst and r.strides[k * MAXD + r.nd - 1] != 0:
                         far += 64
-            units = 1
-            for d in range(nd):
-                units *= cnp.PyArray_DIMS(dst)[d]
             if far and not spread and units * far >= GATHER_BLOCK_BYTES:
                 # leaves from beyond the caches, under two items a cache line:
                 # long blocks, each row's gather a long run through memory
