@@ -796,7 +796,7 @@ cdef object _constant_comparison(int op, tuple args, int cdt):
     if not beyond:
         return None
     value = np.array(bool(_UFUNC_BY_CODE[op](*sides)))
-    return wrap(np.broadcast_to(value, broadcast_all(args)))
+    return wrap(broadcast_view(value, broadcast_all(args)))
 
 
 # the build-time folds of rewrite.py, by op code
@@ -1068,7 +1068,7 @@ cdef object _fast_math_fold(int op, tuple args, int dt):
             if (<Expr>x)._dt != dt or (<Expr>x).shape != shape:
                 continue
             return _applied(x, rule)
-        c = wrap(np.broadcast_to(np.full((), result, DTYPES[dt]), shape))
+        c = wrap(broadcast_view(np.full((), result, DTYPES[dt]), shape))
         (<Expr>c)._rewrite = rule
         return _applied(c, rule)
     return None
@@ -1095,7 +1095,7 @@ cdef object _constant_fold(int op, tuple args, int dt):
         return None
     with np.errstate(all="ignore"):  # warnings belong to evaluation, not to building
         value = np.asarray(ufunc(*values)).astype(DTYPES[dt], copy=False).reshape(())
-    return wrap(np.broadcast_to(value, broadcast_all(args)))
+    return wrap(broadcast_view(value, broadcast_all(args)))
 
 
 cdef Expr make_node(int op, tuple args):

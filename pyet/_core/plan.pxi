@@ -1217,7 +1217,7 @@ cdef object _operand_block(Program prog, int i, int j, int dt, void *p, cnp.npy_
     # a scalar slot holds one value (8 bytes): read with step 0, never as a block
     cdef cnp.npy_intp one = 1
     if prog.code[i].sflags & (1 << j):
-        return np.broadcast_to(cnp.PyArray_SimpleNewFromData(1, &one, TYPENUM[dt], p), (dims[0],))
+        return broadcast_view(cnp.PyArray_SimpleNewFromData(1, &one, TYPENUM[dt], p), (dims[0],))
     view = cnp.PyArray_SimpleNewFromData(1, dims, TYPENUM[dt], p)
     view.flags.writeable = False
     return view
