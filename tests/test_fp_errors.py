@@ -53,6 +53,33 @@ def test_call_mode_gets_numpys_arguments():
     assert seen == [("invalid value", 8)]
 
 
+def test_call_mode_gets_all_flags_as_numpy():
+    # NumPy's handler passes every raised flag to each call, in its order
+    def calls(fn):
+        seen = []
+        with np.errstate(all="call"):
+            old = np.seterrcall(lambda what, flag: seen.append((what, flag)))
+            try:
+                fn()
+            finally:
+                np.seterrcall(old)
+        return seen
+
+    x = np.array([0.0, -1.0, 2.0])
+    want = calls(lambda: np.log(x))
+    assert want == [("divide by zero", 9), ("invalid value", 9)]
+    assert calls(lambda: pyet.evaluate(pyet.log(pyet.asarray(x)))) == want
+
+
+def test_warning_points_at_the_assignment():
+    x, out = pyet.asarray(np.array([-1.0, 2.0])), pyet.asarray(np.empty(2))
+    with warnings.catch_warnings(record=True) as seen, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        out[...] = pyet.log(x)
+    assert [str(w.message) for w in seen] == ["invalid value encountered in a pyet evaluation"]
+    assert seen[0].filename == __file__
+
+
 @pytest.mark.parametrize("n", [5, 300_000])
 def test_clean_passes_and_nan_comparisons_stay_quiet(n):
     x = np.linspace(-1, 1, n)

@@ -5,9 +5,8 @@ on the pool of threads.h; ``report_fp`` turns the floating-point flags a pass
 raised into NumPy's warnings or errors."""
 
 import os
-import warnings
 
-import numpy as np
+cimport numpy as cnp
 
 from pyet._kernels.types cimport pyet_intp
 
@@ -99,33 +98,28 @@ cdef int run_chunks(chunk_fn fn, void *ctx, pyet_intp n, int nthreads,
     return pyet_run_chunks(<pyet_chunk_fn>fn, ctx, n, nthreads, fpflags)
 
 
-_FP_ERRORS = ((PYET_FP_DIVIDE, "divide", "divide by zero"),
-              (PYET_FP_OVERFLOW, "over", "overflow"),
-              (PYET_FP_UNDERFLOW, "under", "underflow"),
-              (PYET_FP_INVALID, "invalid", "invalid value"))
+cdef extern from "numpy/ufuncobject.h":
+    # NumPy's own handling of a ufunc's flags (NPY_FPE_* bits, the same as
+    # PYET_FP_*): np.errstate read in C, its messages and seterrcall's arguments
+    int PyUFunc_GiveFloatingpointErrors(const char *name, int fpe_errors) except -1
+    enum:
+        UFUNC_FPE_DIVIDEBYZERO
+        UFUNC_FPE_OVERFLOW
+        UFUNC_FPE_UNDERFLOW
+        UFUNC_FPE_INVALID
+
+assert (PYET_FP_DIVIDE, PYET_FP_OVERFLOW, PYET_FP_UNDERFLOW, PYET_FP_INVALID) == (
+    UFUNC_FPE_DIVIDEBYZERO, UFUNC_FPE_OVERFLOW, UFUNC_FPE_UNDERFLOW, UFUNC_FPE_INVALID)
+
+cnp.import_ufunc()
 
 
 cpdef int report_fp(int flags) except -1:
     """NumPy's handling (np.seterr / np.errstate) of the floating-point errors
-    a pass raised (PYET_FP_* bits): ignore, warn, raise, call, print or log."""
-    if not flags:
-        return 0
-    modes = np.geterr()
-    for bit, name, what in _FP_ERRORS:
-        if not flags & bit or modes[name] == "ignore":
-            continue
-        mode = modes[name]
-        msg = f"{what} encountered in a pyet evaluation"
-        if mode == "warn":
-            warnings.warn(msg, RuntimeWarning, stacklevel=3)
-        elif mode == "raise":
-            raise FloatingPointError(msg)
-        elif mode == "call":
-            np.geterrcall()(what, bit)
-        elif mode == "print":
-            print(f"Warning: {msg}")
-        elif mode == "log":
-            np.geterrcall().write(f"Warning: {msg}\n")
+    a pass raised (PYET_FP_* bits): ignore, warn, raise, call, print or log,
+    as "<error> encountered in a pyet evaluation"."""
+    if flags:
+        PyUFunc_GiveFloatingpointErrors(b"a pyet evaluation", flags)
     return 0
 
 
