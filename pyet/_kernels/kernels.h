@@ -484,6 +484,11 @@ PYET_INLINE uint64_t pyet_mulhi64(uint64_t m, uint64_t u)
         pyet_divmod_##SUF(a, b, &mod);                                      \
         return mod;                                                         \
     }                                                                       \
+    /* op: OP_floor_divide, OP_remainder or OP_fmod */                    \
+    PYET_INLINE T pyet_fdivmod_one_##SUF(int op, T a, T b) {              \
+        return op == OP_fmod ? M(fmod)(a, b) : op == OP_remainder          \
+            ? pyet_remainder_##SUF(a, b) : pyet_floordiv_##SUF(a, b);       \
+    }                                                                       \
     /* NaN propagates (a's when both are); on ties (-0.0 against 0.0) b, \
      * as NumPy's.  Three plain selects, not one on an or of two compares: \
      * gcc 12 vectorizes a chain of these (the four-row folds), not of   \
@@ -3054,7 +3059,7 @@ static void pyet_idiv_flags(int op, int dt, int sflags, pyet_intp n, void *const
  * operands, huge and tiny quotients; their values and flags).  NumPy calls
  * fmodf per element, ~12 ns: a // 2.0 float32 at 4096 was 1.15-1.25x its
  * time. */
-PYET_AVX512 static void pyet_fdivmod_f32_avx512(int rem, int sflags, pyet_intp n, float *out,
+PYET_AVX512 static void pyet_fdivmod_f32_avx512(int op, int sflags, pyet_intp n, float *out,
                                                 const float *A, const float *B)
 {
     const __m512i expm = _mm512_set1_epi32(0xff), absm = _mm512_set1_epi32(0x7fffffff);
@@ -3097,7 +3102,9 @@ PYET_AVX512 static void pyet_fdivmod_f32_avx512(int rem, int sflags, pyet_intp n
             & _mm512_test_epi32_mask(_mm512_xor_si512(umod, ub1), sign);
         div = _mm512_mask_sub_ps(div, adj, div, one);
         __m512 res;
-        if (rem) {
+        if (op == OP_fmod) {
+            res = mod;
+        } else if (op == OP_remainder) {
             mod = _mm512_mask_add_ps(mod, adj, mod, b1);
             res = _mm512_mask_blend_ps(_mm512_test_epi32_mask(_mm512_castps_si512(mod), absm),
                                        _mm512_castsi512_ps(_mm512_and_si512(sign, ub1)), mod);
@@ -3118,8 +3125,105 @@ PYET_AVX512 static void pyet_fdivmod_f32_avx512(int rem, int sflags, pyet_intp n
             _mm512_storeu_ps(bv, b);
             for (int j = 0; j < 16; j++)
                 if (left & (1u << j))
-                    out[i + j] = rem ? pyet_remainder_f32(av[j], bv[j])
-                                     : pyet_floordiv_f32(av[j], bv[j]);
+                    out[i + j] = pyet_fdivmod_one_f32(op, av[j], bv[j]);
+        }
+    }
+}
+
+/* float64 //, % and fmod (8 lanes) as NumPy's npy_divmod and fmod, its
+ * operations in its order, so its bits.  fmod's remainder: where b is normal
+ * and |a| < |b| by exponent, a; where 0 <= e(a) - e(b) <= 50 (|a / b| < 2^51),
+ * q = trunc(a / b) is the truncated quotient or one more in magnitude (a / b
+ * rounds up to an integer at most), and a - q b in one fused multiply-add is
+ * the remainder, representable so exact, or of the wrong sign, then redone
+ * with q one less.  No flag but inexact rises.  The other lanes are redone one
+ * by one (libm's fmod: NaN, inf, zero and subnormal divisors, huge
+ * quotients).  NumPy calls fmod per element, ~5 ns: float64 a // b at 4096
+ * took 0.69x its time with libm per element here, fmod 1.12x. */
+PYET_AVX512 static void pyet_fdivmod_f64_avx512(int op, int sflags, pyet_intp n, double *out,
+                                                const double *A, const double *B)
+{
+    const __m512i expm = _mm512_set1_epi64(0x7ff), absm = _mm512_set1_epi64(INT64_MAX);
+    const __m512i sign = _mm512_set1_epi64(INT64_MIN), one_i = _mm512_set1_epi64(1);
+    const __m512d one = _mm512_set1_pd(1.0), half = _mm512_set1_pd(0.5);
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 live = n - i >= 8 ? (__mmask8)0xff
+                                         : (__mmask8)((1u << (unsigned)(n - i)) - 1u);
+        const __m512d a = (sflags & 1) ? _mm512_set1_pd(A[0]) : _mm512_maskz_loadu_pd(live, A + i);
+        const __m512d b = (sflags & 2) ? _mm512_set1_pd(B[0]) : _mm512_maskz_loadu_pd(live, B + i);
+        const __m512i ua = _mm512_castpd_si512(a), ub = _mm512_castpd_si512(b);
+        const __m512i ea = _mm512_and_si512(_mm512_srli_epi64(ua, 52), expm);
+        const __m512i eb = _mm512_and_si512(_mm512_srli_epi64(ub, 52), expm);
+        const __m512i d = _mm512_sub_epi64(ea, eb);
+        const __mmask8 bnorm = _mm512_cmplt_epu64_mask(_mm512_sub_epi64(eb, one_i),
+                                                       _mm512_set1_epi64(2046));
+        const __mmask8 small = _mm512_cmplt_epi64_mask(d, _mm512_setzero_si512());
+        const __mmask8 near = _mm512_cmple_epu64_mask(d, _mm512_set1_epi64(50))
+            & _mm512_cmplt_epi64_mask(ea, expm);
+        const __mmask8 ok = bnorm & (small | near), quot = ok & near;
+        const __m512d a1 = _mm512_maskz_mov_pd(ok, a), b1 = _mm512_mask_mov_pd(one, ok, b);
+        const __m512d aq = _mm512_maskz_mov_pd(quot, a);
+        const int tz = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+        __m512d q = _mm512_roundscale_pd(_mm512_div_pd(aq, b1), tz);
+        __m512d r = _mm512_fnmadd_pd(q, b1, aq);
+        /* r != 0 and its sign not a's: q was one too many */
+        const __m512i ur = _mm512_castpd_si512(r);
+        const __mmask8 over = _mm512_test_epi64_mask(ur, absm)
+            & _mm512_test_epi64_mask(_mm512_xor_si512(ur, ua), sign);
+        q = _mm512_mask_sub_pd(q, over, q, _mm512_castsi512_pd(_mm512_or_si512(
+            _mm512_castpd_si512(one), _mm512_and_si512(sign, _mm512_castpd_si512(q)))));
+        r = _mm512_mask_mov_pd(r, over, _mm512_fnmadd_pd(q, b1, aq));
+        /* fmod's sign is a's (zero too); a itself where |a| < |b| */
+        __m512d mod = _mm512_mask_mov_pd(_mm512_castsi512_pd(_mm512_or_si512(
+            _mm512_andnot_si512(sign, _mm512_castpd_si512(r)), _mm512_and_si512(sign, ua))),
+            small, a1);
+        __m512d res;
+        if (op == OP_fmod) {
+            res = mod;
+        } else {
+            const __m512i ua1 = _mm512_castpd_si512(a1), ub1 = _mm512_castpd_si512(b1);
+            __m512d div = _mm512_div_pd(_mm512_sub_pd(a1, mod), b1);
+            /* mod != 0 and b < 0 != mod < 0 */
+            const __m512i umod = _mm512_castpd_si512(mod);
+            const __mmask8 adj = _mm512_test_epi64_mask(umod, absm)
+                & _mm512_test_epi64_mask(_mm512_xor_si512(umod, ub1), sign);
+            div = _mm512_mask_sub_pd(div, adj, div, one);
+            if (op == OP_remainder) {
+                mod = _mm512_mask_add_pd(mod, adj, mod, b1);
+                res = _mm512_mask_blend_pd(
+                    _mm512_test_epi64_mask(_mm512_castpd_si512(mod), absm),
+                    _mm512_castsi512_pd(_mm512_and_si512(sign, ub1)), mod);
+            } else {
+                const __m512d fl = _mm512_roundscale_pd(div, _MM_FROUND_TO_NEG_INF
+                                                        | _MM_FROUND_NO_EXC);
+                const __m512d up = _mm512_mask_add_pd(
+                    fl, _mm512_cmp_pd_mask(_mm512_sub_pd(div, fl), half, _CMP_GT_OQ), fl, one);
+                /* a zero quotient's sign, NumPy's copysign(0, a / b), from the
+                 * signs; where that a / b underflows it raises the flag: those
+                 * lanes divide (masked-off lanes raise nothing) */
+                __m512i zsign = _mm512_and_si512(sign, _mm512_xor_si512(ua1, ub1));
+                const __mmask8 tiny = small & ok & _mm512_testn_epi64_mask(
+                    _mm512_castpd_si512(div), absm) & (_mm512_cmplt_epi64_mask(
+                    d, _mm512_set1_epi64(-1020)) | _mm512_cmpeq_epi64_mask(
+                    ea, _mm512_setzero_si512()));
+                if (tiny)
+                    zsign = _mm512_mask_and_epi64(zsign, tiny, sign, _mm512_castpd_si512(
+                        _mm512_maskz_div_pd(tiny, a1, b1)));
+                res = _mm512_mask_blend_pd(
+                    _mm512_test_epi64_mask(_mm512_castpd_si512(div), absm),
+                    _mm512_castsi512_pd(zsign), up);
+            }
+        }
+        /* (a and b are kept: out may be an input, in place) */
+        _mm512_mask_storeu_pd(out + i, live, res);
+        __mmask8 left = live & (__mmask8)~ok;
+        if (left) {
+            double av[8], bv[8];
+            _mm512_storeu_pd(av, a);
+            _mm512_storeu_pd(bv, b);
+            for (int j = 0; j < 8; j++)
+                if (left & (1u << j))
+                    out[i + j] = pyet_fdivmod_one_f64(op, av[j], bv[j]);
         }
     }
 }
@@ -3129,9 +3233,13 @@ PYET_AVX512 static void pyet_fdivmod_f32_avx512(int rem, int sflags, pyet_intp n
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
 {
 #ifdef PYET_EXP_AVX512
-    if (dt == DT_F32 && (op == OP_floor_divide || op == OP_remainder) && pyet_have_avx512()) {
-        pyet_fdivmod_f32_avx512(op == OP_remainder, sflags, n, (float *)out,
-                                (const float *)in[0], (const float *)in[1]);
+    if ((dt == DT_F32 || dt == DT_F64) && PYET_IS_DIV(op) && pyet_have_avx512()) {
+        if (dt == DT_F32)
+            pyet_fdivmod_f32_avx512(op, sflags, n, (float *)out, (const float *)in[0],
+                                    (const float *)in[1]);
+        else
+            pyet_fdivmod_f64_avx512(op, sflags, n, (double *)out, (const double *)in[0],
+                                    (const double *)in[1]);
         return 1;
     }
 #endif
