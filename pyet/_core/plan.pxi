@@ -80,9 +80,11 @@ def set_gather_far(pyet_intp nbytes, pyet_intp block=4096):
     return old
 
 
-# fused ops (pyet_kernel_sx) read strided leaves where they lie (a knob:
-# tests compare it with the gathered blocks)
+# fused ops and + - * / maximum minimum (pyet_kernel_sx) read strided leaves
+# where they lie (a knob: tests compare it with the gathered blocks)
 cdef bint STRIDED_FUSED = True
+cdef set SX_PLAIN_OPS = {OPCODES[name] for name in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum")}
 
 
 def set_strided_fused(bint on):
@@ -291,6 +293,8 @@ cdef class Program:
     # dst = a fused op of leaves and scalars (s*x + y, x*y + z...) whose
     # kernel reads strided leaves where they lie (pyet_kernel_sx)
     cdef bint strided_fused
+    # bit i: instruction i has a pyet_kernel_sx kernel (first 64)
+    cdef uint64_t sx_instr
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
@@ -805,9 +809,17 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
                         and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
                         and p.code[0].dt == p.code[0].dt_out == dst_dt
                         and pyet_kernel_strided(p.code[0].op, p.code[0].dt, 0, NULL, NULL, 8))
-    p.strided_fused = (STRIDED_FUSED and ndst == 1 and p.ninstr == 1 and p.code[0].nin > 1
-                       and p.code[0].out == -1 and p.code[0].dt == p.code[0].dt_out == dst_dt
-                       and pyet_kernel_sx(p.code[0].op, p.code[0].dt, 0, NULL, NULL, NULL))
+    p.sx_instr = 0
+    if STRIDED_FUSED:
+        for i in range(min(p.ninstr, 64)):
+            if p.code[i].dt == p.code[i].dt_out \
+                    and pyet_kernel_sx(p.code[i].op, p.code[i].dt, 0, NULL, NULL, NULL):
+                p.sx_instr |= (<uint64_t>1) << i
+    # (one op of + - * / maximum minimum keeps its paths: NumPy's loops on
+    # strided rows, pyet's vectorized gathers)
+    p.strided_fused = (ndst == 1 and p.ninstr == 1 and p.code[0].nin > 1
+                       and p.code[0].out == -1 and p.code[0].dt_out == dst_dt
+                       and p.sx_instr & 1 and p.code[0].op not in SX_PLAIN_OPS)
     p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     return p
 
@@ -1113,6 +1125,7 @@ cdef struct Run:
     int ntiled              # leaves copied a tile at a time (their buffers, then dst's)
     int npf                 # operands whose next block is prefetched (distinct memory)
     bint direct             # strided leaves read where they lie (Program.strided_kernel, _fused)
+    uint64_t insx           # bit i: instruction i reads a strided leaf where it lies
     int pfk[MAX_PREFETCH]
 
 
@@ -1607,6 +1620,20 @@ cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
         pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
 
 
+cdef inline void call_sx(pyet_instr *ins, pyet_intp n, void *out, void **inp,
+                         const pyet_intp *steps) noexcept nogil:
+    # call_kernel's flag handling, for pyet_kernel_sx
+    cdef int before, raised
+    if QUIET_FLAGS[ins.op]:
+        before = pyet_fs_get()
+        pyet_kernel_sx(ins.op, ins.dt, n, out, inp, steps)
+        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+        if raised:
+            pyet_fs_clear(raised)
+    else:
+        pyet_kernel_sx(ins.op, ins.dt, n, out, inp, steps)
+
+
 cdef inline void call_strided(pyet_instr *ins, pyet_intp n, void *out, const char *src,
                               pyet_intp stride) noexcept nogil:
     # call_kernel's flag handling, for pyet_kernel_strided
@@ -1676,7 +1703,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
             else:
                 inp[j] = r.scalars + 8 * ins.src[j]
                 steps[j] = 0
-        pyet_kernel_sx(ins.op, ins.dt, n, dstp[0], inp, steps)
+        call_sx(ins, n, dstp[0], inp, steps)
         if r.gather[0] >= 0:
             pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp[0], r.itemsize[0], n,
                               r.itemsize[0])
@@ -1780,7 +1807,16 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
         # an instruction on scalars only (0-d tensors) computes its one value
         # and repeats it: nothing is asked for n values of operands holding one
         ni = 1 if n > 1 and scalars_only(ins) else n
-        if ins.op == OP_cast:
+        if i < 64 and (r.insx >> i) & 1:  # strided leaves read where they lie
+            for j in range(ins.nin):
+                if ins.sflags & (1 << j):
+                    steps[j] = 0
+                elif ins.src_kind[j] == SRC_LEAF and r.gather[nd + ins.src[j]] == -1:
+                    steps[j] = r.strides[(nd + ins.src[j]) * MAXD + r.nd - 1]
+                else:
+                    steps[j] = pyet_itemsize[ins.dt]
+            call_sx(ins, ni, out, inp, steps)
+        elif ins.op == OP_cast:
             pyet_cast(ins.dt, ins.dt_out, ni, out, inp[0])
         elif ins.op == OP_pyfunc:
             if prog.cloop[i] != NULL:
@@ -2277,6 +2313,48 @@ cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list 
                          red_comp)
 
 
+cdef inline bint sx_strided(Run *r, int k) noexcept nogil:
+    # leaf k's rows are worth reading where they lie (pyet_kernel_sx): strided,
+    # but for reversed rows and 4-byte rows stepping 2 items, whose copies
+    # into blocks vectorize (float32 a*b + c on a[::2]: 0.70x NumPy gathered,
+    # 0.79-0.85 in place)
+    cdef pyet_intp s = iabs(r.strides[k * MAXD + r.nd - 1])
+    return s != 0 and s != r.itemsize[k] and not (r.itemsize[k] == 4 and s == 8)
+
+
+cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
+    """The 8-byte leaves (bits, the first 64) of near rows (under
+    GATHER_FAR_BYTES: far rows' interleaved gathers did better at 2^18) that
+    one instruction reads where they lie (pyet_kernel_sx), and those
+    instructions in r.insx; none
+    for reductions, packed rows and tiles.  Leaves read twice ((a+b)*(c-a)
+    float64 a[::7]: 0.85-1.03x NumPy gathered once, 1.06-1.08 read twice) and
+    4-byte rows (their step-3 copies vectorize: float32 a+b+c a[::3] 0.92-1.2
+    gathered, 1.7-1.85 in place) keep their blocks."""
+    cdef uint64_t leaves = 0, uses
+    cdef int k, i, j, nd = r.ndst, nread
+    cdef bint ok
+    r.insx = 0
+    if not prog.sx_instr or red or r.direct or r.packed or r.tile:
+        return 0
+    for k in range(nd, min(r.nops, 64)):
+        if r.itemsize[k] != 8 or not sx_strided(r, k) \
+                or iabs(r.strides[k * MAXD + r.nd - 1]) >= GATHER_FAR_BYTES:
+            continue
+        uses, nread, ok = 0, 0, True
+        for i in range(prog.ninstr):
+            for j in range(prog.code[i].nin):
+                if prog.code[i].src_kind[j] == SRC_LEAF and prog.code[i].src[j] == k - nd:
+                    uses |= (<uint64_t>1) << (i if i < 64 else 63)
+                    nread += 1
+                    ok = ok and i < 64 and (prog.sx_instr >> i) & 1 \
+                        and pyet_itemsize[prog.code[i].dt] == 8
+        if ok and nread == 1:
+            leaves |= (<uint64_t>1) << k
+            r.insx |= uses
+    return leaves
+
+
 cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list pyfuncs,
                        int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
                        pyet_intp red_comp=0) except -1:
@@ -2288,6 +2366,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), k, d, rc, nthreads
     cdef int nsets = 1
     cdef pyet_intp units, spread, lines, far, s
+    cdef uint64_t inplace
     cdef int ngather, ntiled
     cdef pyet_intp tile
     if nops > 255:
@@ -2373,12 +2452,9 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                     and r.strides[MAXD + r.nd - 1] != r.itemsize[1])
         if prog.strided_fused and not red:
             # a leaf's rows strided: all read in place (float64 a*b + c on
-            # a[::3] rows: 1.2-1.3x NumPy gathered, 0.87-0.89 in place), but
-            # for reversed rows and 4-byte rows stepping 2 items, whose copies
-            # vectorize (float32 a*b + c on a[::2]: 0.70 gathered, 0.79-0.85)
+            # a[::3] rows: 1.2-1.3x NumPy gathered, 0.87-0.89 in place)
             for k in range(ndst, nops):
-                s = iabs(r.strides[k * MAXD + r.nd - 1])
-                if s != 0 and s != r.itemsize[k] and not (r.itemsize[k] == 4 and s == 8):
+                if sx_strided(&r, k):
                     r.direct = True
         if not prog.copies_leaf:
             # a strided row is gathered into (scattered from) a block that
@@ -2465,6 +2541,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 r.tile *= 2
             r.block = r.tile * r.shape[r.nd - 1]
             r.tpp = (r.shape[r.nd - 2] + r.tile - 1) // r.tile
+        inplace = sx_leaves(&r, prog, red)
         ngather = ntiled = 0
         for k in range(nops):
             r.gather[k] = -1
@@ -2492,7 +2569,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                     r.gather[k] = ngather
                     ngather += 1
             elif (r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and red)) \
-                    and not (r.direct and k >= ndst):
+                    and not (r.direct and k >= ndst) and not (k < 64 and (inplace >> k) & 1):
                 r.gather[k] = ngather
                 ngather += 1
             if r.gather[k] != -1 and k >= ndst:
