@@ -190,3 +190,29 @@ def test_resolved_dtypes_cached_by_weakness():
         assert pyet.sqrt(i32).dtype == np.float64
         with pytest.raises(TypeError):
             i32 << 1.5
+
+
+def test_special_node_keys_made_when_asked():
+    # a special node's key is made when first asked (a root written straight
+    # into dst never asks): by kernel class, parameters, shape, dtype and
+    # children, the same each time, and in trees the programs it selects
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((7, 3))
+    W, W32 = pyet.asarray(w), pyet.asarray(w.astype(np.float32))
+    i3, j3, i4 = np.array([0, 6, -1]), np.array([2, 2, 5]), np.array([1, 0, 3, 3])
+    t = pyet.take(i3, W)
+    assert t._key == t._key == pyet.take(j3, W)._key  # (indices' values: not structure)
+    flips = [pyet.flip(pyet.take(i3, W), ax) for ax in (0, 1)]  # views of a special node
+    keys = [t._key, pyet.take(i4, W)._key, pyet.take(i3, W32)._key,
+            pyet.take(i3, W * 2)._key, pyet.take(i3.reshape(3, 1), W)._key,
+            pyet.concatenate([W, W], 0)._key, pyet.concatenate([W, W], 1)._key,
+            flips[0]._key, flips[1]._key]
+    assert len(set(keys)) == len(keys)
+    # keys asked first inside trees: each tree computes its own value
+    for ax, f in enumerate(flips):
+        np.testing.assert_array_equal(np.asarray(f * 2 + 1), np.flip(w[i3], ax) * 2 + 1)
+    for idx in (i3, i4, j3):
+        out = np.full((len(idx) + 2, 3), -7.0)
+        pyet.asarray(out)[1:-1] = pyet.take(idx, W) * 2 - pyet.take(idx[::-1], W)
+        np.testing.assert_array_equal(out[1:-1], w[idx] * 2 - w[idx[::-1]])
+        assert (out[0] == -7).all() and (out[-1] == -7).all()

@@ -1129,7 +1129,7 @@ cdef tuple value_key(Expr root):
     (pre-order; a node met again is a reference, so a graph that reads one
     node along several paths is walked once).  Equal keys, equal values, as
     long as no memory is written."""
-    cdef list parts = [root._key], stack = [root]
+    cdef list parts = [key_of(root)], stack = [root]
     cdef dict seen = {}
     cdef Expr e
     while stack:
@@ -1594,7 +1594,7 @@ cdef class _Group:
         self.dsts.append(d)
         self.exprs.append(e)
         self.dts.append(dt)
-        self.keys.append(e._key * 8 + dt)
+        self.keys.append(key_of(e) * 8 + dt)
         self.shape = (<object>d).shape
 
     cdef run(self):

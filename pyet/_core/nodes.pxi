@@ -52,7 +52,7 @@ cdef class Expr:
     cdef readonly int _dt            # result dtype code (DT_*)
     cdef readonly int _cdt           # dtype the op computes in (its loop's inputs)
     cdef readonly tuple _args        # child nodes
-    cdef readonly Py_ssize_t _key    # interned structure: equal keys, equal programs
+    cdef Py_ssize_t _k               # interned structure (key_of; _key in Python)
     cdef readonly int _flags         # HAS_* of this node and below
     cdef readonly Py_ssize_t _depth  # longest path down to a leaf
     cdef readonly Py_ssize_t _nleaves  # array leaves below (with repeats)
@@ -69,6 +69,11 @@ cdef class Expr:
             f"pyet.{name} cannot be created directly: use pyet.asarray(obj) to view an "
             f"array as a Tensor, pyet.empty/zeros/full for new memory, and arithmetic "
             f"or pyet's functions on Tensors to build expressions")
+
+    @property
+    def _key(self):
+        """The interned structure: equal keys, equal programs."""
+        return key_of(self)
 
     @property
     def dtype(self):
@@ -581,55 +586,76 @@ cdef Py_ssize_t op_key(int op, int cdt, int dt, Expr a, Expr b):
     keys fit 24 bits, found in a C table first (the 6-tuple made, hashed and
     compared in the dict lookup was ~0.15 us an operator; a packed int ~0.07).
     (Ints and tuples never compare equal: one dict.)"""
-    cdef Py_ssize_t kb = b._key if b is not None else 0
+    cdef Py_ssize_t ka = key_of(a), kb = key_of(b) if b is not None else 0
     cdef unsigned long long packed
     cdef int slot
-    if a._key < (1 << 24) and kb < (1 << 24):
+    if ka < (1 << 24) and kb < (1 << 24):
         packed = (<unsigned long long>op | (<unsigned long long>cdt << 8)
                   | (<unsigned long long>dt << 11) | (<unsigned long long>(b is not None) << 14)
-                  | (<unsigned long long>a._key << 15) | (<unsigned long long>kb << 39))
+                  | (<unsigned long long>ka << 15) | (<unsigned long long>kb << 39))
         slot = <int>((packed * 0x9E3779B97F4A7C15ULL) >> 52)
         if _PACKED_SEEN[slot] != packed + 1:
             _PACKED_KEY[slot] = intern_key(<long long>packed)
             _PACKED_SEEN[slot] = packed + 1
         return _PACKED_KEY[slot]
     if b is None:
-        return intern_key((op, cdt, dt, None, a._key))
-    return intern_key((op, cdt, dt, None, a._key, kb))
+        return intern_key((op, cdt, dt, None, ka))
+    return intern_key((op, cdt, dt, None, ka, kb))
+
+
+cdef Py_ssize_t tuple_key(int op, int cdt, int dt, object extra, tuple args) except -1:
+    # the key of a structure op_key does not pack: its tuple packed at once,
+    # no list grown and copied
+    cdef Py_ssize_t n = len(args)
+    cdef list keys
+    if n == 1:
+        return intern_key((op, cdt, dt, extra, key_of(<Expr>args[0])))
+    if n == 2:
+        return intern_key((op, cdt, dt, extra, key_of(<Expr>args[0]), key_of(<Expr>args[1])))
+    keys = [op, cdt, dt, extra]
+    for a in args:
+        keys.append(key_of(<Expr>a))
+    return intern_key(tuple(keys))
+
+
+cdef Py_ssize_t special_key(SpecialNode e) except -1:
+    # a special node's key, made when first asked (key_of): its kernel's class,
+    # parameters and shape besides its children's (a product's: its batch)
+    kernel = e._kernel
+    cls = type(kernel)
+    extra = (Product, (<object>kernel).batch) if cls is Product else \
+        (cls, kernel.params(), e.shape)
+    e._k = tuple_key(OP_special, e._cdt, e._dt, extra, e._args)
+    return e._k
+
+
+cdef inline Py_ssize_t key_of(Expr e) except -1:
+    """e's structure key.  A special node's is made when first asked: a root
+    written straight into dst (take, concatenate) never needs one, and its
+    tuple hashed and interned was ~0.5 us of a 64-row take's ~2."""
+    return e._k if e._k >= 0 else special_key(<SpecialNode>e)
 
 
 cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
                       object extra):
     """Fill in a new node: its fields, and what follows from its children
     (structure key, flags, depth, leaf count).  ``extra``: what besides op,
-    dtypes and children makes the structure (None for most nodes)."""
-    cdef Expr a, b
+    dtypes and children makes the structure (None for most nodes; a special
+    node's is its kernel's, taken when its key is asked)."""
+    cdef Expr a
     cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args)
     cdef int flags = 0
-    cdef list keys
-    cdef tuple key
     for a in args:
         flags |= a._flags
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
-    # one or two children and no extra (most nodes): op_key's packed int;
-    # otherwise the key tuple packed at once, no list grown and copied
-    if extra is None and (n == 1 or n == 2):
-        e._key = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
+    if op == OP_special:
+        e._k = -1  # (key_of)
+    elif extra is None and (n == 1 or n == 2):  # (most nodes: op_key's packed int)
+        e._k = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
     else:
-        if n == 1:
-            a = <Expr>args[0]
-            key = (op, cdt, dt, extra, a._key)
-        elif n == 2:
-            a, b = <Expr>args[0], <Expr>args[1]
-            key = (op, cdt, dt, extra, a._key, b._key)
-        else:
-            keys = [op, cdt, dt, extra]
-            for a in args:
-                keys.append(a._key)
-            key = tuple(keys)
-        e._key = intern_key(key)
+        e._k = tuple_key(op, cdt, dt, extra, args)
     e._op = op
     e._args = args
     e.shape = shape
@@ -692,7 +718,7 @@ cdef Scalar scalar_node(object value, int dt, int weak):
     e._args = ()
     e.shape = ()
     e._cdt = e._dt = dt
-    e._key = _SCALAR_KEYS[3 * dt + weak]
+    e._k = _SCALAR_KEYS[3 * dt + weak]
     e._value = value
     e._weak = weak
     return e
@@ -710,7 +736,7 @@ cdef Tensor wrap(object arr):
     t._nleaves = 1
     # 0-d and constant leaves are lowered as scalars read when bound: each a
     # structure of its own
-    t._key = _LEAF_KEYS[3 * code + (1 if not t.shape else 2 if is_constant(t) else 0)]
+    t._k = _LEAF_KEYS[3 * code + (1 if not t.shape else 2 if is_constant(t) else 0)]
     return t
 
 
@@ -994,7 +1020,7 @@ cdef bint _same_value(Expr a, Expr b):
     # the same node, or the same structure over the same memory (so the same value)
     if a is b:
         return True
-    if a._key != b._key or len(a._args) != len(b._args):
+    if key_of(a) != key_of(b) or len(a._args) != len(b._args):
         return False
     if a._op == OP_leaf:
         x, y = (<Tensor>a)._array, (<Tensor>b)._array
@@ -1272,7 +1298,7 @@ cdef Expr binary(int op, object a, object b):
     e.shape = broadcast_shapes(x.shape, y.shape)
     e._cdt = cdt
     e._dt = dt
-    e._key = op_key(op, cdt, dt, x, y)
+    e._k = op_key(op, cdt, dt, x, y)
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
@@ -1335,16 +1361,14 @@ cdef SpecialNode make_special(object kernel, tuple args, tuple shape, int dt):
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
     cdef object cls = type(kernel)
     cdef int flags = HAS_SPECIAL
-    if cls is Product:  # its shape follows from its children's
-        extra = (Product, (<object>kernel).batch)
+    if cls is Product:
         e._kind = SPECIAL_PRODUCT
     else:
-        extra = (cls, kernel.params(), shape)
         kind_flags = _KIND_OF_CLASS.get(cls)
         if kind_flags is None:
             kind_flags = _kind_of_class(cls)
         e._kind, flags = <tuple>kind_flags
-    seal(e, OP_special, args, shape, dt, dt, extra)
+    seal(e, OP_special, args, shape, dt, dt, None)
     e._kernel = kernel
     e._flags |= flags
     return e

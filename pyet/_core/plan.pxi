@@ -492,7 +492,7 @@ cdef Py_ssize_t PROGRAM_LIMIT = 1 << 12   # programs kept; the cache is dropped 
 
 cdef Program get_program(Expr e, int dst_dt):
     global _PROGRAMS
-    cdef Py_ssize_t key = e._key * 8 + dst_dt
+    cdef Py_ssize_t key = key_of(e) * 8 + dst_dt
     prog = _PROGRAMS.get(key)
     if prog is None:
         prog = lower(e, dst_dt)
@@ -679,7 +679,7 @@ cdef tuple _signatures(_Lowering lw, Expr e, Py_ssize_t pos, bint scalar_ok, dic
     if not plain or e._op == OP_pyfunc:
         return pos, False
     if e._flags & HAS_COSTLY:
-        sig = (e._key, tuple(lw.leaf_map[start:pos]))
+        sig = (key_of(e), tuple(lw.leaf_map[start:pos]))
         sigs[(id(e), start)] = sig
         counts[sig] = counts.get(sig, 0) + 1
     return pos, True

@@ -72,7 +72,7 @@ def structure_key(list roots, list wrt, object settings):
         parts.append((w.shape, w._dt))
     for r in roots:
         e = <Expr>r
-        parts.append(e._key)
+        parts.append(key_of(e))
         stack = [e]
         while stack:
             e = stack.pop()
