@@ -727,7 +727,7 @@ cdef Scalar scalar_node(object value, int dt, int weak):
 cdef Tensor wrap(object arr):
     """A leaf viewing ndarray ``arr`` (no copy)."""
     cdef Tensor t = Tensor.__new__(Tensor)
-    cdef int code = dtype_code((<cnp.ndarray>arr).dtype)
+    cdef int code = array_dtype_code(<cnp.ndarray>arr)  # (from the type number: no dtype object)
     t._op = OP_leaf
     t._args = ()
     t.shape = (<object>arr).shape

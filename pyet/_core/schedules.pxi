@@ -11,6 +11,7 @@
 # holds them) and replays.
 
 from cpython.ref cimport Py_INCREF, Py_REFCNT
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.object cimport PyObject, PyTypeObject
 
 

@@ -241,7 +241,8 @@ def take_into(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
 
 
 cdef _take_checked(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
-    if out.ndim != 2 or w.ndim != 2 or w.shape[1] != out.shape[1] or w.dtype != out.dtype:
+    if out.ndim != 2 or w.ndim != 2 or w.shape[1] != out.shape[1] or not (
+            w.descr is out.descr or cnp.PyArray_EquivTypes(w.descr, out.descr)):
         raise ValueError(f"take_into: cannot take rows of {w.dtype} {shp(w)} into "
                          f"{out.dtype} {shp(out)}")
     if not fused_name(out, True):  # (take copies bits: any 1-, 4- or 8-byte dtype)
