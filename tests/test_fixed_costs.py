@@ -216,3 +216,24 @@ def test_special_node_keys_made_when_asked():
         pyet.asarray(out)[1:-1] = pyet.take(idx, W) * 2 - pyet.take(idx[::-1], W)
         np.testing.assert_array_equal(out[1:-1], w[idx] * 2 - w[idx[::-1]])
         assert (out[0] == -7).all() and (out[-1] == -7).all()
+
+
+@pytest.mark.parametrize("lead", [(), (1,), (2,)])
+def test_roots_straight_into_dst_only_of_its_shape(lead):
+    # a special root (take) and a hoisted ufunc (F) go straight into dst only
+    # when dst has the root's shape (has_shape, dims read in place); a
+    # broadcast destination takes the general path, 0-d roots included
+    rng = np.random.default_rng(2)
+    w, a = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    W, A = pyet.asarray(w), pyet.asarray(a)
+    idx = np.array([4, 0])
+    for root, want in [(pyet.take(idx, W), w[idx]),
+                       (pyet.F(np.expm1, A) + 1, np.expm1(a) + 1),
+                       (pyet.F(np.expm1, A[1]) * 2, np.expm1(a[1]) * 2)]:
+        buf = np.full((8,) + lead + want.shape, -3.0)
+        dst = buf[6:1:-2]  # negative step, inside sentinels
+        pyet.asarray(dst)[...] = root
+        np.testing.assert_array_equal(dst, np.broadcast_to(want, dst.shape))
+        assert (buf[1::2] == -3).all() and (buf[0] == -3).all()
+    with pytest.raises(ValueError):
+        pyet.asarray(np.zeros(6))[...] = pyet.take(idx, W)  # same size, other shape

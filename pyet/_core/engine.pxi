@@ -116,7 +116,7 @@ cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:
             dts = [(<Expr>a)._dt for a in x._args]
             if type(fn) is not _UFUNC_TYPE or not _ufunc_in_place(fn, dts, x._dt):
                 return False  # it may raise midway: computed aside (assign_elementwise)
-            if p is None and x._dt == dst_dt and x.shape == (<object>d).shape:
+            if p is None and x._dt == dst_dt and has_shape(d, x.shape):
                 leaves = True
                 for a in x._args:
                     leaves = leaves and a._op == OP_leaf
@@ -235,7 +235,7 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
     if outer:
         _evaluation.done = {}
     try:
-        if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
+        if e._op == OP_special and has_shape(d, e.shape) and e._dt == dst_dt \
                 and not leaves_overlap(e, d):
             # straight into dst, no scratch
             args = _special_args(e)
@@ -283,7 +283,7 @@ cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt) except -1:
     False, nothing done, for any other root: assign_special's general way."""
     cdef Expr a
     cdef bint leaves = True
-    if e._dt != dst_dt or e.shape != (<object>d).shape:
+    if e._dt != dst_dt or not has_shape(d, e.shape):
         return False
     for a in e._args:
         if a._op == OP_scalar:
@@ -350,7 +350,7 @@ cdef object match_root_form(cnp.ndarray d, Expr e, int dst_dt):
             continue
         p = binding["P"]
         dd = binding.get("D")
-        if p._dt != dst_dt or p.shape != (<object>d).shape or \
+        if p._dt != dst_dt or not has_shape(d, p.shape) or \
                 (dd is not None and dd._dt != dst_dt):
             return None
         x, y = p._args

@@ -2813,6 +2813,17 @@ cdef int array_dtype_code(cnp.ndarray a) except -1:
     return dtype_code(a.dtype)
 
 
+cdef bint has_shape(cnp.ndarray d, tuple shape) except -1:
+    # d.shape == shape, d's dims read in place (no shape tuple made, compared, freed)
+    cdef Py_ssize_t i, nd = cnp.PyArray_NDIM(d)
+    if len(shape) != nd:
+        return False
+    for i in range(nd):
+        if <Py_ssize_t>shape[i] != cnp.PyArray_DIMS(d)[i]:
+            return False
+    return True
+
+
 cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
     # (dst's dims read in place: no shape tuple unless it fails)
     cdef tuple es = e.shape
