@@ -237,3 +237,44 @@ def test_roots_straight_into_dst_only_of_its_shape(lead):
         assert (buf[1::2] == -3).all() and (buf[0] == -3).all()
     with pytest.raises(ValueError):
         pyet.asarray(np.zeros(6))[...] = pyet.take(idx, W)  # same size, other shape
+
+
+def test_user_ufuncs_asked_again_in_any_order():
+    # whether a ufunc runs in place and which NumPy loop it takes are
+    # remembered per (ufunc, operand dtypes, result dtype): many of them asked
+    # in turns, as NumPy computes each (the slots they share are re-filled)
+    rng = np.random.default_rng(3)
+    fns = [np.expm1, np.sqrt, np.negative, np.sin, np.floor, np.absolute, np.isnan,
+           np.square, np.cbrt, np.sign, np.exp2, np.log1p, np.positive, np.rint]
+    xs = [rng.uniform(0.5, 2, 40).astype(dt) for dt in (np.float64, np.float32)] + \
+        [rng.integers(-5, 5, 40).astype(dt) for dt in (np.int32, np.int64)]
+    for rnd in range(2):
+        for fn in fns if rnd == 0 else fns[::-1]:
+            for x in xs:
+                try:
+                    want = fn(x)
+                except TypeError:  # (no loop for this dtype: pyet.F says so too)
+                    with pytest.raises(TypeError):
+                        pyet.F(fn, pyet.asarray(x))
+                    continue
+                buf = np.zeros(42, want.dtype)
+                pyet.asarray(buf[1:-1])[...] = pyet.F(fn, pyet.asarray(x))
+                np.testing.assert_array_equal(buf[1:-1], want)
+                assert buf[0] == 0 and buf[-1] == 0
+                np.testing.assert_array_equal(  # (a pass over it: the loop in blocks)
+                    np.asarray(pyet.F(fn, pyet.asarray(x)) * 1), want * 1)
+
+
+def test_user_function_keys():
+    # a user function's node of one or two operands: op_key's packed key, by
+    # operand count, dtypes and order (the function itself is bound per call)
+    A, B = pyet.asarray(np.ones(3)), pyet.asarray(np.ones(3, np.float32))
+    assert pyet.F(np.exp, A)._key == pyet.F(np.expm1, A)._key
+    keys = [pyet.F(np.exp, A)._key, pyet.F(np.exp, B)._key, pyet.F(np.add, A, B)._key,
+            pyet.F(np.add, B, A)._key, pyet.F(np.add, A, A)._key, (-A)._key,
+            pyet.F(np.exp, A + 1)._key, pyet.F(np.exp, A, dtype=np.float32)._key,
+            pyet.F(lambda x, y, z: x + y + z, A, A, A)._key]
+    assert len(set(keys)) == len(keys)
+    a = np.arange(3.0)
+    got = pyet.F(np.exp, pyet.asarray(a)) + pyet.F(np.expm1, pyet.asarray(a))
+    np.testing.assert_array_equal(np.asarray(got), np.exp(a) + np.expm1(a))

@@ -652,7 +652,9 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
             depth = a._depth
     if op == OP_special:
         e._k = -1  # (key_of)
-    elif extra is None and (n == 1 or n == 2):  # (most nodes: op_key's packed int)
+    elif (extra is None or op == OP_pyfunc) and (n == 1 or n == 2):
+        # (most nodes: op_key's packed int; a user function's extra is its
+        # operand count, which op_key packs too)
         e._k = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
     else:
         e._k = tuple_key(op, cdt, dt, extra, args)

@@ -1132,17 +1132,54 @@ def set_numpy_c_loops(bint on):
     return before
 
 
+# _c_loop_index's and _ufunc_in_place's answers for recent (function,
+# operand dtypes, result dtype), direct-mapped in C in front of their dicts:
+# a tuple key made, hashed and compared in each was ~1.2k instructions of a
+# hoisted F's call.  A slot keeps its function alive (_FN_SLOT_REFS), so the
+# address it holds names that function alone.
+cdef struct fn_slot:
+    void *fn
+    unsigned long long packed    # result dtype, operand count, operand dtypes
+    signed char in_place         # -1: not asked yet
+    int loop                     # -2: not asked yet
+cdef fn_slot _FN_SLOTS[64]
+cdef list _FN_SLOT_REFS = [None] * 64
+
+
+cdef fn_slot *_fn_slot(object fn, object dts, int dt_out) except? NULL:
+    # fn's slot for these dtypes, emptied of another's answers first (NULL:
+    # more operands than the packing holds, asked of the dicts alone)
+    cdef Py_ssize_t i, n = len(dts)
+    if n > 15:
+        return NULL
+    cdef unsigned long long packed = <unsigned long long>dt_out | (<unsigned long long>n << 3)
+    for i in range(n):
+        packed |= <unsigned long long>(<int>dts[i]) << (7 + 3 * i)
+    cdef int h = <int>((((<uintptr_t><void *>fn) >> 4) ^ packed) * 0x9E3779B97F4A7C15ULL >> 58)
+    cdef fn_slot *slot = &_FN_SLOTS[h]
+    if slot.fn != <void *>fn or slot.packed != packed:
+        _FN_SLOT_REFS[h] = fn
+        slot.fn, slot.packed, slot.in_place, slot.loop = <void *>fn, packed, -1, -2
+    return slot
+
+
 cdef int _c_loop_index(object fn, object dts, int dt_out) except -2:
     """The index in ufunc fn's loop table of the inner loop NumPy runs for
     these dtypes, when calling it straight gives fn's values (probed once per
     ufunc and dtypes); -1 when there is none (then fn is called)."""
     if not C_LOOPS_ON:
         return -1
+    cdef fn_slot *slot = _fn_slot(fn, dts, dt_out)
+    if slot != NULL and slot.loop != -2:
+        return slot.loop
     key = (fn, tuple(dts), dt_out)
     k = _C_LOOPS.get(key)
     if k is None:
         k = _find_c_loop(fn, dts, dt_out)
         _C_LOOPS[key] = k
+    slot = _fn_slot(fn, dts, dt_out)  # (again: the probe may have taken it)
+    if slot != NULL:
+        slot.loop = k
     return k
 
 
@@ -1449,6 +1486,9 @@ cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
     # (once per ufunc and dtypes); other functions get copies of the blocks
     if type(fn) is not np.ufunc:
         return False
+    cdef fn_slot *slot = _fn_slot(fn, dts, dt_out)
+    if slot != NULL and slot.in_place >= 0:
+        return slot.in_place
     key = (fn, tuple(dts), dt_out)
     ok = _UFUNC_IN_PLACE.get(key)
     if ok is None:
@@ -1462,6 +1502,9 @@ cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
         if len(_UFUNC_IN_PLACE) >= 256:
             _UFUNC_IN_PLACE.clear()
         _UFUNC_IN_PLACE[key] = ok
+    slot = _fn_slot(fn, dts, dt_out)
+    if slot != NULL:
+        slot.in_place = ok
     return ok
 
 
