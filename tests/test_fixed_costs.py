@@ -278,3 +278,38 @@ def test_user_function_keys():
     a = np.arange(3.0)
     got = pyet.F(np.exp, pyet.asarray(a)) + pyet.F(np.expm1, pyet.asarray(a))
     np.testing.assert_array_equal(np.asarray(got), np.exp(a) + np.expm1(a))
+
+
+def _flip_layouts():
+    base = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    ro = base.copy()
+    ro.flags.writeable = False
+    rec = np.zeros((5, 2), dtype=[("a", "i1"), ("b", "f8")])  # a packed field: 9-byte steps
+    return [base, base.T, base[:, ::2], base[::-1, :, 1:], base[:, :0], base[:1],
+            np.asfortranarray(base), np.zeros((3, 0, 2)), np.zeros((1, 1)),
+            base.view(np.int64)[:, 1:, ::-3], ro, rec["b"], np.ones(7, bool)[::2]]
+
+
+@pytest.mark.parametrize("k", range(13))
+def test_flip_view_made_in_c_is_numpys(k):
+    # VIEWS['flip'] of a plain array: NumPy's slicing view exactly (shape,
+    # strides, data pointer, flags, base), and flip trees over such leaves as
+    # NumPy computes them, into a destination they read too
+    from pyet._core import core
+    a = _flip_layouts()[k]
+    for axes in [(0,), (a.ndim - 1,), tuple(range(a.ndim)), (0, 0)]:
+        got = core.VIEWS["flip"](a, axes)
+        want = a[tuple(slice(None, None, -1) if d in axes else slice(None)
+                       for d in range(a.ndim))]
+        assert (got.shape, got.strides, got.dtype) == (want.shape, want.strides, want.dtype)
+        assert got.__array_interface__["data"] == want.__array_interface__["data"]
+        assert str(got.flags) == str(want.flags) and got.base is want.base
+    for ax in range(a.ndim):
+        want = np.flip(a, ax) * 2
+        np.testing.assert_array_equal(np.asarray(pyet.flip(pyet.asarray(a) * 2, ax)), want)
+        if a.flags.writeable and a.dtype == np.float64:
+            c = a.copy()
+            pyet.asarray(c)[...] = pyet.flip(pyet.asarray(c) + 0.0, ax)  # (aliasing dst)
+            np.testing.assert_array_equal(c, np.flip(a, ax))
+    with pytest.raises(np.exceptions.AxisError):
+        core.VIEWS["flip"](a, (a.ndim,))
