@@ -240,8 +240,8 @@ def test_roots_straight_into_dst_only_of_its_shape(lead):
 
 
 def test_user_ufuncs_asked_again_in_any_order():
-    # whether a ufunc runs in place and which NumPy loop it takes are
-    # remembered per (ufunc, operand dtypes, result dtype): many of them asked
+    # a ufunc's result dtype, whether it runs in place and which NumPy loop it
+    # takes are remembered per (ufunc, operand dtypes, result dtype): many asked
     # in turns, as NumPy computes each (the slots they share are re-filled)
     rng = np.random.default_rng(3)
     fns = [np.expm1, np.sqrt, np.negative, np.sin, np.floor, np.absolute, np.isnan,
@@ -257,6 +257,7 @@ def test_user_ufuncs_asked_again_in_any_order():
                     with pytest.raises(TypeError):
                         pyet.F(fn, pyet.asarray(x))
                     continue
+                assert pyet.F(fn, pyet.asarray(x)).dtype == want.dtype
                 buf = np.zeros(42, want.dtype)
                 pyet.asarray(buf[1:-1])[...] = pyet.F(fn, pyet.asarray(x))
                 np.testing.assert_array_equal(buf[1:-1], want)

@@ -1229,10 +1229,14 @@ def F(object fn, operands, dtype=None, grad=None):
                             f"{type(fn).__name__}")
         out = dtype
     elif type(fn) is _UFUNC_TYPE or isinstance(fn, np.ufunc):
-        if fn.nin != len(args) or fn.nout != 1:
+        if (<cnp.ufunc>fn).nin != len(args) or (<cnp.ufunc>fn).nout != 1:
             raise TypeError(f"pyet.F: ufunc {fn.__name__} takes {fn.nin} inputs and "
                             f"gives {fn.nout} outputs; got {len(args)} operands")
-        key = (fn,) + tuple([(<Expr>a)._dt for a in args])
+        dts = [(<Expr>a)._dt for a in args]
+        slot = _fn_slot(fn, dts, FN_RESULT)
+        if slot != NULL and slot.result >= 0:  # (the dict's key made and hashed: ~0.3 us)
+            return _pyfunc_node(fn, args, slot.result, grad)
+        key = (fn,) + tuple(dts)
         out = _UFUNC_RESULTS.get(key)
         if out is None:  # (resolve_dtypes: ~1 us of the node's ~2)
             try:
@@ -1258,8 +1262,18 @@ def F(object fn, operands, dtype=None, grad=None):
     else:
         raise TypeError(f"pyet.F needs a NumPy ufunc or a callable, got {type(fn).__name__}")
     cdef int dt = dtype_code(out)
+    if type(fn) is _UFUNC_TYPE and dtype is None:
+        slot = _fn_slot(fn, [(<Expr>a)._dt for a in args], FN_RESULT)
+        if slot != NULL:
+            slot.result = dt
+    return _pyfunc_node(fn, args, dt, grad)
+
+
+cdef PyFunc _pyfunc_node(object fn, list args, int dt, object grad):
+    # pyet.F's node, its operands and result dtype known
     cdef PyFunc e = PyFunc.__new__(PyFunc)
-    seal(e, OP_pyfunc, tuple(args), broadcast_all(tuple(args)), dt, dt, len(args))
+    cdef tuple t = tuple(args)
+    seal(e, OP_pyfunc, t, broadcast_all(t), dt, dt, len(args))
     e._fn = fn
     if grad is not None and not callable(grad):
         raise TypeError(f"pyet.F: grad must be callable, got {type(grad).__name__}")

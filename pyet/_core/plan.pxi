@@ -1142,7 +1142,9 @@ cdef struct fn_slot:
     unsigned long long packed    # result dtype, operand count, operand dtypes
     signed char in_place         # -1: not asked yet
     int loop                     # -2: not asked yet
+    signed char result           # pyet.F's result dtype (asked as FN_RESULT); -1: not yet
 cdef fn_slot _FN_SLOTS[64]
+cdef int FN_RESULT = 8  # (the result dtype's question: no dtype code)
 cdef list _FN_SLOT_REFS = [None] * 64
 
 
@@ -1152,14 +1154,15 @@ cdef fn_slot *_fn_slot(object fn, object dts, int dt_out) except? NULL:
     cdef Py_ssize_t i, n = len(dts)
     if n > 15:
         return NULL
-    cdef unsigned long long packed = <unsigned long long>dt_out | (<unsigned long long>n << 3)
+    cdef unsigned long long packed = <unsigned long long>dt_out | (<unsigned long long>n << 4)
     for i in range(n):
-        packed |= <unsigned long long>(<int>dts[i]) << (7 + 3 * i)
+        packed |= <unsigned long long>(<int>dts[i]) << (8 + 3 * i)
     cdef int h = <int>((((<uintptr_t><void *>fn) >> 4) ^ packed) * 0x9E3779B97F4A7C15ULL >> 58)
     cdef fn_slot *slot = &_FN_SLOTS[h]
     if slot.fn != <void *>fn or slot.packed != packed:
         _FN_SLOT_REFS[h] = fn
         slot.fn, slot.packed, slot.in_place, slot.loop = <void *>fn, packed, -1, -2
+        slot.result = -1
     return slot
 
 
