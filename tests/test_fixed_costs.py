@@ -314,3 +314,31 @@ def test_flip_view_made_in_c_is_numpys(k):
             np.testing.assert_array_equal(c, np.flip(a, ax))
     with pytest.raises(np.exceptions.AxisError):
         core.VIEWS["flip"](a, (a.ndim,))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.float32, np.int64])
+@pytest.mark.parametrize("nbytes", [56, 64, 72, 256])
+def test_take_rows_of_a_line_or_more(dtype, nbytes):
+    # contiguous rows of 64 bytes or more: one memcpy each (the layout tested
+    # once); shorter or strided rows copy_row's way. Rows padded, reversed,
+    # into reversed and column-strided destinations, against NumPy's W[idx]
+    from pyet._kernels import nn
+    m = nbytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(nbytes)
+    big = (rng.standard_normal((9, m + 3)) * 10).astype(dtype)
+    idx = np.array([8, 0, 3, 3, 5])
+    # destination columns: contiguous, reversed, every other (copy_row's loop)
+    cols = [slice(1, 1 + m), slice(m, 0, -1), slice(1, 1 + 2 * m, 2)]
+    for w in (np.ascontiguousarray(big[:, :m]), big[:, :m], big[::-1, 2:m + 2],
+              big[:, :m][:, ::-1]):
+        for col in cols:
+            buf = np.zeros((7, 2 * m + 2), dtype)
+            out = buf[5:0:-1, col]
+            nn.take_into(out, w, idx)
+            np.testing.assert_array_equal(out, w[idx])
+            mask = np.ones(buf.shape, bool)
+            mask[5:0:-1, col] = False
+            assert not buf[mask].any()  # (sentinels: zeros)
+        D = np.zeros((5, m), dtype)
+        pyet.asarray(D)[...] = pyet.take(idx, pyet.asarray(w))
+        np.testing.assert_array_equal(D, w[idx])
