@@ -190,3 +190,155 @@ def test_resolved_dtypes_cached_by_weakness():
         assert pyet.sqrt(i32).dtype == np.float64
         with pytest.raises(TypeError):
             i32 << 1.5
+
+
+def test_special_node_keys_made_when_asked():
+    # a special node's key is made when first asked (a root written straight
+    # into dst never asks): by kernel class, parameters, shape, dtype and
+    # children, the same each time, and in trees the programs it selects
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((7, 3))
+    W, W32 = pyet.asarray(w), pyet.asarray(w.astype(np.float32))
+    i3, j3, i4 = np.array([0, 6, -1]), np.array([2, 2, 5]), np.array([1, 0, 3, 3])
+    t = pyet.take(i3, W)
+    assert t._key == t._key == pyet.take(j3, W)._key  # (indices' values: not structure)
+    flips = [pyet.flip(pyet.take(i3, W), ax) for ax in (0, 1)]  # views of a special node
+    keys = [t._key, pyet.take(i4, W)._key, pyet.take(i3, W32)._key,
+            pyet.take(i3, W * 2)._key, pyet.take(i3.reshape(3, 1), W)._key,
+            pyet.concatenate([W, W], 0)._key, pyet.concatenate([W, W], 1)._key,
+            flips[0]._key, flips[1]._key]
+    assert len(set(keys)) == len(keys)
+    # keys asked first inside trees: each tree computes its own value
+    for ax, f in enumerate(flips):
+        np.testing.assert_array_equal(np.asarray(f * 2 + 1), np.flip(w[i3], ax) * 2 + 1)
+    for idx in (i3, i4, j3):
+        out = np.full((len(idx) + 2, 3), -7.0)
+        pyet.asarray(out)[1:-1] = pyet.take(idx, W) * 2 - pyet.take(idx[::-1], W)
+        np.testing.assert_array_equal(out[1:-1], w[idx] * 2 - w[idx[::-1]])
+        assert (out[0] == -7).all() and (out[-1] == -7).all()
+
+
+@pytest.mark.parametrize("lead", [(), (1,), (2,)])
+def test_roots_straight_into_dst_only_of_its_shape(lead):
+    # a special root (take) and a hoisted ufunc (F) go straight into dst only
+    # when dst has the root's shape (has_shape, dims read in place); a
+    # broadcast destination takes the general path, 0-d roots included
+    rng = np.random.default_rng(2)
+    w, a = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    W, A = pyet.asarray(w), pyet.asarray(a)
+    idx = np.array([4, 0])
+    for root, want in [(pyet.take(idx, W), w[idx]),
+                       (pyet.F(np.expm1, A) + 1, np.expm1(a) + 1),
+                       (pyet.F(np.expm1, A[1]) * 2, np.expm1(a[1]) * 2)]:
+        buf = np.full((8,) + lead + want.shape, -3.0)
+        dst = buf[6:1:-2]  # negative step, inside sentinels
+        pyet.asarray(dst)[...] = root
+        np.testing.assert_array_equal(dst, np.broadcast_to(want, dst.shape))
+        assert (buf[1::2] == -3).all() and (buf[0] == -3).all()
+    with pytest.raises(ValueError):
+        pyet.asarray(np.zeros(6))[...] = pyet.take(idx, W)  # same size, other shape
+
+
+def test_user_ufuncs_asked_again_in_any_order():
+    # a ufunc's result dtype, whether it runs in place and which NumPy loop it
+    # takes are remembered per (ufunc, operand dtypes, result dtype): many asked
+    # in turns, as NumPy computes each (the slots they share are re-filled)
+    rng = np.random.default_rng(3)
+    fns = [np.expm1, np.sqrt, np.negative, np.sin, np.floor, np.absolute, np.isnan,
+           np.square, np.cbrt, np.sign, np.exp2, np.log1p, np.positive, np.rint]
+    xs = [rng.uniform(0.5, 2, 40).astype(dt) for dt in (np.float64, np.float32)] + \
+        [rng.integers(-5, 5, 40).astype(dt) for dt in (np.int32, np.int64)]
+    for rnd in range(2):
+        for fn in fns if rnd == 0 else fns[::-1]:
+            for x in xs:
+                try:
+                    want = fn(x)
+                except TypeError:  # (no loop for this dtype: pyet.F says so too)
+                    with pytest.raises(TypeError):
+                        pyet.F(fn, pyet.asarray(x))
+                    continue
+                assert pyet.F(fn, pyet.asarray(x)).dtype == want.dtype
+                buf = np.zeros(42, want.dtype)
+                pyet.asarray(buf[1:-1])[...] = pyet.F(fn, pyet.asarray(x))
+                np.testing.assert_array_equal(buf[1:-1], want)
+                assert buf[0] == 0 and buf[-1] == 0
+                np.testing.assert_array_equal(  # (a pass over it: the loop in blocks)
+                    np.asarray(pyet.F(fn, pyet.asarray(x)) * 1), want * 1)
+
+
+def test_user_function_keys():
+    # a user function's node of one or two operands: op_key's packed key, by
+    # operand count, dtypes and order (the function itself is bound per call)
+    A, B = pyet.asarray(np.ones(3)), pyet.asarray(np.ones(3, np.float32))
+    assert pyet.F(np.exp, A)._key == pyet.F(np.expm1, A)._key
+    keys = [pyet.F(np.exp, A)._key, pyet.F(np.exp, B)._key, pyet.F(np.add, A, B)._key,
+            pyet.F(np.add, B, A)._key, pyet.F(np.add, A, A)._key, (-A)._key,
+            pyet.F(np.exp, A + 1)._key, pyet.F(np.exp, A, dtype=np.float32)._key,
+            pyet.F(lambda x, y, z: x + y + z, A, A, A)._key]
+    assert len(set(keys)) == len(keys)
+    a = np.arange(3.0)
+    got = pyet.F(np.exp, pyet.asarray(a)) + pyet.F(np.expm1, pyet.asarray(a))
+    np.testing.assert_array_equal(np.asarray(got), np.exp(a) + np.expm1(a))
+
+
+def _flip_layouts():
+    base = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    ro = base.copy()
+    ro.flags.writeable = False
+    rec = np.zeros((5, 2), dtype=[("a", "i1"), ("b", "f8")])  # a packed field: 9-byte steps
+    return [base, base.T, base[:, ::2], base[::-1, :, 1:], base[:, :0], base[:1],
+            np.asfortranarray(base), np.zeros((3, 0, 2)), np.zeros((1, 1)),
+            base.view(np.int64)[:, 1:, ::-3], ro, rec["b"], np.ones(7, bool)[::2]]
+
+
+@pytest.mark.parametrize("k", range(13))
+def test_flip_view_made_in_c_is_numpys(k):
+    # VIEWS['flip'] of a plain array: NumPy's slicing view exactly (shape,
+    # strides, data pointer, flags, base), and flip trees over such leaves as
+    # NumPy computes them, into a destination they read too
+    from pyet._core import core
+    a = _flip_layouts()[k]
+    for axes in [(0,), (a.ndim - 1,), tuple(range(a.ndim)), (0, 0)]:
+        got = core.VIEWS["flip"](a, axes)
+        want = a[tuple(slice(None, None, -1) if d in axes else slice(None)
+                       for d in range(a.ndim))]
+        assert (got.shape, got.strides, got.dtype) == (want.shape, want.strides, want.dtype)
+        assert got.__array_interface__["data"] == want.__array_interface__["data"]
+        assert str(got.flags) == str(want.flags) and got.base is want.base
+    for ax in range(a.ndim):
+        want = np.flip(a, ax) * 2
+        np.testing.assert_array_equal(np.asarray(pyet.flip(pyet.asarray(a) * 2, ax)), want)
+        if a.flags.writeable and a.dtype == np.float64:
+            c = a.copy()
+            pyet.asarray(c)[...] = pyet.flip(pyet.asarray(c) + 0.0, ax)  # (aliasing dst)
+            np.testing.assert_array_equal(c, np.flip(a, ax))
+    with pytest.raises(np.exceptions.AxisError):
+        core.VIEWS["flip"](a, (a.ndim,))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.float32, np.int64])
+@pytest.mark.parametrize("nbytes", [56, 64, 72, 256])
+def test_take_rows_of_a_line_or_more(dtype, nbytes):
+    # contiguous rows of 64 bytes or more: one memcpy each (the layout tested
+    # once); shorter or strided rows copy_row's way. Rows padded, reversed,
+    # into reversed and column-strided destinations, against NumPy's W[idx]
+    from pyet._kernels import nn
+    m = nbytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(nbytes)
+    big = (rng.standard_normal((9, m + 3)) * 10).astype(dtype)
+    idx = np.array([8, 0, 3, 3, 5])
+    # destination columns: contiguous, reversed, every other (copy_row's loop)
+    cols = [slice(1, 1 + m), slice(m, 0, -1), slice(1, 1 + 2 * m, 2)]
+    for w in (np.ascontiguousarray(big[:, :m]), big[:, :m], big[::-1, 2:m + 2],
+              big[:, :m][:, ::-1]):
+        for col in cols:
+            buf = np.zeros((7, 2 * m + 2), dtype)
+            out = buf[5:0:-1, col]
+            nn.take_into(out, w, idx)
+            np.testing.assert_array_equal(out, w[idx])
+            mask = np.ones(buf.shape, bool)
+            mask[5:0:-1, col] = False
+            assert not buf[mask].any()  # (sentinels: zeros)
+        D = np.zeros((5, m), dtype)
+        pyet.asarray(D)[...] = pyet.take(idx, pyet.asarray(w))
+        np.testing.assert_array_equal(D, w[idx])

@@ -419,6 +419,14 @@ def test_gather_kernel_errors():
         nn.take_into(out, np.zeros((4, 2)), np.zeros(2, np.intp))
     with pytest.raises(ValueError, match="indices must be 2 intp"):
         nn.take_into(out, np.zeros((4, 3)), np.zeros(3, np.intp))
+    # the dtypes compared as NumPy's ==: another dtype object of float64 (with
+    # metadata) is float64; float32 and big-endian float64 are not
+    w = np.arange(12.0).reshape(4, 3)
+    nn.take_into(out, w.astype(np.dtype(np.float64, metadata={"m": 1})), np.array([3, 1]))
+    np.testing.assert_array_equal(out, w[[3, 1]])
+    for dt in (np.float32, ">f8"):
+        with pytest.raises(ValueError, match="cannot take rows"):
+            nn.take_into(out, w.astype(dt), np.array([3, 1]))
     with pytest.raises(ValueError, match="indices must be 2 intp"):
         nn.choose_into(np.zeros(2), np.zeros((2, 3)), np.zeros(2, np.int32))
     with pytest.raises(TypeError, match="unsupported dtype bool"):

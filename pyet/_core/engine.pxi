@@ -116,7 +116,7 @@ cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:
             dts = [(<Expr>a)._dt for a in x._args]
             if type(fn) is not _UFUNC_TYPE or not _ufunc_in_place(fn, dts, x._dt):
                 return False  # it may raise midway: computed aside (assign_elementwise)
-            if p is None and x._dt == dst_dt and x.shape == (<object>d).shape:
+            if p is None and x._dt == dst_dt and has_shape(d, x.shape):
                 leaves = True
                 for a in x._args:
                     leaves = leaves and a._op == OP_leaf
@@ -235,7 +235,7 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
     if outer:
         _evaluation.done = {}
     try:
-        if e._op == OP_special and e.shape == (<object>d).shape and e._dt == dst_dt \
+        if e._op == OP_special and has_shape(d, e.shape) and e._dt == dst_dt \
                 and not leaves_overlap(e, d):
             # straight into dst, no scratch
             args = _special_args(e)
@@ -262,6 +262,18 @@ cdef assign_special(cnp.ndarray d, Expr e, int dst_dt):
             _evaluation.done = None
 
 
+cdef tuple _arrays_of(tuple args):
+    # the arrays of leaves ``args``, a tuple made in place (a list made and
+    # copied: ~0.1 us)
+    cdef Py_ssize_t i, n = len(args)
+    cdef tuple out = PyTuple_New(n)
+    for i in range(n):
+        arr = (<Tensor>args[i])._array
+        Py_INCREF(arr)
+        PyTuple_SET_ITEM(out, i, arr)
+    return out
+
+
 cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt) except -1:
     """The common special root, decided by one check: a node other than a
     product (no root form matches it) of dst's shape and dtype over leaves
@@ -271,7 +283,7 @@ cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt) except -1:
     False, nothing done, for any other root: assign_special's general way."""
     cdef Expr a
     cdef bint leaves = True
-    if e._dt != dst_dt or e.shape != (<object>d).shape:
+    if e._dt != dst_dt or not has_shape(d, e.shape):
         return False
     for a in e._args:
         if a._op == OP_scalar:
@@ -281,7 +293,7 @@ cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt) except -1:
             return False
     kernel = e._kernel
     fast = getattr(kernel, "into_leaves", None) if leaves else None
-    if fast is not None and fast(d, tuple([(<Tensor>a)._array for a in e._args])):
+    if fast is not None and fast(d, _arrays_of(e._args)):
         # its compiled entry on the leaves' arrays (Special.into_leaves): no
         # Python frame of into() (take of 64 rows: ~0.3 us of ~1.2)
         _count_special(e, 0)
@@ -338,7 +350,7 @@ cdef object match_root_form(cnp.ndarray d, Expr e, int dst_dt):
             continue
         p = binding["P"]
         dd = binding.get("D")
-        if p._dt != dst_dt or p.shape != (<object>d).shape or \
+        if p._dt != dst_dt or not has_shape(d, p.shape) or \
                 (dd is not None and dd._dt != dst_dt):
             return None
         x, y = p._args
@@ -1129,7 +1141,7 @@ cdef tuple value_key(Expr root):
     (pre-order; a node met again is a reference, so a graph that reads one
     node along several paths is walked once).  Equal keys, equal values, as
     long as no memory is written."""
-    cdef list parts = [root._key], stack = [root]
+    cdef list parts = [key_of(root)], stack = [root]
     cdef dict seen = {}
     cdef Expr e
     while stack:
@@ -1594,7 +1606,7 @@ cdef class _Group:
         self.dsts.append(d)
         self.exprs.append(e)
         self.dts.append(dt)
-        self.keys.append(e._key * 8 + dt)
+        self.keys.append(key_of(e) * 8 + dt)
         self.shape = (<object>d).shape
 
     cdef run(self):

@@ -52,7 +52,7 @@ cdef class Expr:
     cdef readonly int _dt            # result dtype code (DT_*)
     cdef readonly int _cdt           # dtype the op computes in (its loop's inputs)
     cdef readonly tuple _args        # child nodes
-    cdef readonly Py_ssize_t _key    # interned structure: equal keys, equal programs
+    cdef Py_ssize_t _k               # interned structure (key_of; _key in Python)
     cdef readonly int _flags         # HAS_* of this node and below
     cdef readonly Py_ssize_t _depth  # longest path down to a leaf
     cdef readonly Py_ssize_t _nleaves  # array leaves below (with repeats)
@@ -69,6 +69,11 @@ cdef class Expr:
             f"pyet.{name} cannot be created directly: use pyet.asarray(obj) to view an "
             f"array as a Tensor, pyet.empty/zeros/full for new memory, and arithmetic "
             f"or pyet's functions on Tensors to build expressions")
+
+    @property
+    def _key(self):
+        """The interned structure: equal keys, equal programs."""
+        return key_of(self)
 
     @property
     def dtype(self):
@@ -581,55 +586,78 @@ cdef Py_ssize_t op_key(int op, int cdt, int dt, Expr a, Expr b):
     keys fit 24 bits, found in a C table first (the 6-tuple made, hashed and
     compared in the dict lookup was ~0.15 us an operator; a packed int ~0.07).
     (Ints and tuples never compare equal: one dict.)"""
-    cdef Py_ssize_t kb = b._key if b is not None else 0
+    cdef Py_ssize_t ka = key_of(a), kb = key_of(b) if b is not None else 0
     cdef unsigned long long packed
     cdef int slot
-    if a._key < (1 << 24) and kb < (1 << 24):
+    if ka < (1 << 24) and kb < (1 << 24):
         packed = (<unsigned long long>op | (<unsigned long long>cdt << 8)
                   | (<unsigned long long>dt << 11) | (<unsigned long long>(b is not None) << 14)
-                  | (<unsigned long long>a._key << 15) | (<unsigned long long>kb << 39))
+                  | (<unsigned long long>ka << 15) | (<unsigned long long>kb << 39))
         slot = <int>((packed * 0x9E3779B97F4A7C15ULL) >> 52)
         if _PACKED_SEEN[slot] != packed + 1:
             _PACKED_KEY[slot] = intern_key(<long long>packed)
             _PACKED_SEEN[slot] = packed + 1
         return _PACKED_KEY[slot]
     if b is None:
-        return intern_key((op, cdt, dt, None, a._key))
-    return intern_key((op, cdt, dt, None, a._key, kb))
+        return intern_key((op, cdt, dt, None, ka))
+    return intern_key((op, cdt, dt, None, ka, kb))
+
+
+cdef Py_ssize_t tuple_key(int op, int cdt, int dt, object extra, tuple args) except -1:
+    # the key of a structure op_key does not pack: its tuple packed at once,
+    # no list grown and copied
+    cdef Py_ssize_t n = len(args)
+    cdef list keys
+    if n == 1:
+        return intern_key((op, cdt, dt, extra, key_of(<Expr>args[0])))
+    if n == 2:
+        return intern_key((op, cdt, dt, extra, key_of(<Expr>args[0]), key_of(<Expr>args[1])))
+    keys = [op, cdt, dt, extra]
+    for a in args:
+        keys.append(key_of(<Expr>a))
+    return intern_key(tuple(keys))
+
+
+cdef Py_ssize_t special_key(SpecialNode e) except -1:
+    # a special node's key, made when first asked (key_of): its kernel's class,
+    # parameters and shape besides its children's (a product's: its batch)
+    kernel = e._kernel
+    cls = type(kernel)
+    extra = (Product, (<object>kernel).batch) if cls is Product else \
+        (cls, kernel.params(), e.shape)
+    e._k = tuple_key(OP_special, e._cdt, e._dt, extra, e._args)
+    return e._k
+
+
+cdef inline Py_ssize_t key_of(Expr e) except -1:
+    """e's structure key.  A special node's is made when first asked: a root
+    written straight into dst (take, concatenate) never needs one, and its
+    tuple hashed and interned was ~0.5 us of a 64-row take's ~2."""
+    return e._k if e._k >= 0 else special_key(<SpecialNode>e)
 
 
 cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
                       object extra):
     """Fill in a new node: its fields, and what follows from its children
     (structure key, flags, depth, leaf count).  ``extra``: what besides op,
-    dtypes and children makes the structure (None for most nodes)."""
-    cdef Expr a, b
+    dtypes and children makes the structure (None for most nodes; a special
+    node's is its kernel's, taken when its key is asked)."""
+    cdef Expr a
     cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args)
     cdef int flags = 0
-    cdef list keys
-    cdef tuple key
     for a in args:
         flags |= a._flags
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
-    # one or two children and no extra (most nodes): op_key's packed int;
-    # otherwise the key tuple packed at once, no list grown and copied
-    if extra is None and (n == 1 or n == 2):
-        e._key = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
+    if op == OP_special:
+        e._k = -1  # (key_of)
+    elif (extra is None or op == OP_pyfunc) and (n == 1 or n == 2):
+        # (most nodes: op_key's packed int; a user function's extra is its
+        # operand count, which op_key packs too)
+        e._k = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
     else:
-        if n == 1:
-            a = <Expr>args[0]
-            key = (op, cdt, dt, extra, a._key)
-        elif n == 2:
-            a, b = <Expr>args[0], <Expr>args[1]
-            key = (op, cdt, dt, extra, a._key, b._key)
-        else:
-            keys = [op, cdt, dt, extra]
-            for a in args:
-                keys.append(a._key)
-            key = tuple(keys)
-        e._key = intern_key(key)
+        e._k = tuple_key(op, cdt, dt, extra, args)
     e._op = op
     e._args = args
     e.shape = shape
@@ -692,7 +720,7 @@ cdef Scalar scalar_node(object value, int dt, int weak):
     e._args = ()
     e.shape = ()
     e._cdt = e._dt = dt
-    e._key = _SCALAR_KEYS[3 * dt + weak]
+    e._k = _SCALAR_KEYS[3 * dt + weak]
     e._value = value
     e._weak = weak
     return e
@@ -701,7 +729,7 @@ cdef Scalar scalar_node(object value, int dt, int weak):
 cdef Tensor wrap(object arr):
     """A leaf viewing ndarray ``arr`` (no copy)."""
     cdef Tensor t = Tensor.__new__(Tensor)
-    cdef int code = dtype_code((<cnp.ndarray>arr).dtype)
+    cdef int code = array_dtype_code(<cnp.ndarray>arr)  # (from the type number: no dtype object)
     t._op = OP_leaf
     t._args = ()
     t.shape = (<object>arr).shape
@@ -710,7 +738,7 @@ cdef Tensor wrap(object arr):
     t._nleaves = 1
     # 0-d and constant leaves are lowered as scalars read when bound: each a
     # structure of its own
-    t._key = _LEAF_KEYS[3 * code + (1 if not t.shape else 2 if is_constant(t) else 0)]
+    t._k = _LEAF_KEYS[3 * code + (1 if not t.shape else 2 if is_constant(t) else 0)]
     return t
 
 
@@ -994,7 +1022,7 @@ cdef bint _same_value(Expr a, Expr b):
     # the same node, or the same structure over the same memory (so the same value)
     if a is b:
         return True
-    if a._key != b._key or len(a._args) != len(b._args):
+    if key_of(a) != key_of(b) or len(a._args) != len(b._args):
         return False
     if a._op == OP_leaf:
         x, y = (<Tensor>a)._array, (<Tensor>b)._array
@@ -1201,10 +1229,14 @@ def F(object fn, operands, dtype=None, grad=None):
                             f"{type(fn).__name__}")
         out = dtype
     elif type(fn) is _UFUNC_TYPE or isinstance(fn, np.ufunc):
-        if fn.nin != len(args) or fn.nout != 1:
+        if (<cnp.ufunc>fn).nin != len(args) or (<cnp.ufunc>fn).nout != 1:
             raise TypeError(f"pyet.F: ufunc {fn.__name__} takes {fn.nin} inputs and "
                             f"gives {fn.nout} outputs; got {len(args)} operands")
-        key = (fn,) + tuple([(<Expr>a)._dt for a in args])
+        dts = [(<Expr>a)._dt for a in args]
+        slot = _fn_slot(fn, dts, FN_RESULT)
+        if slot != NULL and slot.result >= 0:  # (the dict's key made and hashed: ~0.3 us)
+            return _pyfunc_node(fn, args, slot.result, grad)
+        key = (fn,) + tuple(dts)
         out = _UFUNC_RESULTS.get(key)
         if out is None:  # (resolve_dtypes: ~1 us of the node's ~2)
             try:
@@ -1230,8 +1262,18 @@ def F(object fn, operands, dtype=None, grad=None):
     else:
         raise TypeError(f"pyet.F needs a NumPy ufunc or a callable, got {type(fn).__name__}")
     cdef int dt = dtype_code(out)
+    if type(fn) is _UFUNC_TYPE and dtype is None:
+        slot = _fn_slot(fn, [(<Expr>a)._dt for a in args], FN_RESULT)
+        if slot != NULL:
+            slot.result = dt
+    return _pyfunc_node(fn, args, dt, grad)
+
+
+cdef PyFunc _pyfunc_node(object fn, list args, int dt, object grad):
+    # pyet.F's node, its operands and result dtype known
     cdef PyFunc e = PyFunc.__new__(PyFunc)
-    seal(e, OP_pyfunc, tuple(args), broadcast_all(tuple(args)), dt, dt, len(args))
+    cdef tuple t = tuple(args)
+    seal(e, OP_pyfunc, t, broadcast_all(t), dt, dt, len(args))
     e._fn = fn
     if grad is not None and not callable(grad):
         raise TypeError(f"pyet.F: grad must be callable, got {type(grad).__name__}")
@@ -1272,7 +1314,7 @@ cdef Expr binary(int op, object a, object b):
     e.shape = broadcast_shapes(x.shape, y.shape)
     e._cdt = cdt
     e._dt = dt
-    e._key = op_key(op, cdt, dt, x, y)
+    e._k = op_key(op, cdt, dt, x, y)
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
@@ -1335,16 +1377,14 @@ cdef SpecialNode make_special(object kernel, tuple args, tuple shape, int dt):
     cdef SpecialNode e = SpecialNode.__new__(SpecialNode)
     cdef object cls = type(kernel)
     cdef int flags = HAS_SPECIAL
-    if cls is Product:  # its shape follows from its children's
-        extra = (Product, (<object>kernel).batch)
+    if cls is Product:
         e._kind = SPECIAL_PRODUCT
     else:
-        extra = (cls, kernel.params(), shape)
         kind_flags = _KIND_OF_CLASS.get(cls)
         if kind_flags is None:
             kind_flags = _kind_of_class(cls)
         e._kind, flags = <tuple>kind_flags
-    seal(e, OP_special, args, shape, dt, dt, extra)
+    seal(e, OP_special, args, shape, dt, dt, None)
     e._kernel = kernel
     e._flags |= flags
     return e
@@ -1868,7 +1908,12 @@ _REVERSED = slice(None, None, -1)
 
 def _flip(a, axes):
     # np.flip's indexing, without its normalization of axes that are valid
-    # non-negative ints already (flip's, ~2 us a leaf)
+    # non-negative ints already (flip's, ~2 us a leaf); a plain array's view
+    # made in C (the slicing's index parsing was ~1 us a leaf)
+    if type(a) is np.ndarray and type(axes) is tuple and axes:
+        view = _flipped_view(<cnp.ndarray>a, <tuple>axes)
+        if view is not None:
+            return view
     if type(axes) is tuple:
         key = [slice(None)] * a.ndim
         for ax in axes:
@@ -1877,6 +1922,36 @@ def _flip(a, axes):
             key[ax] = _REVERSED
         return a[tuple(key)]
     return np.flip(a, axes)
+
+
+cdef object _flipped_view(cnp.ndarray a, tuple axes):
+    # a[..., ::-1, ...] along each of axes (each once), as NumPy's slicing
+    # makes it: the data pointer moved to the last element along them and
+    # their strides negated (an empty axis left as it is), a's flags but
+    # OWNDATA (NumPy recomputes contiguity and alignment), based on a; None
+    # for an axis that is not a valid non-negative int
+    cdef cnp.npy_intp strides[64]
+    cdef bint done[64]
+    cdef int nd = cnp.PyArray_NDIM(a), k
+    cdef char *data = <char *>cnp.PyArray_DATA(a)
+    for k in range(nd):
+        strides[k] = cnp.PyArray_STRIDES(a)[k]
+        done[k] = False
+    for ax in axes:
+        if type(ax) is not int or not 0 <= ax < nd:
+            return None
+        k = ax
+        if not done[k] and cnp.PyArray_DIMS(a)[k]:
+            done[k] = True
+            data += (cnp.PyArray_DIMS(a)[k] - 1) * strides[k]
+            strides[k] = -strides[k]
+    descr = <object>cnp.PyArray_DESCR(a)
+    Py_INCREF(descr)  # (stolen)
+    out = _new_from_descr(<PyTypeObject *>cnp.ndarray, <cnp.PyArray_Descr *>descr, nd,
+                          cnp.PyArray_DIMS(a), strides, data,
+                          cnp.PyArray_FLAGS(a) & ~cnp.NPY_ARRAY_OWNDATA, NULL)
+    cnp.set_array_base(<cnp.ndarray>out, a)
+    return out
 
 
 # NumPy's view for each kind of view: (array, parameter) -> view

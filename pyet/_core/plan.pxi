@@ -514,7 +514,7 @@ cdef Py_ssize_t PROGRAM_LIMIT = 1 << 12   # programs kept; the cache is dropped 
 
 cdef Program get_program(Expr e, int dst_dt):
     global _PROGRAMS
-    cdef Py_ssize_t key = e._key * 8 + dst_dt
+    cdef Py_ssize_t key = key_of(e) * 8 + dst_dt
     prog = _PROGRAMS.get(key)
     if prog is None:
         prog = lower(e, dst_dt)
@@ -701,7 +701,7 @@ cdef tuple _signatures(_Lowering lw, Expr e, Py_ssize_t pos, bint scalar_ok, dic
     if not plain or e._op == OP_pyfunc:
         return pos, False
     if e._flags & HAS_COSTLY:
-        sig = (e._key, tuple(lw.leaf_map[start:pos]))
+        sig = (key_of(e), tuple(lw.leaf_map[start:pos]))
         sigs[(id(e), start)] = sig
         counts[sig] = counts.get(sig, 0) + 1
     return pos, True
@@ -1166,17 +1166,57 @@ def set_numpy_c_loops(bint on):
     return before
 
 
+# _c_loop_index's and _ufunc_in_place's answers for recent (function,
+# operand dtypes, result dtype), direct-mapped in C in front of their dicts:
+# a tuple key made, hashed and compared in each was ~1.2k instructions of a
+# hoisted F's call.  A slot keeps its function alive (_FN_SLOT_REFS), so the
+# address it holds names that function alone.
+cdef struct fn_slot:
+    void *fn
+    unsigned long long packed    # result dtype, operand count, operand dtypes
+    signed char in_place         # -1: not asked yet
+    int loop                     # -2: not asked yet
+    signed char result           # pyet.F's result dtype (asked as FN_RESULT); -1: not yet
+cdef fn_slot _FN_SLOTS[64]
+cdef int FN_RESULT = 8  # (the result dtype's question: no dtype code)
+cdef list _FN_SLOT_REFS = [None] * 64
+
+
+cdef fn_slot *_fn_slot(object fn, object dts, int dt_out) except? NULL:
+    # fn's slot for these dtypes, emptied of another's answers first (NULL:
+    # more operands than the packing holds, asked of the dicts alone)
+    cdef Py_ssize_t i, n = len(dts)
+    if n > 15:
+        return NULL
+    cdef unsigned long long packed = <unsigned long long>dt_out | (<unsigned long long>n << 4)
+    for i in range(n):
+        packed |= <unsigned long long>(<int>dts[i]) << (8 + 3 * i)
+    cdef int h = <int>((((<uintptr_t><void *>fn) >> 4) ^ packed) * 0x9E3779B97F4A7C15ULL >> 58)
+    cdef fn_slot *slot = &_FN_SLOTS[h]
+    if slot.fn != <void *>fn or slot.packed != packed:
+        _FN_SLOT_REFS[h] = fn
+        slot.fn, slot.packed, slot.in_place, slot.loop = <void *>fn, packed, -1, -2
+        slot.result = -1
+    return slot
+
+
 cdef int _c_loop_index(object fn, object dts, int dt_out) except -2:
     """The index in ufunc fn's loop table of the inner loop NumPy runs for
     these dtypes, when calling it straight gives fn's values (probed once per
     ufunc and dtypes); -1 when there is none (then fn is called)."""
     if not C_LOOPS_ON:
         return -1
+    cdef fn_slot *slot = _fn_slot(fn, dts, dt_out)
+    if slot != NULL and slot.loop != -2:
+        return slot.loop
     key = (fn, tuple(dts), dt_out)
     k = _C_LOOPS.get(key)
     if k is None:
         k = _find_c_loop(fn, dts, dt_out)
         _C_LOOPS[key] = k
+    slot = _fn_slot(fn, dts, dt_out)  # (again: the probe may have taken it)
+    if slot != NULL:
+        slot.loop = k
     return k
 
 
@@ -1483,6 +1523,9 @@ cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
     # (once per ufunc and dtypes); other functions get copies of the blocks
     if type(fn) is not np.ufunc:
         return False
+    cdef fn_slot *slot = _fn_slot(fn, dts, dt_out)
+    if slot != NULL and slot.in_place >= 0:
+        return slot.in_place
     key = (fn, tuple(dts), dt_out)
     ok = _UFUNC_IN_PLACE.get(key)
     if ok is None:
@@ -1496,6 +1539,9 @@ cdef bint _ufunc_in_place(object fn, object dts, int dt_out) except -1:
         if len(_UFUNC_IN_PLACE) >= 256:
             _UFUNC_IN_PLACE.clear()
         _UFUNC_IN_PLACE[key] = ok
+    slot = _fn_slot(fn, dts, dt_out)
+    if slot != NULL:
+        slot.in_place = ok
     return ok
 
 
@@ -2934,6 +2980,17 @@ cdef int array_dtype_code(cnp.ndarray a) except -1:
             if size == 8:
                 return DT_I64
     return dtype_code(a.dtype)
+
+
+cdef bint has_shape(cnp.ndarray d, tuple shape) except -1:
+    # d.shape == shape, d's dims read in place (no shape tuple made, compared, freed)
+    cdef Py_ssize_t i, nd = cnp.PyArray_NDIM(d)
+    if len(shape) != nd:
+        return False
+    for i in range(nd):
+        if <Py_ssize_t>shape[i] != cnp.PyArray_DIMS(d)[i]:
+            return False
+    return True
 
 
 cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):

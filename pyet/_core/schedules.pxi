@@ -11,6 +11,7 @@
 # holds them) and replays.
 
 from cpython.ref cimport Py_INCREF, Py_REFCNT
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.object cimport PyObject, PyTypeObject
 
 
@@ -72,7 +73,7 @@ def structure_key(list roots, list wrt, object settings):
         parts.append((w.shape, w._dt))
     for r in roots:
         e = <Expr>r
-        parts.append(e._key)
+        parts.append(key_of(e))
         stack = [e]
         while stack:
             e = stack.pop()

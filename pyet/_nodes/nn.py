@@ -153,6 +153,7 @@ class Take(Kernel):
 
 _TAKE = Take()  # (no parameters: one kernel serves every node)
 _special = core.special  # (node() without its tuple() conversions)
+_wrapped_indices = _nn_kernels.wrapped_indices
 
 
 def take(indices, W):
@@ -188,11 +189,16 @@ def take(indices, W):
         raise ValueError("take: W must have at least one dimension, got a 0-d operand")
     n = wshape[0]
     idx = None
-    if type(indices) is np.ndarray and indices.dtype.kind in "iu":
-        # (_indices' common case inline: a Python frame less)
-        idx, lo, hi = _nn_kernels.wrapped_indices(indices, n)
-        if (lo < -n or hi >= n) and indices.size:
-            idx = None  # (its message)
+    if type(indices) is np.ndarray:
+        # (_indices' common case inline: a Python frame less; a wrong dtype
+        # or index gets its message there)
+        try:
+            idx, lo, hi = _wrapped_indices(indices, n)
+        except TypeError:
+            pass
+        else:
+            if (lo < -n or hi >= n) and indices.size:
+                idx = None
     if idx is None:
         idx = _indices(indices, n, "take", "axis 0 of W")
     return _special(_TAKE, (_tensor(idx), w), idx.shape + wshape[1:], w.dtype)

@@ -59,8 +59,10 @@ def _view_leaf(arr, kind, arg):
 def _push(e, kind, arg, shape):
     """``e`` seen through the view (kind, arg), of the new ``shape``: pushed
     down to the leaves of elementwise nodes, a View node above others."""
-    if isinstance(e, core.Tensor):
-        return view_of_leaf(e, kind, arg, _view_leaf(e._array, kind, arg))
+    if isinstance(e, core.Tensor):  # (VIEWS[kind] inline but reshape's: a frame less a leaf)
+        arr = e._array
+        return view_of_leaf(e, kind, arg, VIEWS[kind](arr, arg) if kind != "reshape"
+                            else _view_leaf(arr, kind, arg))
     if isinstance(e, core.Scalar):
         return core.tensor(_view_leaf(array_of(e), kind, arg))
     if isinstance(e, core.SpecialNode):  # (an index key holds slices: Index hashes them)
