@@ -71,6 +71,26 @@ def evaluate_into_guarded(expr, dtype, dst_step):
     return dst.copy()
 
 
+def both_settings(build, reference, dtype, kinds, dst_steps):
+    """NumPy's reference on operands laid out as kinds, and build(*tensors)
+    evaluated with strided leaves read in place and gathered, into
+    destinations stepping each of dst_steps items."""
+    rng = np.random.default_rng(len(kinds))
+    arrs = [layout(rng, dtype, k) for k in kinds]
+    results = []
+    with np.errstate(all="ignore"):
+        want = reference(*arrs).astype(dtype)
+        for on in (True, False):
+            old = core.set_strided_fused(on)
+            try:
+                for dst_step in dst_steps:
+                    expr = build(*[pyet.asarray(a) for a in arrs])
+                    results.append(evaluate_into_guarded(expr, dtype, dst_step))
+            finally:
+                core.set_strided_fused(old)
+    return want, results
+
+
 KINDS = [("step3", "step3", "step3"), ("step2", "step7", "contig"), ("step-3", "bcast", "step5"),
          ("field", "step3", "field"), ("contig", "step-1", "step7"), ("step7", "step7", "step7")]
 
@@ -80,19 +100,7 @@ KINDS = [("step3", "step3", "step3"), ("step2", "step7", "contig"), ("step-3", "
 @pytest.mark.parametrize("form", FORMS, ids=[f[0] for f in FORMS])
 def test_bits_as_gathered_and_numpy(form, dtype, kinds):
     name, arity, fp, fn = form
-    rng = np.random.default_rng(arity)
-    arrs = [layout(rng, dtype, k) for k in kinds[:arity]]
-    with np.errstate(all="ignore"):
-        want = fn(*arrs).astype(dtype)
-        results = []
-        for on in (True, False):
-            old = core.set_strided_fused(on)
-            try:
-                for dst_step in (1, 2):
-                    expr = fp(*[pyet.asarray(a) for a in arrs])
-                    results.append(evaluate_into_guarded(expr, dtype, dst_step))
-            finally:
-                core.set_strided_fused(old)
+    want, results = both_settings(fp, fn, dtype, kinds[:arity], (1, 2))
     for got in results:
         if np.dtype(dtype).kind == "f" and name in ("muladd", "mulsub", "submul"):
             bits_equal(got, want)
@@ -150,18 +158,6 @@ def test_trees_as_gathered_and_numpy(tree, dtype, kinds):
     name, arity, f = tree
     if "/" in name and np.dtype(dtype).kind == "i":
         pytest.skip("true division of integers is a float tree")
-    rng = np.random.default_rng(arity)
-    arrs = [layout(rng, dtype, k) for k in kinds[:arity]]
-    with np.errstate(all="ignore"):
-        want = f(*arrs).astype(dtype)
-        results = []
-        for on in (True, False):
-            old = core.set_strided_fused(on)
-            try:
-                for dst_step in (1, 3):
-                    expr = f(*[pyet.asarray(a) for a in arrs])
-                    results.append(evaluate_into_guarded(expr, dtype, dst_step))
-            finally:
-                core.set_strided_fused(old)
+    want, results = both_settings(f, f, dtype, kinds[:arity], (1, 3))
     for got in results:
         bits_equal(got, want)
