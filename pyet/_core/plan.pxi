@@ -2369,19 +2369,22 @@ cdef inline bint sx_strided(Run *r, int k) noexcept nogil:
 
 
 cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
-    """The 8-byte leaves (bits, the first 64) of near rows (under
-    GATHER_FAR_BYTES: far rows' interleaved gathers did better at 2^18) that
-    one instruction reads where they lie (pyet_kernel_sx), and those
-    instructions in r.insx; none
-    for reductions, packed rows and tiles.  Leaves read twice ((a+b)*(c-a)
-    float64 a[::7]: 0.85-1.03x NumPy gathered once, 1.06-1.08 read twice) and
-    4-byte rows (their step-3 copies vectorize: float32 a+b+c a[::3] 0.92-1.2
-    gathered, 1.7-1.85 in place) keep their blocks."""
+    """In programs of several instructions, the 8-byte leaves (bits, the
+    first 64) of near rows that one instruction reads where they lie
+    (pyet_kernel_sx), and those instructions in r.insx; none for reductions,
+    packed rows and tiles.  Leaves read twice ((a+b)*(c-a) float64 a[::7]:
+    0.85-1.03x NumPy gathered once, 1.06-1.08 read twice), far rows (their
+    interleaved gathers did better at 2^18) and 4-byte rows (their step-3
+    copies vectorize: float32 a+b+c a[::3] 0.92-1.2 gathered, 1.7-1.85 in
+    place) keep their blocks."""
     cdef uint64_t leaves = 0, uses
     cdef int k, i, j, nd = r.ndst, nread
     cdef bint ok
     r.insx = 0
-    if not prog.sx_instr or red or r.direct or r.packed or r.tile:
+    # (one instruction: Program.strided_fused, or its own paths; several
+    # statements: a leaf may be memory an earlier one writes in the block)
+    if prog.ninstr < 2 or nd != 1 or not prog.sx_instr or red or r.direct or r.packed \
+            or r.tile:
         return 0
     for k in range(nd, min(r.nops, 64)):
         if r.itemsize[k] != 8 or not sx_strided(r, k) \
