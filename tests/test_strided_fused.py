@@ -124,11 +124,19 @@ def test_in_place_and_threads(threaded, dtype):
 
 
 def test_fused_program_reads_in_place():
-    # the pass takes the in-place kernel (its listing names the fused op) and
-    # the gathered blocks give the same bits with the knob off
+    # the program is the fused op reading its leaves where they lie (its
+    # listing says so; not with the knob off), and both give the same bits
     rng = np.random.default_rng(3)
     a, b, c = (base(rng, np.float64, 3 * 4096)[::3] for _ in range(3))
     expr = pyet.asarray(a) * pyet.asarray(b) + pyet.asarray(c)
+    code = core.dtype_code(np.float64)
+    assert "muladd" in core.lower(expr, code).text
+    assert "read where they lie" in core.lower(expr, code).text
+    old = core.set_strided_fused(False)
+    try:
+        assert "read where they lie" not in core.lower(expr, code).text
+    finally:
+        core.set_strided_fused(old)
     got_on = pyet.evaluate(expr).numpy()
     old = core.set_strided_fused(False)
     try:

@@ -820,6 +820,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.strided_fused = (ndst == 1 and p.ninstr == 1 and p.code[0].nin > 1
                        and p.code[0].out == -1 and p.code[0].dt_out == dst_dt
                        and p.sx_instr & 1 and p.code[0].op not in SX_PLAIN_OPS)
+    if p.strided_fused:
+        p.text += " (strided leaves: read where they lie)"
     p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     return p
 
@@ -1740,21 +1742,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
     for k in range(nd):  # a strided destination row is written in a block, then scattered
         dstp[k] = ptr[k] if r.gather[k] < 0 or r.packed else gathered + r.gather[k] * regbytes
     cdef pyet_intp steps[PYET_MAX_IN]
-    if r.direct and prog.strided_fused:  # one fused op reading its leaves where they lie
-        ins = &prog.code[0]
-        for j in range(ins.nin):
-            if ins.src_kind[j] == SRC_LEAF:
-                inp[j] = ptr[nd + ins.src[j]]
-                steps[j] = r.strides[(nd + ins.src[j]) * MAXD + r.nd - 1]
-            else:
-                inp[j] = r.scalars + 8 * ins.src[j]
-                steps[j] = 0
-        call_sx(ins, n, dstp[0], inp, steps)
-        if r.gather[0] >= 0:
-            pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp[0], r.itemsize[0], n,
-                              r.itemsize[0])
-        return 0
-    if r.direct:  # one op whose kernel reads the strided leaf where it lies
+    if r.direct and prog.strided_kernel:  # one op whose kernel reads the strided leaf
         call_strided(&prog.code[0], n, dstp[0], ptr[1], r.strides[MAXD + r.nd - 1])
         if r.gather[0] >= 0:
             pyet_copy_strided(ptr[0], r.strides[r.nd - 1], dstp[0], r.itemsize[0], n,
@@ -2380,7 +2368,8 @@ cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
     cdef uint64_t leaves = 0, uses
     cdef int k, i, j, nd = r.ndst, nread
     cdef bint ok
-    r.insx = 0
+    # Program.strided_fused's one instruction reads every leaf where it lies
+    r.insx = 1 if r.direct and prog.strided_fused else 0
     # (one instruction: Program.strided_fused, or its own paths; several
     # statements: a leaf may be memory an earlier one writes in the block)
     if prog.ninstr < 2 or nd != 1 or not prog.sx_instr or red or r.direct or r.packed \
