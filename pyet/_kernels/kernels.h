@@ -3385,16 +3385,46 @@ int pyet_cpu_intel(void)
 #endif
 }
 
+/* int64 relu of x read every stride bytes, four loads in flight as NumPy's
+ * maximum(a, 0) loop (gathered into blocks first: 1.27x its time on a[::3];
+ * AVX-512 gathers: 1.47x) */
+static void pyet_relu_i64_strided(pyet_intp n, void *out, const void *in, pyet_intp stride)
+{
+    int64_t *o = (int64_t *)out;
+    const char *p = (const char *)in;
+    pyet_intp i = 0;
+    for (; i + 4 <= n; i += 4, p += 4 * stride) {
+        int64_t x0, x1, x2, x3;
+        memcpy(&x0, p, 8);
+        memcpy(&x1, p + stride, 8);
+        memcpy(&x2, p + 2 * stride, 8);
+        memcpy(&x3, p + 3 * stride, 8);
+        o[i] = x0 & ~(x0 >> 63);
+        o[i + 1] = x1 & ~(x1 >> 63);
+        o[i + 2] = x2 & ~(x2 >> 63);
+        o[i + 3] = x3 & ~(x3 >> 63);
+    }
+    for (; i < n; i++, p += stride) {
+        int64_t x;
+        memcpy(&x, p, 8);
+        o[i] = x & ~(x >> 63);
+    }
+}
+
 /* One-operand kernels that read their operand at any step (stride bytes,
  * negative too) and write n contiguous items: AVX-512 gathers in the loop,
  * where the engine's gathering into a block first cost 1.1-1.4x NumPy's
  * strided SIMD loops (float32 sin, cos, tanh, float64 tanh, exp, sigmoid and
- * log; issue 15).
+ * log; issue 15), and int64 relu (at any step, on any CPU).
  * Returns 0 (nothing done) where it has none: without AVX-512, for other
  * ops, steps beyond 2^26 bytes; with n == 0 it only answers that. */
 int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
                         pyet_intp stride)
 {
+    if (op == OP_relu && dt == DT_I64) {
+        if (n) pyet_relu_i64_strided(n, out, in, stride);
+        return 1;
+    }
 #ifdef PYET_EXP_AVX512
     if (stride > ((pyet_intp)1 << 26) || stride < -((pyet_intp)1 << 26) || !pyet_have_avx512())
         return 0;
