@@ -73,7 +73,25 @@ def entry(name):
         row = ROWS[row_name]
         return fn, fn, row_name not in TRANSCENDENTAL, row.domain, row
     row = ROWS[name]
-    return P(name), row.reference, name not in TRANSCENDENTAL, row.domain, row
+    reference = row.reference
+    if name in IN_FLOAT64_LANES:
+        reference = rounded_from_float64(reference)
+    return P(name), reference, name not in TRANSCENDENTAL, row.domain, row
+
+
+# float32 logaddexp and logaddexp2 computed in float64 lanes (where pyet does not
+# run NumPy's loop), rounded once: NumPy's float32 loop rounds x - y and exp first,
+# up to 1.9e5 ulp off where the result cancels; compared with NumPy's float64 values
+IN_FLOAT64_LANES = {"logaddexp", "logaddexp2"} - _plan.NUMPY_LOOP_NAMES
+
+
+def rounded_from_float64(fn):
+    def reference(*args):
+        ref = fn(*args)
+        if np.asarray(ref).dtype != np.float32:
+            return ref
+        return fn(*[np.asarray(a, np.float64) for a in args]).astype(np.float32)
+    return reference
 
 
 UNARY = [op.name for op in OPS if op.arity == 1] + [n for n, (_, r) in OPERATORS.items()
@@ -358,13 +376,13 @@ def test_ufunc_mapping_is_the_table():
 @pytest.mark.parametrize("name", UFUNC_NAMES)
 def test_numpy_ufunc_on_tensor(name, dtype):
     """np.<ufunc>(tensor) builds the same lazy node as pyet.<ufunc>(tensor)."""
-    _, np_fn, exact, domains, _ = entry(name)
+    _, np_fn, exact, domains, row = entry(name)
     rng = rng_for("ufunc", name, dtype)
     args = [values(dtype, dom, (3, 4), rng) for dom in domains]
-    check(np_fn, np_fn, exact, args, [pyet.asarray(x) for x in args])
+    check(row.ufunc, np_fn, exact, args, [pyet.asarray(x) for x in args])
     ref, err = numpy_ref(np_fn, *args)
     if err is None:
-        assert isinstance(np_fn(*[pyet.asarray(x) for x in args]), pyet.Expr)
+        assert isinstance(row.ufunc(*[pyet.asarray(x) for x in args]), pyet.Expr)
 
 
 # ---------------------------------------------------------------- where / clip

@@ -181,8 +181,11 @@ for _op in range(OP_COUNT):
                        for _dt in range(DT_COUNT)])
 
 
-# the ops a pass runs as NumPy's ufunc on each block (ops.NUMPY_LOOPS)
-NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOPS}
+# the ops a pass runs as NumPy's ufunc on each block (ops.NUMPY_LOOPS, but
+# those pyet's kernel computes in SIMD lanes here: kernels.h pyet_kernel_in_lanes)
+NUMPY_LOOP_NAMES = frozenset(name for name in NUMPY_LOOPS
+                             if not pyet_kernel_in_lanes(OPCODES[name]))
+NUMPY_LOOP_OPS = {OPCODES[name]: getattr(np, name) for name in NUMPY_LOOP_NAMES}
 # float32 x ** y of two arrays as NumPy's loop (ops.NUMPY_POWER_F32)
 cdef bint POWER_F32_NUMPY = NUMPY_POWER_F32
 # (op, dtype) pairs run as NumPy's loop where it is AVX-512 (ops.NUMPY_SIMD_LOOPS)
@@ -1609,7 +1612,7 @@ cdef int QUIET_FLAGS[OP_COUNT]
 for _op in range(OP_COUNT):
     QUIET_FLAGS[_op] = PYET_FS_INVALID if OPNAMES[_op] in (
         "less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "relu", "sign",
-        "isnan", "isinf", "isfinite", "logaddexp", "logaddexp2", "floor", "ceil", "rint",
+        "isnan", "isinf", "isfinite", "floor", "ceil", "rint",
         "trunc", "absolute", "where", "exp") else 0
     if OPNAMES[_op] in ("tanh", "sigmoid"):
         QUIET_FLAGS[_op] = PYET_FS_INVALID | PYET_FS_OVERFLOW | PYET_FS_UNDERFLOW

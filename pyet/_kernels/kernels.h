@@ -2519,6 +2519,108 @@ pyet_log_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, i
 
 PYET_AVX512_ENTRIES(pyet_log_avx512, double)
 
+/* logaddexp (base2 0) and logaddexp2 (1) at AVX-512, as NumPy's
+ * npy_logaddexp: x == y gives x + ln2 (x + 1), else max(x, y) +
+ * log1p(exp(-|x - y|)) (log2(e) log1p(exp2(-|x - y|))); NumPy's loop calls
+ * libm's exp and log1p per element, 14-16 ns (issue 15).  exp as
+ * pyet_exp8_avx512 (exp2's argument times ln2 in two parts), log1p(e) =
+ * log(u) + c/u with u = 1 + e and c its rounding error (exact: 1 >= e),
+ * log(u) as hi + lo (pyet_log8_dd; log(u) rounded first left 1.06 ulp).  Lanes with x - y NaN or |x - y| > far (where
+ * exp underflows toward subnormals; inf among them) are left to the
+ * caller: *slow.  float32 lanes compute in double. */
+PYET_AVX512 static inline __attribute__((always_inline)) __m512d
+pyet_logaddexp8_avx512(__m512d x, __m512d y, int base2, double far, __mmask8 *slow)
+{
+    const __m512d zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
+    const __mmask8 eq = _mm512_cmp_pd_mask(x, y, _CMP_EQ_OQ);
+    const __m512d d = _mm512_mask_sub_pd(zero, (__mmask8)~eq, x, y);  /* no inf - inf */
+    const __m512d nd = _mm512_or_pd(d, _mm512_set1_pd(-0.0));  /* -|d| */
+    *slow = _mm512_cmp_pd_mask(nd, _mm512_set1_pd(-far), _CMP_NGE_UQ);
+    const __m512d a = _mm512_mask_mov_pd(nd, *slow, zero);
+    __m512d e;
+    if (base2) {
+        const __m512d t = _mm512_mul_pd(a, _mm512_set1_pd(0x1.62e42fefa39efp-1));
+        const __m512d tlo = _mm512_fmadd_pd(a, _mm512_set1_pd(0x1.abc9e3b39803fp-56),
+                                            _mm512_fmsub_pd(a, _mm512_set1_pd(0x1.62e42fefa39efp-1),
+                                                            t));
+        e = pyet_exp8_avx512(t, 0);
+        e = _mm512_fmadd_pd(e, tlo, e);
+    } else {
+        e = pyet_exp8_avx512(a, 0);
+    }
+    const __m512d u = _mm512_add_pd(one, e);
+    const __m512d c = _mm512_add_pd(_mm512_sub_pd(one, u), e);
+    __m512d lo;
+    const __m512d hi = pyet_log8_dd(_mm512_castpd_si512(u), &lo);
+    __m512d l = _mm512_add_pd(hi, _mm512_add_pd(lo, _mm512_div_pd(c, u)));
+    if (base2) l = _mm512_mul_pd(l, _mm512_set1_pd(0x1.71547652b82fep+0));
+    /* (vmaxpd raises invalid on a NaN, as NumPy's d > 0 does) */
+    const __m512d res = _mm512_add_pd(_mm512_max_pd(x, y), l);
+    return _mm512_mask_add_pd(res, eq, x, base2 ? one : _mm512_set1_pd(0x1.62e42fefa39efp-1));
+}
+
+/* the lanes of slow by NumPy's function, one at a time (its values and flags) */
+#define PYET_LAE_SLOW_LANES(T, SUF)                                         \
+    do {                                                                    \
+        double xs_[8], ys_[8], rs_[8];                                      \
+        _mm512_storeu_pd(xs_, x);                                           \
+        _mm512_storeu_pd(ys_, y);                                           \
+        _mm512_storeu_pd(rs_, res);                                         \
+        for (int j_ = 0; j_ < 8; j_++)                                      \
+            if ((slow >> j_) & 1)                                           \
+                rs_[j_] = (double)(base2 ? pyet_logaddexp2_##SUF((T)xs_[j_], (T)ys_[j_])  \
+                                         : pyet_logaddexp_##SUF((T)xs_[j_], (T)ys_[j_])); \
+        res = _mm512_loadu_pd(rs_);                                         \
+    } while (0)
+
+PYET_AVX512 static void pyet_logaddexp_avx512(int op, int sflags, pyet_intp n, void *out,
+                                              void *const *in)
+{
+    const double *X_ = (const double *)in[0], *Y_ = (const double *)in[1];
+    double *O_ = (double *)out;
+    const int base2 = op == OP_logaddexp2;
+    const double far = base2 ? 1000.0 : 700.0;  /* exp2 and exp underflow beyond 1022, 708 */
+    if (n <= 0) return;
+    const __m512d xb = _mm512_set1_pd(X_[0]), yb = _mm512_set1_pd(Y_[0]);
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = (sflags & 1) ? xb : _mm512_maskz_loadu_pd(lm, X_ + i);
+        const __m512d y = (sflags & 2) ? yb : _mm512_maskz_loadu_pd(lm, Y_ + i);
+        __mmask8 slow;
+        __m512d res = pyet_logaddexp8_avx512(x, y, base2, far, &slow);
+        slow &= lm;
+        if (slow) PYET_LAE_SLOW_LANES(double, f64);
+        _mm512_mask_storeu_pd(O_ + i, lm, res);
+    }
+}
+
+/* float32: lanes with |x - y| > 87 (126 for logaddexp2), where NumPy's expf
+ * (exp2f) underflows and raises the flag, take NumPy's float function */
+PYET_AVX512 static void pyet_logaddexpf_avx512(int op, int sflags, pyet_intp n, void *out,
+                                               void *const *in)
+{
+    const float *X_ = (const float *)in[0], *Y_ = (const float *)in[1];
+    float *O_ = (float *)out;
+    const int base2 = op == OP_logaddexp2;
+    const double far = base2 ? 126.0 : 87.0;
+    if (n <= 0) return;
+    const __m512d xb = _mm512_set1_pd(X_[0]), yb = _mm512_set1_pd(Y_[0]);
+    for (pyet_intp i = 0; i < n; i += 8) {
+        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = (sflags & 1) ? xb : _mm512_cvtps_pd(_mm512_castps512_ps256(
+            _mm512_maskz_loadu_ps((__mmask16)lm, X_ + i)));
+        const __m512d y = (sflags & 2) ? yb : _mm512_cvtps_pd(_mm512_castps512_ps256(
+            _mm512_maskz_loadu_ps((__mmask16)lm, Y_ + i)));
+        __mmask8 slow;
+        __m512d res = pyet_logaddexp8_avx512(x, y, base2, far, &slow);
+        slow &= lm;
+        if (slow) PYET_LAE_SLOW_LANES(float, f32);
+        _mm512_mask_storeu_ps(O_ + i, (__mmask16)lm,
+                              _mm512_castps256_ps512(_mm512_cvtpd_ps(res)));
+    }
+}
+#undef PYET_LAE_SLOW_LANES
+
 /* float64 sin and cos at AVX-512 (libm's, called per element as NumPy
  * does, ran at 1.1-1.15x NumPy's time on random arguments): fdlibm's
  * reduction and kernels in 8 lanes.  n = x 2/pi rounded, y = x - n pi/2 with
@@ -3304,6 +3406,10 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
             pyet_tanh_avx512(n, out, in[0]);
             return 1;
         }
+        if (op == OP_logaddexp || op == OP_logaddexp2) {
+            pyet_logaddexp_avx512(op, sflags, n, out, in);
+            return 1;
+        }
         if (op == OP_logistic && !(sflags & 4)) {
             pyet_exp_avx512(op, n, out, in[2], *(const double *)in[0], *(const double *)in[1]);
             return 1;
@@ -3319,6 +3425,10 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
         return 1;
     }
     if (dt == DT_F32 && pyet_have_avx512()) {
+        if (op == OP_logaddexp || op == OP_logaddexp2) {
+            pyet_logaddexpf_avx512(op, sflags, n, out, in);
+            return 1;
+        }
         if ((op == OP_exp || op == OP_sigmoid) && !(sflags & 1)) {
             pyet_expf_avx512(op, n, out, in[0], 1.0f, 1.0f);
             return 1;
@@ -3360,6 +3470,19 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
          op == OP_maximum || op == OP_minimum))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
+}
+
+/* 1 where pyet_kernel computes op in SIMD lanes although ops.NUMPY_LOOPS
+ * lists it (its kernel elsewhere is libm per element, as NumPy's loop):
+ * logaddexp and logaddexp2 at AVX-512 */
+int pyet_kernel_in_lanes(int op)
+{
+#ifdef PYET_EXP_AVX512
+    return (op == OP_logaddexp || op == OP_logaddexp2) && pyet_have_avx512();
+#else
+    (void)op;
+    return 0;
+#endif
 }
 
 /* 1 where pyet_kernel runs its memory-bound loops at 512 bits (Intel: see
@@ -4213,6 +4336,7 @@ static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 
 /* The kernels, as the kernels_*.c units define them (comments at their definitions). */
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
+int pyet_kernel_in_lanes(int op);
 int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
                         pyet_intp stride);
 int pyet_kernel_sx(int op, int dt, pyet_intp n, void *out, void *const *in,

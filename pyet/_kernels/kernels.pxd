@@ -78,6 +78,7 @@ cdef extern from "kernels.h" nogil:
     int pyet_kernel_sx(int op, int dt, pyet_intp n, void *out, void *const *inp,
                        const pyet_intp *steps) noexcept
     int pyet_kernel_wide512() noexcept
+    int pyet_kernel_in_lanes(int op) noexcept
     int pyet_cpu_intel() noexcept
     void pyet_cast(int dt_in, int dt_out, pyet_intp n, void *out,
                    const void *inp) noexcept
