@@ -18,7 +18,8 @@ NAMES = ["logaddexp", "logaddexp2"]
 DTYPES = [np.float32, np.float64]
 FAR = {("logaddexp", np.float64): 700.0, ("logaddexp2", np.float64): 1000.0,
        ("logaddexp", np.float32): 87.0, ("logaddexp2", np.float32): 126.0}
-EXACT_LONGDOUBLE = np.finfo(np.longdouble).nmant >= 63  # x87 long double: a reference
+needs_long_double = pytest.mark.skipif(  # x87 long double: the exact values' reference
+    np.finfo(np.longdouble).nmant < 63, reason="long double is double here")
 
 
 def run(name, *args):
@@ -55,11 +56,10 @@ def error_in_ulps_of_the_operands(got, ref, x, y):
     return np.abs(got.astype(np.longdouble) - ref) / scale
 
 
-@pytest.mark.skipif(not EXACT_LONGDOUBLE, reason="long double is double here")
+@needs_long_double
 @pytest.mark.parametrize("name", NAMES)
 def test_float64_within_numpys_error(name):
-    rng = np.random.default_rng(1)
-    x, y = operands(np.float64, 200_000, rng)
+    x, y = operands(np.float64, 200_000, np.random.default_rng(1))
     ref = reference(name, x, y)
     ours = error_in_ulps_of_the_operands(run(name, x, y), ref, x, y)
     numpys = error_in_ulps_of_the_operands(getattr(np, name)(x, y), ref, x, y)
@@ -72,16 +72,13 @@ def test_float64_within_numpys_error(name):
     assert err.max() <= 1.0
 
 
-@pytest.mark.skipif(not EXACT_LONGDOUBLE, reason="long double is double here")
+@needs_long_double
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_rounded_once(name):
     # float32 lanes compute in float64: the float nearest the exact value (NumPy's
     # float32 loop is off by up to 1.9e5 ulp where the result cancels)
-    rng = np.random.default_rng(2)
-    x, y = operands(np.float32, 200_000, rng)
-    got = run(name, x, y)
-    nearest = reference(name, x, y).astype(np.float32)
-    np.testing.assert_array_equal(got, nearest)
+    x, y = operands(np.float32, 200_000, np.random.default_rng(2))
+    np.testing.assert_array_equal(run(name, x, y), reference(name, x, y).astype(np.float32))
 
 
 SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, -1e-300, 5e-324,
