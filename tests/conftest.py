@@ -101,3 +101,24 @@ def warning_kinds(fn):
         warnings.simplefilter("always")
         fn()
     return sorted(str(x.message).split(" encountered")[0] for x in w)
+
+
+def in_threads(work, n):
+    """work(k) for k in range(n), each in its own Python thread at once; the
+    exceptions they raised (an empty list when none did)."""
+    import threading
+
+    errors = []
+
+    def run(k):
+        try:
+            work(k)
+        except Exception as exc:  # noqa: BLE001 - returned to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

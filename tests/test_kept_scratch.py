@@ -10,10 +10,10 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
+from conftest import in_threads
 
 import pyet
 
@@ -56,22 +56,14 @@ def test_passes_in_two_threads_each_get_scratch():
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(3 * n).astype(np.float32)[::3] for _ in range(2)]
     wants = [np.exp2(x) for x in xs]
-    errors = []
 
     def work(k):
-        try:
-            out = np.empty(n, np.float32)
-            for _ in range(30):
-                pyet.asarray(out)[...] = pyet.exp2(pyet.asarray(xs[k]))
-                np.testing.assert_array_equal(out, wants[k])
-        except Exception as exc:  # reported in the main thread
-            errors.append(exc)
+        out = np.empty(n, np.float32)
+        for _ in range(30):
+            pyet.asarray(out)[...] = pyet.exp2(pyet.asarray(xs[k]))
+            np.testing.assert_array_equal(out, wants[k])
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = in_threads(work, 2)
     assert not errors, errors
 
 
