@@ -45,7 +45,7 @@ def test_passes_do_not_fault_their_scratch_in_again():
     # glibc told to map every block of 64 KiB or more alone (as a long process's
     # trimmed heap does): a scratch malloc'd per pass faulted ~65 pages a pass here
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", FAULTS], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-P", "-c", FAULTS], env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) < 40, out.stdout  # 80 passes: under one fault in two
