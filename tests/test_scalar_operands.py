@@ -8,11 +8,12 @@ sentinels around them.
 """
 
 import warnings
+import zlib
 
 import numpy as np
 import pytest
 from conftest import pyet_threads
-from test_ops import values
+from test_ops import IN_FLOAT64_LANES, rounded_from_float64, values
 
 import pyet
 from pyet._core.ops import NUMPY_LOOPS, OPS, OPS_BY_NAME
@@ -60,8 +61,11 @@ def exact(row):
 
 
 def numpy_result(row, *args):
+    # (float32 logaddexp where pyet computes it in float64 lanes: NumPy's float64
+    # values rounded; its float32 loop is off by up to 1.9e5 ulp near cancellation)
+    fn = rounded_from_float64(row.reference) if row.name in IN_FLOAT64_LANES else row.reference
     with np.errstate(all="ignore"):
-        return np.asarray(row.reference(*args))
+        return np.asarray(fn(*args))
 
 
 CASES = [(row, dt) for row in ROWS for dt in row.dtypes]
@@ -71,7 +75,7 @@ CASES = [(row, dt) for row in ROWS for dt in row.dtypes]
 @pytest.mark.parametrize("row,dtype", CASES, ids=[f"{r.name}-{d}" for r, d in CASES])
 def test_op_of_zero_d_operands_into_a_block(row, dtype, threads):
     """op(t0, ...) with every operand 0-d, assigned over N elements and inside a tree."""
-    rng = np.random.default_rng(abs(hash((row.name, dtype))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((row.name, dtype)).encode()))
     args = [value(dtype, d, rng) for d in row.domain]
     ref0 = numpy_result(row, *args)
     if ref0.dtype.name not in ("bool", "int32", "int64", "float32", "float64"):
@@ -106,7 +110,7 @@ BINARY = [(row, dt) for row in ROWS if row.arity == 2 for dt in row.dtypes]
 @pytest.mark.parametrize("row,dtype", BINARY, ids=[f"{r.name}-{d}" for r, d in BINARY])
 def test_binary_op_with_one_zero_d_operand(row, dtype, side):
     """op(t0, a) and op(a, t0): the 0-d operand beside a block of N elements."""
-    rng = np.random.default_rng(abs(hash((row.name, dtype, side))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((row.name, dtype, side)).encode()))
     args = [block(dtype, d, rng) for d in row.domain]
     args[side] = value(dtype, row.domain[side], rng)
     ref = numpy_result(row, *args)
