@@ -171,6 +171,7 @@ FUSED = {
     "axpy": lambda x, y, z, s, t: x + s * y,
     "sub_scaled": lambda x, y, z, s, t: x - s * y,
     "scale_shift": lambda x, y, z, s, t: s * x + t,
+    "mul_shift": lambda x, y, z, s, t: x * y + t,
     "scale_sum": lambda x, y, z, s, t: s * (x + y),
     "scale_axpy": lambda x, y, z, s, t: s * (x + t * y),
     "axpby": lambda x, y, z, s, t: s * x + t * y,

@@ -157,7 +157,7 @@ def test_sgd_step_is_one_fused_kernel(dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
 def test_scale_and_shift_is_one_fused_kernel(dtype):
     """s1*x + s2 (either order of each, 0-d operands as scalars) runs as scale_shift: one
-    kernel, NumPy's bits; x*y + s (y an array) stays two instructions."""
+    kernel, NumPy's bits; x*y + s (y an array) is mul_shift's."""
     rng = np.random.default_rng(6)
     x = (rng.standard_normal(3000) * 10).astype(dtype)
     s, t = (3, -7) if dtype.startswith("int") else (0.1, 2.5)
@@ -168,3 +168,20 @@ def test_scale_and_shift_is_one_fused_kernel(dtype):
         out = np.asarray(pyet.evaluate(e))
         assert out.tobytes() == np.asarray(ref, dtype).tobytes()
     assert "scale_shift" not in pyet.explain(X * X + t)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_product_and_shift_is_one_fused_kernel(dtype):
+    """x*y + s (either order, 0-d operands as scalars) runs as mul_shift: one kernel
+    reading x and y, NumPy's bits (its rounding of x*y, then of the sum)."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(3001) * 10).astype(dtype)
+    y = (rng.standard_normal(3001) * 10).astype(dtype)
+    t = -7 if dtype.startswith("int") else 2.5
+    X, Y, T = pyet.asarray(x), pyet.asarray(y), pyet.asarray(np.array(t, dtype))
+    for e, ref in ((X * Y + t, x * y + t), (t + Y * X, t + y * x), (X * Y + T, x * y + t),
+                   (X * X + t, x * x + t)):
+        assert "dst = mul_shift[" in pyet.explain(e)
+        out = np.asarray(pyet.evaluate(e))
+        assert out.tobytes() == np.asarray(ref, dtype).tobytes()
+    assert "mul_shift" not in pyet.explain(X * Y + Y)  # muladd's

@@ -19,6 +19,7 @@ FORMS = [
     ("sub_scaled", 2, lambda a, b: a - 3 * b, lambda a, b: a - 3 * b),
     ("axpy", 2, lambda a, b: a + 3 * b, lambda a, b: a + 3 * b),
     ("scale_shift", 1, lambda a: 3 * a + 5, lambda a: 3 * a + 5),
+    ("mul_shift", 2, lambda a, b: a * b + 5, lambda a, b: a * b + 5),
     ("scale_sum", 2, lambda a, b: 3 * (a + b), lambda a, b: 3 * (a + b)),
     ("axpby", 2, lambda a, b: 3 * a + 5 * b, lambda a, b: 3 * a + 5 * b),
     ("scale_mul", 2, lambda a, b: (3 * a) * b, lambda a, b: (3 * a) * b),

@@ -72,8 +72,8 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     X(ema_mul) X(ema_prod) X(div_sqrt_div) X(sub_div_sqrt_div)             \
     /* optimizer steps over several destinations (rewrite.PASS_RULES) */   \
     X(adam) X(adam_torch)                                                  \
-    /* x - s*y, s1*x + s2 (rewrite.py) */                                  \
-    X(sub_scaled) X(scale_shift)
+    /* x - s*y, s1*x + s2, x*y + s (rewrite.py) */                         \
+    X(sub_scaled) X(scale_shift) X(mul_shift)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -897,6 +897,12 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
         const T *X_ = (const T *)in[1]; T *O_ = (T *)out;                   \
         PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
             const T t = s1 * AT(T, X_, 1); O_[i] = t + s2; }                \
+        return 1; }                                                         \
+    case OP_mul_shift: { /* x*y + s: a product and a shift */               \
+        const T *X_ = (const T *)in[0], *Y_ = (const T *)in[1];             \
+        const T s = *(const T *)in[2]; T *O_ = (T *)out;                    \
+        PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                      \
+            const T t = AT(T, X_, 0) * AT(T, Y_, 1); O_[i] = t + s; }       \
         return 1; }                                                         \
     case OP_scale_sum: { /* s*(x + y) */                                    \
         const T s = *(const T *)in[0]; T *O_ = (T *)out;                    \
