@@ -180,3 +180,13 @@ def test_fused_tree_and_threads(threaded, dtype):
     want = run("logaddexp", x, y) * dtype(2) - run("logaddexp2", y, x)
     np.testing.assert_array_equal(np.asarray(pyet.evaluate(e)), want)
     assert "logaddexp[" in pyet.explain(e) and "NumPy's loop" not in pyet.explain(e)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_equal_infinities_raise_nothing(name, dtype):
+    # x == y is tested first, as NumPy's: inf with inf is inf (no invalid inf - inf)
+    for v in (np.inf, -np.inf):
+        x = np.full(19, v, dtype)
+        assert fp_flags_raised(lambda x=x: run(name, x, x.copy())) == set()
+        assert bits(run(name, x, x.copy())) == bits(x)
