@@ -2540,6 +2540,26 @@ pyet_log_avx512_body(pyet_intp n, void *out, const void *in, pyet_intp stride, i
 
 PYET_AVX512_ENTRIES(pyet_log_avx512, double)
 
+/* 8 items at p + i (lanes lm) as float64 lanes: float32 ones (f32) widened */
+PYET_AVX512 static inline __attribute__((always_inline)) __m512d
+pyet_load8_wide(const void *p, pyet_intp i, int f32, __mmask8 lm)
+{
+    if (!f32) return _mm512_maskz_loadu_pd(lm, (const double *)p + i);
+    return _mm512_cvtps_pd(_mm512_castps512_ps256(
+        _mm512_maskz_loadu_ps((__mmask16)lm, (const float *)p + i)));
+}
+
+/* and back: v's lanes lm stored at p + i, rounded to float32 (f32) */
+PYET_AVX512 static inline __attribute__((always_inline)) void
+pyet_store8_narrow(void *p, pyet_intp i, int f32, __mmask8 lm, __m512d v)
+{
+    if (!f32)
+        _mm512_mask_storeu_pd((double *)p + i, lm, v);
+    else
+        _mm512_mask_storeu_ps((float *)p + i, (__mmask16)lm,
+                              _mm512_castps256_ps512(_mm512_cvtpd_ps(v)));
+}
+
 /* logaddexp (base2 0) and logaddexp2 (1) at AVX-512, as NumPy's
  * npy_logaddexp: x == y gives x + ln2 (x + 1), else max(x, y) +
  * log1p(exp(-|x - y|)) (log2(e) log1p(exp2(-|x - y|))); NumPy's loop calls
@@ -2580,67 +2600,46 @@ pyet_logaddexp8_avx512(__m512d x, __m512d y, int base2, double far, __mmask8 *sl
     return _mm512_mask_add_pd(res, eq, x, base2 ? one : _mm512_set1_pd(0x1.62e42fefa39efp-1));
 }
 
-/* the lanes of slow by NumPy's function, one at a time (its values and flags) */
-#define PYET_LAE_SLOW_LANES(T, SUF)                                         \
-    do {                                                                    \
-        double xs_[8], ys_[8], rs_[8];                                      \
-        _mm512_storeu_pd(xs_, x);                                           \
-        _mm512_storeu_pd(ys_, y);                                           \
-        _mm512_storeu_pd(rs_, res);                                         \
-        for (int j_ = 0; j_ < 8; j_++)                                      \
-            if ((slow >> j_) & 1)                                           \
-                rs_[j_] = (double)(base2 ? pyet_logaddexp2_##SUF((T)xs_[j_], (T)ys_[j_])  \
-                                         : pyet_logaddexp_##SUF((T)xs_[j_], (T)ys_[j_])); \
-        res = _mm512_loadu_pd(rs_);                                         \
-    } while (0)
-
-PYET_AVX512 static void pyet_logaddexp_avx512(int op, int sflags, pyet_intp n, void *out,
-                                              void *const *in)
+/* logaddexp (op) of float64 or float32 (f32) arrays, a scalar where sflags
+ * says: float32 lanes widened, computed as float64's and rounded once.  Lanes
+ * beyond far (float64: 700, 1000 for logaddexp2, where exp and exp2
+ * underflow beyond 708, 1022; float32: 87, 126, where NumPy's expf and exp2f
+ * underflow and raise the flag) take NumPy's function in their dtype, one at
+ * a time: its values and flags. */
+PYET_AVX512 static void pyet_logaddexp_avx512(int op, int f32, int sflags, pyet_intp n,
+                                              void *out, void *const *in)
 {
-    const double *X_ = (const double *)in[0], *Y_ = (const double *)in[1];
-    double *O_ = (double *)out;
     const int base2 = op == OP_logaddexp2;
-    const double far = base2 ? 1000.0 : 700.0;  /* exp2 and exp underflow beyond 1022, 708 */
+    const double far = f32 ? (base2 ? 126.0 : 87.0) : (base2 ? 1000.0 : 700.0);
     if (n <= 0) return;
-    const __m512d xb = _mm512_set1_pd(X_[0]), yb = _mm512_set1_pd(Y_[0]);
+    const __m512d xb = _mm512_set1_pd(f32 ? *(const float *)in[0] : *(const double *)in[0]);
+    const __m512d yb = _mm512_set1_pd(f32 ? *(const float *)in[1] : *(const double *)in[1]);
     for (pyet_intp i = 0; i < n; i += 8) {
         const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
-        const __m512d x = (sflags & 1) ? xb : _mm512_maskz_loadu_pd(lm, X_ + i);
-        const __m512d y = (sflags & 2) ? yb : _mm512_maskz_loadu_pd(lm, Y_ + i);
+        const __m512d x = (sflags & 1) ? xb : pyet_load8_wide(in[0], i, f32, lm);
+        const __m512d y = (sflags & 2) ? yb : pyet_load8_wide(in[1], i, f32, lm);
         __mmask8 slow;
         __m512d res = pyet_logaddexp8_avx512(x, y, base2, far, &slow);
         slow &= lm;
-        if (slow) PYET_LAE_SLOW_LANES(double, f64);
-        _mm512_mask_storeu_pd(O_ + i, lm, res);
+        if (slow) {
+            double xs[8], ys[8], rs[8];
+            _mm512_storeu_pd(xs, x);
+            _mm512_storeu_pd(ys, y);
+            _mm512_storeu_pd(rs, res);
+            for (int j = 0; j < 8; j++) {
+                if (!((slow >> j) & 1)) continue;
+                if (f32)
+                    rs[j] = base2 ? pyet_logaddexp2_f32((float)xs[j], (float)ys[j])
+                                  : pyet_logaddexp_f32((float)xs[j], (float)ys[j]);
+                else
+                    rs[j] = base2 ? pyet_logaddexp2_f64(xs[j], ys[j])
+                                  : pyet_logaddexp_f64(xs[j], ys[j]);
+            }
+            res = _mm512_loadu_pd(rs);
+        }
+        pyet_store8_narrow(out, i, f32, lm, res);
     }
 }
-
-/* float32: lanes with |x - y| > 87 (126 for logaddexp2), where NumPy's expf
- * (exp2f) underflows and raises the flag, take NumPy's float function */
-PYET_AVX512 static void pyet_logaddexpf_avx512(int op, int sflags, pyet_intp n, void *out,
-                                               void *const *in)
-{
-    const float *X_ = (const float *)in[0], *Y_ = (const float *)in[1];
-    float *O_ = (float *)out;
-    const int base2 = op == OP_logaddexp2;
-    const double far = base2 ? 126.0 : 87.0;
-    if (n <= 0) return;
-    const __m512d xb = _mm512_set1_pd(X_[0]), yb = _mm512_set1_pd(Y_[0]);
-    for (pyet_intp i = 0; i < n; i += 8) {
-        const __mmask8 lm = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
-        const __m512d x = (sflags & 1) ? xb : _mm512_cvtps_pd(_mm512_castps512_ps256(
-            _mm512_maskz_loadu_ps((__mmask16)lm, X_ + i)));
-        const __m512d y = (sflags & 2) ? yb : _mm512_cvtps_pd(_mm512_castps512_ps256(
-            _mm512_maskz_loadu_ps((__mmask16)lm, Y_ + i)));
-        __mmask8 slow;
-        __m512d res = pyet_logaddexp8_avx512(x, y, base2, far, &slow);
-        slow &= lm;
-        if (slow) PYET_LAE_SLOW_LANES(float, f32);
-        _mm512_mask_storeu_ps(O_ + i, (__mmask16)lm,
-                              _mm512_castps256_ps512(_mm512_cvtpd_ps(res)));
-    }
-}
-#undef PYET_LAE_SLOW_LANES
 
 /* float64 sin and cos at AVX-512 (libm's, called per element as NumPy
  * does, ran at 1.1-1.15x NumPy's time on random arguments): fdlibm's
@@ -3561,7 +3560,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
             return 1;
         }
         if (op == OP_logaddexp || op == OP_logaddexp2) {
-            pyet_logaddexp_avx512(op, sflags, n, out, in);
+            pyet_logaddexp_avx512(op, 0, sflags, n, out, in);
             return 1;
         }
         if (op == OP_erf && !(sflags & 1)) {
@@ -3584,7 +3583,7 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
     }
     if (dt == DT_F32 && pyet_have_avx512()) {
         if (op == OP_logaddexp || op == OP_logaddexp2) {
-            pyet_logaddexpf_avx512(op, sflags, n, out, in);
+            pyet_logaddexp_avx512(op, 1, sflags, n, out, in);
             return 1;
         }
         if ((op == OP_exp || op == OP_sigmoid) && !(sflags & 1)) {
