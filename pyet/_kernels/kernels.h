@@ -3671,7 +3671,8 @@ int pyet_cpu_intel(void)
 
 /* int64 relu of x read every stride bytes, four loads in flight as NumPy's
  * maximum(a, 0) loop (gathered into blocks first: 1.27x its time on a[::3];
- * AVX-512 gathers: 1.47x) */
+ * AVX-512 gathers: 1.47x).  x & ~(x >> 63) is pyet_max_i64(x, 0) without its
+ * compare and cmov: a[::2] 0.77x NumPy's time, 1.0x with them. */
 static void pyet_relu_i64_strided(pyet_intp n, void *out, const void *in, pyet_intp stride)
 {
     int64_t *o = (int64_t *)out;
