@@ -14,7 +14,7 @@ from pyet._kernels import blas, nn, spatial
 SENTINEL = 0xA5
 MARGIN = 24
 OPERAND_KINDS = ["C", "packed", "misaligned", "neg", "zero"]
-DST_KINDS = ["C", "packed", "misaligned", "neg", "gap"]
+DST_KINDS = ["C", "packed", "misaligned", "neg", "gap", "rowgap", "negrows"]
 
 
 # ------------------------------------------------------------------ layouts
@@ -59,12 +59,18 @@ class Dst:
                 c[k] = c[k + 1] * max(shape[k + 1], 1) + 1
         if kind == "gap":  # a hole after every element
             c = [2 * s for s in c]
+        if kind in ("rowgap", "negrows"):  # contiguous rows, two elements between rows
+            for k in range(len(shape) - 2, -1, -1):
+                c[k] = c[k + 1] * max(shape[k + 1], 1) + 2 * isz
         extent = sum((n - 1) * abs(s) for n, s in zip(shape, c, strict=True))
         span = extent + isz if all(shape) else 0
         offset = MARGIN + (1 if kind in ("misaligned", "packed") else 0)
         if kind == "neg":
             c = [-s for s in c]
             offset += span - isz if span else 0
+        if kind == "negrows" and len(shape) > 1:  # rows in reverse order
+            offset += (shape[0] - 1) * c[0] if all(shape) else 0
+            c[0] = -c[0]
         self.buf = np.full(span + 2 * MARGIN + 8, SENTINEL, np.uint8)
         self.arr = np.ndarray(shape, dtype, buffer=self.buf, offset=offset, strides=tuple(c))
         self.kind = kind

@@ -15,6 +15,7 @@ fused type once (``specialization``).
 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memset
 
 from pyet._kernels.types cimport pyet_intp
 from pyet._kernels.parallel cimport run_chunks, threads_for
@@ -326,9 +327,17 @@ cdef void take_grad_part(num_t *out, pyet_intp os0, pyet_intp os1, const num_t *
     cdef pyet_intp i, j, k, b, r
     cdef pyet_intp sel[256]
     cdef size_t span = r1 - r0
-    for r in range(r0, r1):
-        for j in range(m):
-            ref(ref(out, r * os0), j * os1)[0] = 0
+    # (zero is all-zero bytes in every num_t; memset: 1000 rows of 64 float32
+    # zeroed element by element through byte strides took 3.4x NumPy's fill)
+    if os1 == sizeof(num_t) and os0 == m * os1:
+        memset(ref(out, r0 * os0), 0, span * os0)
+    elif os1 == sizeof(num_t):
+        for r in range(r0, r1):
+            memset(ref(out, r * os0), 0, m * os1)
+    else:
+        for r in range(r0, r1):
+            for j in range(m):
+                ref(ref(out, r * os0), j * os1)[0] = 0
     if r0 == 0 and r1 == rows:
         for i in range(n):
             add_row(ref(out, idx[i] * os0), os1, <const num_t *>ref(<num_t *>g, i * gs0), gs1,
