@@ -114,6 +114,20 @@ def elementwise_ops():
     return ops
 
 
+class Cases(list):
+    """The cases whose name matches ``pattern`` (all when None): the others are
+    dropped as they are built, with their arrays (at 2^22 elements the whole
+    grid's arrays do not fit in 24 GiB)."""
+
+    def __init__(self, pattern):
+        super().__init__()
+        self.pattern = pattern
+
+    def append(self, case):
+        if self.pattern is None or re.search(self.pattern, case.name):
+            super().append(case)
+
+
 class Case:
     def __init__(self, name, f_pyet, f_numpy, got, want=None, tol=0.0):
         self.name, self.f_pyet, self.f_numpy = name, f_pyet, f_numpy
@@ -129,8 +143,8 @@ class Case:
             np.testing.assert_array_equal(got, want)
 
 
-def elementwise_cases(n, rng):
-    cases = []
+def elementwise_cases(n, rng, pattern):
+    cases = Cases(pattern)
     for lname, make in layouts(n, rng):
         for oname, dts, arity, fp, fn in elementwise_ops():
             for dt in dts:
@@ -179,8 +193,8 @@ EXACT_FLOAT = {"square", "negative", "positive", "floor", "ceil", "trunc", "rint
                "rad2deg"}
 
 
-def table_cases(n, rng):
-    cases = []
+def table_cases(n, rng, pattern):
+    cases = Cases(pattern)
     for op in OPS:
         if op.name in COVERED:
             continue
@@ -219,8 +233,8 @@ def table_cases(n, rng):
     return cases
 
 
-def special_cases(n, rng):
-    cases = []
+def special_cases(n, rng, pattern):
+    cases = Cases(pattern)
     side = int(round(n ** (1 / 3)))
     a3 = rng.random((side, side, side))
     A3 = pyet.asarray(a3)
@@ -277,7 +291,7 @@ def special_cases(n, rng):
     cases.append(Case("im2col 3x3 f32", lambda: Col.__setitem__(
         ..., pyet.unpack_patch2col(Img, 3, 3)),
         lambda: win.transpose(1, 4, 5, 0, 2, 3).reshape(4 * 9, c * 30 * 30), lambda: col))
-    cases += nn_cases(n, rng, img, col)
+    cases += nn_cases(n, rng, img, col, cases.pattern)
     side = int(n ** 0.5)
     a, b = rng.random((side, side)), rng.random((side, side))
     Ta, Tb = pyet.asarray(a), pyet.asarray(b)
@@ -319,10 +333,10 @@ def special_cases(n, rng):
     return cases
 
 
-def nn_cases(n, rng, img, col):
+def nn_cases(n, rng, img, col, pattern):
     """The NN blocks the cases above leave out: softmax along a middle axis, the
     index blocks' scatter and choose, col2im, the pooling gradient, softmax_xent_grad."""
-    cases = []
+    cases = Cases(pattern)
     c = img.shape[0]
     s3 = rng.uniform(-5, 5, (max(n // 16384, 1), 128, 128)).astype(np.float32)
     S3, out3 = pyet.asarray(s3), np.empty_like(s3)
@@ -551,9 +565,8 @@ def main():
     rng = np.random.default_rng(0)
     print(f"pyet grid, 1 thread{f' and {args.threads}' if args.threads > 1 else ''}, ~{n} "
           f"elements per case; {cpu_model()}; numpy {np.__version__}")
-    cases = elementwise_cases(n, rng) + table_cases(n, rng) + special_cases(n, rng)
-    if args.filter:
-        cases = [c for c in cases if re.search(args.filter, c.name)]
+    cases = (elementwise_cases(n, rng, args.filter) + table_cases(n, rng, args.filter)
+             + special_cases(n, rng, args.filter))
     rows, bad = run(cases, repeats, min_time, args.threads, args.calls)
     rechecked = [] if args.no_recheck else recheck(rows, cases, repeats, min_time, args.threads)
     rows.sort(reverse=True)
