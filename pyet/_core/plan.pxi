@@ -57,6 +57,24 @@ def set_gather_block(pyet_intp n, pyet_intp min_bytes=1 << 23, pyet_intp l1_byte
 # a compute-bound kernel on strided leaves runs in pieces of this many bytes
 # of input, each gathered just before (run_block)
 cdef pyet_intp GATHER_PIECE = 1024
+# passes moving this many bytes or more (their operands beyond L2) read
+# reversed rows and 4-byte rows stepping 2 items where they lie too
+# (sx_strided): copied into blocks an operand at a time, each copy waited on
+# its own stream's misses (1448^2 from memory, pyet/NumPy: float64 a*b + c
+# reversed 1.16 -> 0.59, (a+b)*c 1.43 -> 0.66, float32 a*b + c on a[:, ::2]
+# 0.78 -> 0.58); in L2 the vectorized copies win (float32 a*b + c reversed at
+# 512^2, 4 MiB: 0.33 copied, 0.46 in place)
+cdef pyet_intp SX_FAR_BYTES = 1 << 23
+
+
+def set_sx_far(pyet_intp nbytes):
+    """Read reversed and 4-byte step-2 rows in place in passes moving nbytes
+    or more (tests use 0: always); returns the old setting."""
+    global SX_FAR_BYTES
+    old, SX_FAR_BYTES = SX_FAR_BYTES, nbytes
+    return old
+
+
 # a block's leaves whose rows step GATHER_FAR_BYTES or more (about an item a
 # cache line) are gathered in one loop, their loads interleaved
 # (pyet_gather_rows): loop by loop, each waited on its own misses (2^18
@@ -1127,6 +1145,7 @@ cdef struct Run:
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     pyet_intp tpp           # flat tiles (run_tiles_flat): tiles per plane; 0: run_tiled
+    bint from_memory        # the pass moves SX_FAR_BYTES or more
     bint dtile              # flat tiles: the destination read across rows, written a tile at a time
     int ntiled              # leaves copied a tile at a time (their buffers, then dst's)
     int npf                 # operands whose next block is prefetched (distinct memory)
@@ -2355,8 +2374,11 @@ cdef inline bint sx_strided(Run *r, int k) noexcept nogil:
     # leaf k's rows are worth reading where they lie (pyet_kernel_sx): strided,
     # but for reversed rows and 4-byte rows stepping 2 items, whose copies
     # into blocks vectorize (float32 a*b + c on a[::2]: 0.70x NumPy gathered,
-    # 0.79-0.85 in place)
+    # 0.79-0.85 in place), unless the pass runs from memory (SX_FAR_BYTES)
     cdef pyet_intp s = iabs(r.strides[k * MAXD + r.nd - 1])
+    if r.from_memory and (r.strides[k * MAXD + r.nd - 1] == -r.itemsize[k]
+                          or (r.itemsize[k] == 4 and s == 8)):
+        return True
     return s != 0 and s != r.itemsize[k] and not (r.itemsize[k] == 4 and s == 8)
 
 
@@ -2491,6 +2513,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             blocklen = max(BLOCK, 8192)
         # a strided leaf that Program.strided_kernel's kernel reads where
         # it lies (not a broadcast: those are filled into a block)
+        r.from_memory = units * pass_itemsizes(&r) >= SX_FAR_BYTES
         r.direct = (prog.strided_kernel and not red and r.strides[MAXD + r.nd - 1] != 0
                     and r.strides[MAXD + r.nd - 1] != r.itemsize[1])
         if prog.strided_fused and not red:
