@@ -57,14 +57,14 @@ def set_gather_block(pyet_intp n, pyet_intp min_bytes=1 << 23, pyet_intp l1_byte
 # a compute-bound kernel on strided leaves runs in pieces of this many bytes
 # of input, each gathered just before (run_block)
 cdef pyet_intp GATHER_PIECE = 1024
-# passes moving this many bytes or more (their operands beyond L2) read
-# reversed rows and 4-byte rows stepping 2 items where they lie too
-# (sx_strided): copied into blocks an operand at a time, each copy waited on
-# its own stream's misses (1448^2 from memory, pyet/NumPy: float64 a*b + c
-# reversed 1.16 -> 0.59, (a+b)*c 1.43 -> 0.66, float32 a*b + c on a[:, ::2]
-# 0.78 -> 0.58); in L2 the vectorized copies win (float32 a*b + c reversed at
-# 512^2, 4 MiB: 0.33 copied, 0.46 in place)
-cdef pyet_intp SX_FAR_BYTES = 1 << 23
+# passes moving this many bytes or more (from memory) read reversed rows and
+# 4-byte rows stepping 2 items where they lie too (sx_strided): copied into
+# blocks an operand at a time, each copy waited on its own stream's misses
+# (one thread, 1448^2, pyet/NumPy: float64 a*b + c reversed 1.92 -> 0.76,
+# (a+b)*c 2.45 -> 0.89, float32 a*b + c on a[:, ::2] 1.59 -> 0.89; 724^2
+# float64, 16 MiB, a+b+c 2.08 -> 1.13); below, the vectorized copies win
+# (512^2 float64 (a+b)*c, 8 MiB: 1.18 copied, 1.39 in place)
+cdef pyet_intp SX_FAR_BYTES = 1 << 24
 
 
 def set_sx_far(pyet_intp nbytes):
