@@ -2855,10 +2855,10 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
     # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
     cdef bint near = False  # rows stepping 2 items (not far): pyet's blocks
-    cdef bint bcast = False  # an operand broadcast along the rows
+    cdef bint bcast = True  # every input broadcast along the rows
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
-        bcast = bcast or s == 0
+        bcast = bcast and (k < r.ndst or s == 0)
         if s < 0 and not (prog.whole_backwards or prog.whole_far):
             return False
         if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
@@ -2869,9 +2869,11 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
             strided = strided or prog.whole_near
             near = True
     # (near: int32 a ^ b on a[::2], NumPy's strided loop took 2x pyet's blocks;
-    # bcast: NumPy's loops read a stride-0 operand in their scalar loop, where
-    # its own calls buffer it: ~a and abs of an int32 column broadcast to
-    # 1448^2 2.25x and 1.9x np.invert's and np.abs's time, 1.0 in pyet's blocks)
+    # bcast: NumPy's loops take rows of stride-0 inputs in their scalar loop,
+    # where its own calls buffer them: ~a and abs of an int32 column broadcast
+    # to 1448^2 2.3x and 2.0x np.invert's and np.abs's time, 0.80-0.88 in
+    # pyet's blocks; one stride-0 input beside a contiguous one is their SIMD
+    # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept)
     if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
             and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
         return True  # (rows contiguous)
