@@ -63,7 +63,9 @@ cdef pyet_intp GATHER_PIECE = 1024
 # (one thread, 1448^2, pyet/NumPy: float64 a*b + c reversed 1.92 -> 0.76,
 # (a+b)*c 2.45 -> 0.89, float32 a*b + c on a[:, ::2] 1.59 -> 0.89; 724^2
 # float64, 16 MiB, a+b+c 2.08 -> 1.13); below, the vectorized copies win
-# (512^2 float64 (a+b)*c, 8 MiB: 1.18 copied, 1.39 in place)
+# (512^2 float64 (a+b)*c, 8 MiB: 1.18 copied, 1.39 in place); and in trees,
+# 4-byte leaves as 8-byte ones (sx_leaves; 1448^2 float32 (a+b)*c on
+# a[:, ::2] 1.70 -> 0.77, reversed 1.45 -> 1.05)
 cdef pyet_intp SX_FAR_BYTES = 1 << 24
 
 
@@ -2390,7 +2392,8 @@ cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
     0.85-1.03x NumPy gathered once, 1.06-1.08 read twice), far rows (their
     interleaved gathers did better at 2^18) and 4-byte rows (their step-3
     copies vectorize: float32 a+b+c a[::3] 0.92-1.2 gathered, 1.7-1.85 in
-    place) keep their blocks."""
+    place) keep their blocks, but for 4-byte rows in passes from memory
+    (r.from_memory, SX_FAR_BYTES)."""
     cdef uint64_t leaves = 0, uses
     cdef int k, i, j, nd = r.ndst, nread
     cdef bint ok
@@ -2402,7 +2405,8 @@ cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
             or r.tile:
         return 0
     for k in range(nd, min(r.nops, 64)):
-        if r.itemsize[k] != 8 or not sx_strided(r, k) \
+        if (r.itemsize[k] != 8 and not (r.from_memory and r.itemsize[k] == 4)) \
+                or not sx_strided(r, k) \
                 or iabs(r.strides[k * MAXD + r.nd - 1]) >= GATHER_FAR_BYTES:
             continue
         uses, nread, ok = 0, 0, True
@@ -2412,7 +2416,7 @@ cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
                     uses |= (<uint64_t>1) << (i if i < 64 else 63)
                     nread += 1
                     ok = ok and i < 64 and (prog.sx_instr >> i) & 1 \
-                        and pyet_itemsize[prog.code[i].dt] == 8
+                        and pyet_itemsize[prog.code[i].dt] == r.itemsize[k]
         if ok and nread == 1:
             leaves |= (<uint64_t>1) << k
             r.insx |= uses
