@@ -2385,10 +2385,10 @@ cdef inline bint sx_strided(Run *r, int k) noexcept nogil:
 
 
 cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
-    """In programs of several instructions, the 8-byte leaves (bits, the
-    first 64) of near rows that one instruction reads where they lie
-    (pyet_kernel_sx), and those instructions in r.insx; none for reductions,
-    packed rows and tiles.  Leaves read twice ((a+b)*(c-a) float64 a[::7]:
+    """In programs of several instructions, the 8-byte (from memory, also
+    4-byte) leaves (bits, the first 64) of near rows that one instruction
+    reads where they lie (pyet_kernel_sx), and those instructions in r.insx;
+    none for reductions, packed rows and tiles.  Leaves read twice ((a+b)*(c-a) float64 a[::7]:
     0.85-1.03x NumPy gathered once, 1.06-1.08 read twice), far rows (their
     interleaved gathers did better at 2^18) and 4-byte rows (their step-3
     copies vectorize: float32 a+b+c a[::3] 0.92-1.2 gathered, 1.7-1.85 in
@@ -2515,9 +2515,9 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                     blocklen = BLOCK
         if prog.nregs == 0:
             blocklen = max(BLOCK, 8192)
+        r.from_memory = units * pass_itemsizes(&r) >= SX_FAR_BYTES
         # a strided leaf that Program.strided_kernel's kernel reads where
         # it lies (not a broadcast: those are filled into a block)
-        r.from_memory = units * pass_itemsizes(&r) >= SX_FAR_BYTES
         r.direct = (prog.strided_kernel and not red and r.strides[MAXD + r.nd - 1] != 0
                     and r.strides[MAXD + r.nd - 1] != r.itemsize[1])
         if prog.strided_fused and not red:
