@@ -1147,7 +1147,7 @@ cdef struct Run:
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     pyet_intp tpp           # flat tiles (run_tiles_flat): tiles per plane; 0: run_tiled
-    bint from_memory        # the pass moves SX_FAR_BYTES or more
+    bint from_memory        # the pass moves SX_FAR_BYTES or more (sx_strided, tile prefetches)
     bint dtile              # flat tiles: the destination read across rows, written a tile at a time
     int ntiled              # leaves copied a tile at a time (their buffers, then dst's)
     int npf                 # operands whose next block is prefetched (distinct memory)
@@ -2158,7 +2158,7 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 ptr[0] += i * r.strides[d]
                 ptr[1] += i * r.strides[MAXD + d]
             pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
-                           r.strides[MAXD + nd - 1], r1 - r0, n, r.itemsize[1])
+                           r.strides[MAXD + nd - 1], r1 - r0, n, r.itemsize[1], r.from_memory)
             continue
         for rw in range(r0, r1):
             for k in range(nops):
@@ -2180,7 +2180,8 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                                       r.strides[k * MAXD + nd - 1], n, r.itemsize[k])
                 elif rw == r0:
                     pyet_copy_tile(tb, pitch, ptr[k], r.strides[k * MAXD + nd - 2],
-                                   r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k])
+                                   r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k],
+                                   r.from_memory)
                 ptr[k] = tb + (rw - r0) * pitch
             if run_block(r, prog, n, ptr, regs) < 0:
                 return -1
@@ -2216,10 +2217,10 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 r.gather[1] == -1 if r.dtile else r.gather[1] <= -2):
             if r.dtile:  # dst.T = A: A's rows copied across dst's
                 pyet_copy_tile(ptr[0], r.strides[nd - 1], ptr[1], r.itemsize[1],
-                               r.strides[MAXD + nd - 2], inner, rows, r.itemsize[1])
+                               r.strides[MAXD + nd - 2], inner, rows, r.itemsize[1], r.from_memory)
             else:  # dst = A.T: the tile copied straight into the destination's rows
                 pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
-                               r.strides[MAXD + nd - 1], rows, inner, r.itemsize[1])
+                               r.strides[MAXD + nd - 1], rows, inner, r.itemsize[1], r.from_memory)
             continue
         if r.dtile:
             dst = ptr[0]
@@ -2230,13 +2231,13 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 if not r.dup[k]:
                     pyet_copy_tile(tb, inner * r.itemsize[k], ptr[k],
                                    r.strides[k * MAXD + nd - 2], r.strides[k * MAXD + nd - 1],
-                                   rows, inner, r.itemsize[k])
+                                   rows, inner, r.itemsize[k], r.from_memory)
                 ptr[k] = tb
         if run_block(r, prog, rows * inner, ptr, regs) < 0:
             return -1
         if r.dtile:  # the tile's rows across the destination's
             pyet_copy_tile(dst, r.strides[nd - 1], ptr[0], r.itemsize[0], inner * r.itemsize[0],
-                           inner, rows, r.itemsize[0])
+                           inner, rows, r.itemsize[0], r.from_memory)
     return 0
 
 

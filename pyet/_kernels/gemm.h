@@ -179,7 +179,7 @@ NAME##_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a0,      
                 ldp = (ptrdiff_t)nv * W;                                                \
                 pyet_copy_tile((char *)pack, ldp * (ptrdiff_t)sizeof(T),                \
                                (const char *)(b0 + j * ldb + p), (ptrdiff_t)sizeof(T),  \
-                               ldb * (ptrdiff_t)sizeof(T), kc, nn, (int)sizeof(T));     \
+                               ldb * (ptrdiff_t)sizeof(T), kc, nn, (int)sizeof(T), 1);  \
                 b = pack;                                                               \
             }                                                                           \
             const int epi_now = epi != NULL && p + KC >= k;                             \

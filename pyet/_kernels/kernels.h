@@ -3993,12 +3993,12 @@ PYET_DISPATCH void pyet_gather_rows(int k, char *const *dst, const char *const *
  * Shuffles move bits: NaN payloads are kept.  Returns the columns done. */
 __attribute__((target("avx2"))) static pyet_intp
 pyet_tile_lines_avx2(char *dst, pyet_intp drow, const char *src, pyet_intp ss, pyet_intp n,
-                     int itemsize, int width)
+                     int itemsize, int width, int prefetch)
 {
     pyet_intp x = 0;
     if (itemsize == 4) {
         for (; x + 8 <= n; x += 8) {
-            for (int i = 0; i < 8 && x + 16 + i < n; i++)
+            for (int i = 0; prefetch && i < 8 && x + 16 + i < n; i++)
                 __builtin_prefetch(src + (x + 16 + i) * ss, 0, 3);
             for (int h = 0; h < width; h += 32) {
                 const char *s0 = src + x * ss + h;
@@ -4031,7 +4031,7 @@ pyet_tile_lines_avx2(char *dst, pyet_intp drow, const char *src, pyet_intp ss, p
         }
     } else if (itemsize == 8) {
         for (; x + 4 <= n; x += 4) {
-            for (int i = 0; i < 4 && x + 16 + i < n; i++)  /* the lines 16 rows on */
+            for (int i = 0; prefetch && i < 4 && x + 16 + i < n; i++)  /* 16 rows on */
                 __builtin_prefetch(src + (x + 16 + i) * ss, 0, 3);
             for (int h = 0; h < width; h += 32) {
                 const char *s0 = src + x * ss + h;
@@ -4059,7 +4059,8 @@ pyet_tile_lines_avx2(char *dst, pyet_intp drow, const char *src, pyet_intp ss, p
  * is read once for all the rows it holds, where a row-by-row gather reads it
  * once per row. */
 PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
-                                  pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize)
+                                  pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize,
+                                  int prefetch)
 {
 #define PYET_TILE_COPY(T)                                                   \
     for (pyet_intp x = 0; x < n; x++) {                                     \
@@ -4069,12 +4070,15 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
     }
 /* a cache line of R adjacent elements per x: a fixed count the compiler unrolls;
  * the lines PYET_TILE_AHEAD further on are prefetched (each is on another page,
- * where the hardware prefetchers do not follow) */
+ * where the hardware prefetchers do not follow) in passes from memory only
+ * (prefetch: plan.pxi's r.from_memory): with the operands in L2/L3 the
+ * prefetches cost more than they hid (512^2 float64 A.T copy 0.29 -> 0.20-0.23x
+ * NumPy without them, float32 -A 0.16 -> 0.11-0.13; 181^2 the same) */
 #define PYET_TILE_AHEAD 16
 #define PYET_TILE_LINE(T, R)                                                \
     for (pyet_intp x = 0; x < n; x++) {                                     \
         const T *s_ = (const T *)(src + x * ss);                            \
-        if (x + PYET_TILE_AHEAD < n)                                        \
+        if (prefetch && x + PYET_TILE_AHEAD < n)                            \
             __builtin_prefetch(src + (x + PYET_TILE_AHEAD) * ss, 0, 3);     \
         for (int t = 0; t < R; t++)                                         \
             ((T *)(dst + t * drow))[x] = s_[t];                             \
@@ -4083,7 +4087,7 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
     if (srow == itemsize && (rows * itemsize) % 32 == 0 && itemsize != 1 &&
         __builtin_cpu_supports("avx2")) {
         const pyet_intp done = pyet_tile_lines_avx2(dst, drow, src, ss, n, itemsize,
-                                                    (int)(rows * itemsize));
+                                                    (int)(rows * itemsize), prefetch);
         dst += done * itemsize;
         src += done * ss;
         n -= done;
@@ -4520,7 +4524,7 @@ void pyet_gather_rows(int k, char *const *dst, const char *const *src, const pye
 void pyet_wrap_indices(const int64_t *x, int64_t *o, pyet_intp size, int64_t n, int64_t *lo,
                        int64_t *hi);
 void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow, pyet_intp ss,
-                    pyet_intp rows, pyet_intp n, int itemsize);
+                    pyet_intp rows, pyet_intp n, int itemsize, int prefetch);
 void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, pyet_intp comp,
                        const void *src);
 int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, const char *src,

@@ -106,4 +106,5 @@ cdef extern from "kernels.h" nogil:
     void pyet_gather_rows(int k, char *const *dst, const char *const *src,
                           const pyet_intp *ss, pyet_intp n, int itemsize) noexcept
     void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
-                        pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize) noexcept
+                        pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize,
+                        int prefetch) noexcept
