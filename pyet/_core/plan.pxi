@@ -2378,11 +2378,12 @@ cdef inline bint sx_strided(Run *r, int k) noexcept nogil:
     # but for reversed rows and 4-byte rows stepping 2 items, whose copies
     # into blocks vectorize (float32 a*b + c on a[::2]: 0.70x NumPy gathered,
     # 0.79-0.85 in place), unless the pass runs from memory (SX_FAR_BYTES)
-    cdef pyet_intp s = iabs(r.strides[k * MAXD + r.nd - 1])
-    if r.from_memory and (r.strides[k * MAXD + r.nd - 1] == -r.itemsize[k]
-                          or (r.itemsize[k] == 4 and s == 8)):
-        return True
-    return s != 0 and s != r.itemsize[k] and not (r.itemsize[k] == 4 and s == 8)
+    cdef pyet_intp st = r.strides[k * MAXD + r.nd - 1], s = iabs(st)
+    if st == 0 or st == r.itemsize[k]:
+        return False
+    if s == r.itemsize[k] or (r.itemsize[k] == 4 and s == 8):
+        return r.from_memory
+    return True
 
 
 cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
