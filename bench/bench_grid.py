@@ -291,7 +291,7 @@ def special_cases(n, rng, pattern):
     cases.append(Case("im2col 3x3 f32", lambda: Col.__setitem__(
         ..., pyet.unpack_patch2col(Img, 3, 3)),
         lambda: win.transpose(1, 4, 5, 0, 2, 3).reshape(4 * 9, c * 30 * 30), lambda: col))
-    cases += nn_cases(n, rng, img, col, cases.pattern)
+    cases += nn_cases(n, rng, img, col, pattern)
     side = int(n ** 0.5)
     a, b = rng.random((side, side)), rng.random((side, side))
     Ta, Tb = pyet.asarray(a), pyet.asarray(b)
