@@ -201,3 +201,66 @@ def test_plan_into_transposed_destinations(tiles):
         plan.assign(d2, pyet.asarray(d1) + pyet.asarray(a))
     np.testing.assert_array_equal(d1, a * 2.0)
     np.testing.assert_array_equal(d2, a * 3.0)
+
+
+# --- tiles moved to start on a leaf's cache lines (plan.pxi tile_lead)
+
+
+@pytest.fixture
+def row_tiles(tiles):
+    """Tiles of rows (run_tiled), not whole short rows as one block."""
+    before = _plan.set_flat_tile_max(0)
+    yield
+    _plan.set_flat_tile_max(before)
+
+
+def at_line_offset(a, offset):
+    """a's values in Fortran order, starting `offset` bytes into a cache line."""
+    nbytes = a.size * a.itemsize
+    buf = np.zeros(nbytes + 128, np.uint8)
+    start = (-buf.ctypes.data) % 64 + offset
+    out = buf[start:start + nbytes].view(a.dtype).reshape(a.shape, order="F")
+    out[...] = a
+    assert out.ctypes.data % 64 == offset
+    return out
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_leaves_at_every_offset_in_a_cache_line(row_tiles, dt):
+    # the first tile is cut short so the others start on the first tiled
+    # leaf's lines; a second leaf at another offset keeps its own tiles' rows
+    itemsize = np.dtype(dt).itemsize
+    for shape in [(137, 45), (9, 70), (64, 33), (3, 5)]:
+        for offset in range(0, 64, itemsize):
+            a = at_line_offset(values(shape, dt, offset), offset)
+            b = at_line_offset(values(shape, dt, offset + 1), (offset + 3 * itemsize) % 64)
+            got = np.zeros(shape, dt)
+            pyet.asarray(got)[...] = pyet.asarray(a)
+            np.testing.assert_array_equal(got, a, err_msg=f"{shape} at {offset}")
+            pa, pb = pyet.asarray(a), pyet.asarray(b)
+            if dt is np.bool_:
+                got, want = pyet.evaluate(pa ^ pb).numpy(), a ^ b
+            else:
+                got, want = pyet.evaluate(pa * pb + pa).numpy(), a * b + a
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} at {offset}")
+
+
+def test_3d_leaves_off_their_lines(row_tiles):
+    # planes whose row count is no multiple of the tile: the shifted tiles
+    # straddle planes and fall back to row-by-row copies there
+    for offset in (8, 16, 40):
+        base = values((4, 37, 70), np.float64, offset)
+        nbytes = base.nbytes
+        buf = np.zeros(nbytes + 128, np.uint8)
+        start = (-buf.ctypes.data) % 64 + offset
+        a = buf[start:start + nbytes].view(np.float64).reshape(4, 70, 37).transpose(0, 2, 1)
+        a[...] = base
+        assert a.ctypes.data % 64 == offset
+        sentinel = np.full(4 * 37 * 70 + 16, -5.0)
+        dst = sentinel[8:-8].reshape(4, 37, 70)
+        pyet.asarray(dst)[...] = pyet.asarray(a)
+        np.testing.assert_array_equal(dst, base)
+        pyet.asarray(dst)[...] = pyet.asarray(a) * 2.0 - 1.0
+        np.testing.assert_array_equal(dst, base * 2.0 - 1.0)
+        np.testing.assert_array_equal(sentinel[:8], -5.0)
+        np.testing.assert_array_equal(sentinel[-8:], -5.0)
