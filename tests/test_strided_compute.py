@@ -526,3 +526,29 @@ def test_int64_relu_strided_on_threads(threaded):
     base[::3] = x
     got = np.asarray(pyet.evaluate(pyet.relu(pyet.asarray(base[::3]))))
     np.testing.assert_array_equal(got, np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("name, fp, fn, arity", [op for op in FAR_OPS if op[0] in (
+    "less", "not_equal", "greater_equal")])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+@pytest.mark.parametrize("layout", ["step2", "negstep", "small_step"])
+def test_compares_of_near_rows_from_memory(name, fp, fn, arity, dtype, layout):
+    # passes from memory (set_sx_far(0): every pass) take NumPy's loop for
+    # 8-byte rows stepping 2 items into bool; into a strided bool destination too
+    rng = np.random.default_rng(8)
+    arrs = [far_operand(layout, dtype, rng) for _ in range(arity)]
+    arrs[1].flat[:3] = arrs[0].flat[:3]
+    old = core.set_sx_far(0)
+    try:
+        expr = fp(*[pyet.asarray(a) for a in arrs])
+        with np.errstate(all="ignore"):
+            want = fn(*arrs)
+        got = assign(expr, arrs[0].shape, want.dtype)
+        np.testing.assert_array_equal(got, want)
+        buf = np.ones((want.size * 2 + 16,), np.bool_)
+        dst = buf[8:-8][::2].reshape(want.shape)
+        pyet.asarray(dst)[...] = expr
+        np.testing.assert_array_equal(dst, want)
+        assert buf[:8].all() and buf[-8:].all() and buf[8:-8][1::2].all()
+    finally:
+        core.set_sx_far(old)
