@@ -41,19 +41,26 @@ EXPRS = ["2*x + 3*y", "x*y + y*z - z", "1/(1+exp(-x))", "tanh(x)*y + sqrt(z)",
 CFLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off"]
 
 
-def build_c_loop(tmpdir, extra_flags=()):
-    """Compile update_weight.c into tmpdir: (ctypes library, description) or (None, reason)."""
+def compile_c(tmpdir, name, extra_flags=()):
+    """Compile bench/<name>.c into tmpdir: (ctypes library, compiler, version) or (None, reason)."""
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        return None, "no C compiler found"
-    src, so = Path(__file__).with_name("update_weight.c"), Path(tmpdir) / "update_weight.so"
+        return None, "no C compiler found", ""
+    src, so = Path(__file__).with_name(f"{name}.c"), Path(tmpdir) / f"{name}.so"
     try:
-        subprocess.run([cc, *CFLAGS, *extra_flags, str(src), "-o", str(so)], check=True,
+        subprocess.run([cc, *CFLAGS, *extra_flags, str(src), "-o", str(so), "-lm"], check=True,
                        capture_output=True)
         version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-        lib = ctypes.CDLL(str(so))
+        return ctypes.CDLL(str(so)), cc, version
     except (OSError, subprocess.CalledProcessError) as e:
-        return None, f"compiling with {cc} failed: {e}"
+        return None, f"compiling with {cc} failed: {e}", ""
+
+
+def build_c_loop(tmpdir, extra_flags=()):
+    """Compile update_weight.c into tmpdir: (ctypes library, description) or (None, reason)."""
+    lib, cc, version = compile_c(tmpdir, "update_weight", extra_flags)
+    if lib is None:
+        return None, cc
     for name, ct in (("UpdateWeight", ctypes.c_float), ("UpdateWeightD", ctypes.c_double)):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ct, ct, ctypes.c_ssize_t, ctypes.c_void_p]
         getattr(lib, name).restype = None
@@ -111,8 +118,9 @@ def update_case(pyet, lib, n, dtype, repeats, min_time):
     return bench(fns, repeats, min_time), exact
 
 
-def expr_case(pyet, src, n, repeats, min_time):
-    """Time one expression at size n in float64; check pyet's and numexpr's results first."""
+def expr_case(pyet, src, n, repeats, min_time, cfn=None):
+    """Time one expression at size n in float64 (``cfn``: its hand-written loop,
+    expr_loops.c); check pyet's, the loop's and numexpr's results first."""
     rng = np.random.default_rng(1)
     x, y, z = (rng.random(n) for _ in range(3))
     out = np.empty(n)
@@ -122,11 +130,15 @@ def expr_case(pyet, src, n, repeats, min_time):
              "O": pyet.asarray(out), **{f: getattr(pyet, f) for f in funcs}}
     exec(f"def f_pyet():\n    O[...] = {src}\n", et_ns)
     exec(f"def f_np():\n    return {src}\n", np_ns)
-    fns = {"pyet": et_ns["f_pyet"], "np": np_ns["f_np"], "ne": None}
+    fns = {"pyet": et_ns["f_pyet"], "np": np_ns["f_np"], "ne": None, "C": None}
     if ne is not None:
         fns["ne"] = lambda: ne.evaluate(src, local_dict={"x": x, "y": y, "z": z}, out=out)
+    if cfn is not None:
+        args = [ctypes.c_void_p(a.ctypes.data) for a in (x, y, z)]
+        args += [ctypes.c_ssize_t(n), ctypes.c_void_p(out.ctypes.data)]
+        fns["C"] = lambda: cfn(*args)
     expected = fns["np"]()
-    for k in ("pyet", "ne"):
+    for k in ("pyet", "ne", "C"):
         if fns[k] is not None:
             out[...] = np.nan
             fns[k]()
@@ -174,14 +186,23 @@ def main():
         print(f"        not bit-identical to NumPy: {', '.join(sorted(inexact)) or 'none'}; "
               "C loop called via ctypes (~0.5 us call overhead)\n")
 
-    n = 1_000_000
-    print(f"out[...] = expr, n = {n:.0e} float64   (np: the one-liner; ne: numexpr, out=)")
-    print(f"{'expression':<24}{'pyet [s]':>11}{'np [s]':>11}{'pyet/np':>10}{'pyet/ne':>10}")
-    for src in EXPRS:
-        t = expr_case(pyet, src, n, repeats, min_time)
-        print(f"{src:<24}{t['pyet']:>11.3e}{t['np']:>11.3e}{ratio(t['pyet'], t['np'], 10)}"
-              f"{ratio(t['pyet'], t.get('ne'), 10)}", flush=True)
-    print("sanity: pyet's and numexpr's results equal NumPy's (assert_allclose) before timing")
+        n = 1_000_000
+        loops, _, _ = compile_c(tmpdir, "expr_loops")
+        print(f"out[...] = expr, n = {n:.0e} float64   (C: a hand-written loop, expr_loops.c; "
+              "np: the one-liner; ne: numexpr, out=)")
+        print(f"{'expression':<24}{'pyet [s]':>11}{'np [s]':>11}{'pyet/C':>10}{'pyet/np':>10}"
+              f"{'pyet/ne':>10}")
+        for i, src in enumerate(EXPRS):
+            cfn = None
+            if loops is not None:
+                cfn = getattr(loops, f"Expr{i}")
+                cfn.restype = None
+            t = expr_case(pyet, src, n, repeats, min_time, cfn)
+            print(f"{src:<24}{t['pyet']:>11.3e}{t['np']:>11.3e}{ratio(t['pyet'], t.get('C'), 10)}"
+                  f"{ratio(t['pyet'], t['np'], 10)}{ratio(t['pyet'], t.get('ne'), 10)}",
+                  flush=True)
+        print("sanity: pyet's, the C loops' and numexpr's results equal NumPy's (assert_allclose) "
+              "before timing")
     return 0
 
 
