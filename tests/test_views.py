@@ -889,3 +889,24 @@ def test_broadcast_view_is_numpys_broadcast_to():
     np.testing.assert_array_equal(np.asarray(row), [[0, 1, 2], [0, 1, 2]])
     with pytest.raises(ValueError, match="read-only"):
         row[...] = 1.0
+
+
+@pytest.mark.parametrize("depth", [3, 64, 65, 200])
+def test_views_of_elementwise_trees_in_c_and_in_python(depth):
+    # core.push_view pushes views down trees up to 64 deep (deeper ones take
+    # views.py's path): the same values, a broadcast operand aligned first,
+    # scalars kept, and the view reaches the leaves (no View node above the tree)
+    rng = np.random.default_rng(depth)
+    a, b = rng.standard_normal((4, 6)), rng.standard_normal(6)
+    ta, tb = pyet.asarray(a), pyet.asarray(b)
+    e, want = ta, a
+    for i in range(depth):
+        e, want = (e + tb, want + b) if i % 2 else (e * 0.5, want * 0.5)
+    assert e._depth == depth
+    cases = [(pyet.flip(e, 1), np.flip(want, 1)), (pyet.flip(e), np.flip(want)),
+             (pyet.crop(e, (2, 3), (1, 2)), want[1:3, 2:5]),
+             (pyet.broadcast_to(e, (2, 4, 6)), np.broadcast_to(want, (2, 4, 6))),
+             (e[::-2, 1:], want[::-2, 1:])]
+    for got, expected in cases:
+        assert not got._flags & 1, "a View node where the view reaches the leaves"
+        np.testing.assert_allclose(pyet.evaluate(got).numpy(), expected, rtol=1e-12)

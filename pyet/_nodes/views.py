@@ -59,6 +59,9 @@ def _view_leaf(arr, kind, arg):
 def _push(e, kind, arg, shape):
     """``e`` seen through the view (kind, arg), of the new ``shape``: pushed
     down to the leaves of elementwise nodes, a View node above others."""
+    pushed = core.push_view(e, kind, arg)  # (leaves and elementwise trees, in C)
+    if pushed is not None:
+        return pushed
     if isinstance(e, core.Tensor):  # (VIEWS[kind] inline but reshape's: a frame less a leaf)
         arr = e._array
         return view_of_leaf(e, kind, arg, VIEWS[kind](arr, arg) if kind != "reshape"
