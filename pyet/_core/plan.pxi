@@ -1150,7 +1150,7 @@ cdef struct Run:
     int early               # RED_ALL/RED_ANY into one accumulator: stop once decided
     int stop                # set by the thread that decided (others stop too)
     pyet_intp tile, nrows   # tiled: rows per tile (0: rows one by one); rows
-    pyet_intp tile_lead     # run_tiled: tile t holds rows t * tile - tile_lead on (tile_lines)
+    pyet_intp tile_lead     # run_tiled: tile t starts at row t * tile - tile_lead (tile_lead())
     pyet_intp tilebuf       # tiled: offset in the scratch of the leaves' tile buffers
     pyet_intp tpp           # flat tiles (run_tiles_flat): tiles per plane; 0: run_tiled
     bint from_memory        # the pass moves SX_FAR_BYTES or more (sx_strided, tile prefetches)
