@@ -312,6 +312,7 @@ cdef class Program:
     cdef bint whole_contig     # whole_far, and on contiguous rows too (CONTIG_LOOPS)
     cdef bint whole_near       # whole_far, and where float rows step 2 items (NEAR_LOOP_OPS)
     cdef bint whole_backwards  # also where an operand's rows step backwards
+    cdef bint whole_any_dst    # whole_loop into strided destination rows too (_kernel_loop)
     # whole_fn is the op's own NumPy loop (ops.NUMPY_LOOPS, float32 power of
     # two arrays: ops.NUMPY_POWER_F32): run whole where
     # every operand's rows are contiguous (whole_wanted), not where strided
@@ -826,6 +827,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     elif _one_op_from_operands(lw, ndst, dst_dt):
         loop = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
         p.whole_far = loop is not None
+        p.whole_any_dst = p.whole_far and _STRIDED_OUT_LOOPS[
+            (p.code[0].op, p.code[0].dt, p.code[0].dt_out)]
         p.whole_contig = p.whole_far and p.code[0].op not in CONTIG_BLOCKS_OPS
         p.whole_near = p.whole_far and p.code[0].op in NEAR_LOOP_OPS \
             and (p.code[0].dt == DT_F32 or p.code[0].dt == DT_F64)
@@ -1425,6 +1428,7 @@ WHOLE_LOOP_UFUNCS = {OPCODES[name]: getattr(np, name) for name in (
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "less", "less_equal", "greater",
     "greater_equal", "equal", "not_equal")}
 cdef dict _KERNEL_LOOPS = {}
+cdef dict _STRIDED_OUT_LOOPS = {}  # the same keys: the loop's bits into strided rows too
 # of those, the ones whose NumPy float loops read rows stepping 2 items in SIMD
 # (strided loads): such rows take the loop too, where the others keep pyet's
 # blocks (float32 a[::2] at 2^18: abs, square, floor, ceil, trunc, rint 1.2-1.3x
@@ -1467,15 +1471,21 @@ cdef object _kernel_loop(int op, int dt, int dt_out):
     fn = WHOLE_LOOP_UFUNCS.get(op)
     if fn is not None and dt != DT_BOOL and HAS_KERNEL[op][dt]:
         res = _ufunc_loop(fn, (<object>fn).nin, dt, dt_out)
-        if res is not None and not _kernel_bits(op, dt, dt_out, (<object>fn).nin, res):
+        if res is not None and not _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1):
             res = None
     _KERNEL_LOOPS[key] = res
+    # (NumPy 2.4's AVX-512 isnan, isinf, isfinite loops write wrong values
+    # into bool rows stepping 2 or backwards: such destinations take pyet's blocks)
+    _STRIDED_OUT_LOOPS[key] = res is not None \
+        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 2) \
+        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, -1)
     return res
 
 
-cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop) except -1:
-    # the loop's results against pyet's kernel's on a probe (floats: specials,
-    # signed zeros, NaN; integers: their extremes), bit for bit
+cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop, int ostep) except -1:
+    # the loop's results, written every ostep items (2, -1: strided rows),
+    # against pyet's kernel's on a probe (floats: specials, signed zeros, NaN;
+    # integers: their extremes), bit for bit
     cdef int flags = pyet_fs_get(), j
     cdef char *args[3]
     cdef void *inp[3]
@@ -1495,15 +1505,18 @@ cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop) except -
                             np.array([info.min, info.max, 0, -1, 1, info.min + 1], dtype)])
         pairs = [(x, rng.permutation(x)), (x, x), (x, x[::-1].copy())]
     for pair in pairs:
-        got, want = np.empty(x.size, DTYPES[dt_out]), np.empty(x.size, DTYPES[dt_out])
+        rows = np.full(x.size * abs(ostep) * pyet_itemsize[dt_out], 0x55, np.uint8).view(
+            DTYPES[dt_out])  # (no value a loop writes: an item left unwritten shows)
+        got, want = rows[::ostep], np.empty(x.size, DTYPES[dt_out])
         for j in range(nin):
             args[j] = <char *>cnp.PyArray_DATA(<cnp.ndarray>pair[j])
             inp[j] = args[j]
             steps[j] = pyet_itemsize[dt]
         args[nin] = <char *>cnp.PyArray_DATA(<cnp.ndarray>got)
-        steps[nin] = pyet_itemsize[dt_out]
+        steps[nin] = ostep * pyet_itemsize[dt_out]
         dims[0] = x.size
         (<np_loop><uintptr_t>loop[0])(args, dims, steps, <void *><uintptr_t>loop[1])
+        got = got.copy()
         pyet_kernel(op, dt, 0, x.size, cnp.PyArray_DATA(<cnp.ndarray>want), inp)
         pyet_fs_set(flags)
         if dtype.kind == "f":  # which of two NaNs an op returns is the compiler's
@@ -2897,6 +2910,8 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
         return False
     if prog.whole_loop != NULL and not _items_aligned(r):
         return False  # (a ufunc call buffers such operands; its bare loop does not)
+    if prog.whole_far and not prog.whole_any_dst and r.strides[r.nd - 1] != r.itemsize[0]:
+        return False  # (its loop's values into strided rows are wrong: _kernel_loop)
     # (whole_far: reversed 8-byte rows too, which NumPy's loops read in place;
     # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
     # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
