@@ -1471,20 +1471,24 @@ cdef object _kernel_loop(int op, int dt, int dt_out):
     fn = WHOLE_LOOP_UFUNCS.get(op)
     if fn is not None and dt != DT_BOOL and HAS_KERNEL[op][dt]:
         res = _ufunc_loop(fn, (<object>fn).nin, dt, dt_out)
-        if res is not None and not _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1):
+        if res is not None and not (_kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1, 1)
+                                    and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 3, 1)
+                                    and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, -1, 1)):
             res = None
     _KERNEL_LOOPS[key] = res
-    # (NumPy 2.4's AVX-512 isnan, isinf, isfinite loops write wrong values
-    # into bool rows stepping 2 or backwards: such destinations take pyet's blocks)
+    # (NumPy 2.4's AVX-512 isnan, isinf, isfinite loops leave bool rows stepping
+    # 2 or backwards unwritten: such destinations take pyet's blocks)
     _STRIDED_OUT_LOOPS[key] = res is not None \
-        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 2) \
-        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, -1)
+        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1, 2) \
+        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1, -1)
     return res
 
 
-cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop, int ostep) except -1:
-    # the loop's results, written every ostep items (2, -1: strided rows),
-    # against pyet's kernel's on a probe (floats: specials, signed zeros, NaN;
+cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop, int istep,
+                       int ostep) except -1:
+    # the loop's results, its inputs read every istep items and its output
+    # written every ostep (strided rows: the layouts it is called on), against
+    # pyet's kernel's on a probe (floats: specials, signed zeros, NaN;
     # integers: their extremes), bit for bit
     cdef int flags = pyet_fs_get(), j
     cdef char *args[3]
@@ -1508,10 +1512,12 @@ cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop, int oste
         rows = np.full(x.size * abs(ostep) * pyet_itemsize[dt_out], 0x55, np.uint8).view(
             DTYPES[dt_out])  # (no value a loop writes: an item left unwritten shows)
         got, want = rows[::ostep], np.empty(x.size, DTYPES[dt_out])
+        spread = [np.zeros(x.size * abs(istep), dtype)[::istep] for j in range(nin)]
         for j in range(nin):
-            args[j] = <char *>cnp.PyArray_DATA(<cnp.ndarray>pair[j])
-            inp[j] = args[j]
-            steps[j] = pyet_itemsize[dt]
+            spread[j][...] = pair[j]
+            args[j] = <char *>cnp.PyArray_DATA(<cnp.ndarray>spread[j])
+            inp[j] = cnp.PyArray_DATA(<cnp.ndarray>pair[j])
+            steps[j] = istep * pyet_itemsize[dt]
         args[nin] = <char *>cnp.PyArray_DATA(<cnp.ndarray>got)
         steps[nin] = ostep * pyet_itemsize[dt_out]
         dims[0] = x.size
