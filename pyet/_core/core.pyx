@@ -28,6 +28,7 @@ from libc.string cimport memcpy, memset
 from libc.math cimport INFINITY, isfinite
 
 import contextvars
+import itertools
 import operator
 import threading
 from abc import ABC, abstractmethod

@@ -825,10 +825,8 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     if p.whole_fn is not None and not p.whole_contiguous:
         loop = _direct_loop(p.whole_fn, p.code[0].dt)
     elif _one_op_from_operands(lw, ndst, dst_dt):
-        loop = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
+        loop, p.whole_any_dst = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
         p.whole_far = loop is not None
-        p.whole_any_dst = p.whole_far and _STRIDED_OUT_LOOPS[
-            (p.code[0].op, p.code[0].dt, p.code[0].dt_out)]
         p.whole_contig = p.whole_far and p.code[0].op not in CONTIG_BLOCKS_OPS
         p.whole_near = p.whole_far and p.code[0].op in NEAR_LOOP_OPS \
             and (p.code[0].dt == DT_F32 or p.code[0].dt == DT_F64)
@@ -1428,7 +1426,12 @@ WHOLE_LOOP_UFUNCS = {OPCODES[name]: getattr(np, name) for name in (
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "less", "less_equal", "greater",
     "greater_equal", "equal", "not_equal")}
 cdef dict _KERNEL_LOOPS = {}
-cdef dict _STRIDED_OUT_LOOPS = {}  # the same keys: the loop's bits into strided rows too
+# the layouts (input step, output step, in items) a loop is probed on: the
+# strided inputs it is called for, then strided destination rows (NumPy 2.4's
+# AVX-512 isnan, isinf, isfinite loops leave bool rows stepping 2 or
+# backwards unwritten: such destinations take pyet's blocks)
+_READ_LAYOUTS = ((1, 1), (3, 1), (-1, 1))
+_WRITE_LAYOUTS = ((1, 2), (1, -1))
 # of those, the ones whose NumPy float loops read rows stepping 2 items in SIMD
 # (strided loads): such rows take the loop too, where the others keep pyet's
 # blocks (float32 a[::2] at 2^18: abs, square, floor, ceil, trunc, rint 1.2-1.3x
@@ -1461,36 +1464,34 @@ def set_contiguous_loops(bint on):
     return old
 
 
-cdef object _kernel_loop(int op, int dt, int dt_out):
-    """NumPy's C loop for pyet op (WHOLE_LOOP_UFUNCS) from dt to dt_out, when
-    it gives pyet's kernel's bits on a probe; None otherwise."""
+cdef tuple _kernel_loop(int op, int dt, int dt_out):
+    """(NumPy's C loop for pyet op (WHOLE_LOOP_UFUNCS) from dt to dt_out, or
+    None; whether it may write strided destination rows): the loop when it
+    gives pyet's kernel's bits on a probe of _READ_LAYOUTS (and of
+    _WRITE_LAYOUTS for the second)."""
     key = (op, dt, dt_out)
     if key in _KERNEL_LOOPS:
         return _KERNEL_LOOPS[key]
-    res = None
+    res, any_dst = None, False
     fn = WHOLE_LOOP_UFUNCS.get(op)
     if fn is not None and dt != DT_BOOL and HAS_KERNEL[op][dt]:
         res = _ufunc_loop(fn, (<object>fn).nin, dt, dt_out)
-        if res is not None and not (_kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1, 1)
-                                    and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 3, 1)
-                                    and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, -1, 1)):
+        if res is not None and not _kernel_bits(op, dt, dt_out, (<object>fn).nin, res,
+                                                _READ_LAYOUTS):
             res = None
-    _KERNEL_LOOPS[key] = res
-    # (NumPy 2.4's AVX-512 isnan, isinf, isfinite loops leave bool rows stepping
-    # 2 or backwards unwritten: such destinations take pyet's blocks)
-    _STRIDED_OUT_LOOPS[key] = res is not None \
-        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1, 2) \
-        and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res, 1, -1)
-    return res
+        any_dst = res is not None and _kernel_bits(op, dt, dt_out, (<object>fn).nin, res,
+                                                   _WRITE_LAYOUTS)
+    _KERNEL_LOOPS[key] = (res, any_dst)
+    return res, any_dst
 
 
-cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop, int istep,
-                       int ostep) except -1:
-    # the loop's results, its inputs read every istep items and its output
-    # written every ostep (strided rows: the layouts it is called on), against
-    # pyet's kernel's on a probe (floats: specials, signed zeros, NaN;
-    # integers: their extremes), bit for bit
-    cdef int flags = pyet_fs_get(), j
+cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop,
+                       tuple layouts) except -1:
+    # the loop's results, for each (istep, ostep) of layouts its inputs read
+    # every istep items and its output written every ostep, against pyet's
+    # kernel's on a probe (floats: specials, signed zeros, NaN; integers:
+    # their extremes), bit for bit
+    cdef int flags = pyet_fs_get(), j, istep, ostep
     cdef char *args[3]
     cdef void *inp[3]
     cdef cnp.npy_intp dims[1]
@@ -1508,7 +1509,7 @@ cdef bint _kernel_bits(int op, int dt, int dt_out, int nin, tuple loop, int iste
         x = np.concatenate([rng.integers(info.min, info.max, 200, dtype=dtype, endpoint=True),
                             np.array([info.min, info.max, 0, -1, 1, info.min + 1], dtype)])
         pairs = [(x, rng.permutation(x)), (x, x), (x, x[::-1].copy())]
-    for pair in pairs:
+    for (istep, ostep), pair in itertools.product(layouts, pairs):
         rows = np.full(x.size * abs(ostep) * pyet_itemsize[dt_out], 0x55, np.uint8).view(
             DTYPES[dt_out])  # (no value a loop writes: an item left unwritten shows)
         got, want = rows[::ostep], np.empty(x.size, DTYPES[dt_out])
