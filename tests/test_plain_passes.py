@@ -1,0 +1,153 @@
+"""Passes whose operand rows all lie where the kernels read and write them run
+through run_plain (a table of operand slots per instruction, no per-block
+gathers or folds).  Its values against run_block's (``set_plain_passes``,
+bit for bit) and NumPy's, around block edges, with casts, scalars, several
+destinations of one plan and two threads; destinations between sentinels."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyet
+from pyet._core import core
+
+SENTINEL = 0x5A
+
+
+def _framed(shape, dtype):
+    # a destination with sentinel bytes on both sides
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.full(n + 128, SENTINEL, np.uint8)
+    return raw, raw[64:64 + n].view(dtype).reshape(shape)
+
+
+def _both_paths(build, shape, dtype):
+    """build() -> tree, evaluated into a framed destination with run_plain and
+    with run_block; returns the plain path's values."""
+    got = []
+    before = core.set_plain_passes(True)
+    try:
+        for plain in (True, False):
+            core.set_plain_passes(plain)
+            raw, out = _framed(shape, dtype)
+            pyet.asarray(out)[...] = build()
+            assert (raw[:64] == SENTINEL).all() and (raw[-64:] == SENTINEL).all()
+            got.append(out.copy())
+    finally:
+        core.set_plain_passes(before)
+    np.testing.assert_array_equal(got[0].view(np.uint8), got[1].view(np.uint8))
+    return got[0]
+
+
+TREES = {
+    "x*y + y*z - z": (lambda x, y, z: x * y + y * z - z, lambda x, y, z: x * y + y * z - z),
+    "(x+y)*(y-z)": (lambda x, y, z: (x + y) * (y - z), lambda x, y, z: (x + y) * (y - z)),
+    "where": (lambda x, y, z: pyet.where(x > y, x - z, y * 2),
+              lambda x, y, z: np.where(x > y, x - z, y * 2)),
+    "scalars": (lambda x, y, z: 2 * x + (y - 3) * z,
+                lambda x, y, z: 2 * x + (y - 3) * z),
+    "x+y+z": (lambda x, y, z: x + y + z, lambda x, y, z: x + y + z),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TREES))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(1,), (255,), (256,), (257,), (511,), (513,),
+                                   (3, 700), (2, 3, 129), (0, 5)])
+def test_trees_on_contiguous_rows(name, dtype, shape):
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    x, y, z = (rng.integers(-50, 50, shape).astype(dtype) for _ in range(3))
+    pe, ref = TREES[name]
+    X, Y, Z = (pyet.asarray(a) for a in (x, y, z))
+    want = ref(x, y, z).astype(dtype)
+    got = _both_paths(lambda: pe(X, Y, Z), shape, dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_casts_between_kernels():
+    rng = np.random.default_rng(1)
+    x = rng.integers(-100, 100, 1037).astype(np.int32)
+    y = rng.random(1037).astype(np.float32)
+    z = rng.random(1037)
+    X, Y, Z = (pyet.asarray(a) for a in (x, y, z))
+    got = _both_paths(lambda: (X * 2 + Y) * Z - X, (1037,), np.float64)
+    np.testing.assert_array_equal(got, (x * 2 + y) * z - x)
+    got = _both_paths(lambda: X * Y + 1, (1037,), np.float32)
+    np.testing.assert_array_equal(got, (x * y + 1).astype(np.float32))
+
+
+def test_a_destination_that_is_a_leaf():
+    # in place: w = -eta * (g + lam * w) reads and writes w's rows
+    rng = np.random.default_rng(2)
+    w0, g = rng.random(2000), rng.random(2000)
+    results = []
+    for plain in (True, False):
+        before = core.set_plain_passes(plain)
+        try:
+            w = w0.copy()
+            W, G = pyet.asarray(w), pyet.asarray(g)
+            W[...] = W - 0.1 * (G + 0.01 * W)
+            results.append(w)
+        finally:
+            core.set_plain_passes(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], w0 - 0.1 * (g + 0.01 * w0))
+
+
+def test_several_destinations_of_one_plan():
+    # one multi-output pass: the second statement reads the first's block
+    rng = np.random.default_rng(3)
+    x, y = rng.random(1500), rng.random(1500)
+    results = []
+    for plain in (True, False):
+        before = core.set_plain_passes(plain)
+        try:
+            a, b = np.zeros(1500), np.zeros(1500)
+            A, B, X, Y = (pyet.asarray(v) for v in (a, b, x, y))
+            plan = pyet.EvalPlan()
+            plan.assign(A, X * Y + X)
+            plan.assign(B, A * 2 - Y * Y)
+            plan.run()
+            results.append((a.copy(), b.copy()))
+        finally:
+            core.set_plain_passes(before)
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    np.testing.assert_array_equal(results[0][0], x * y + x)
+    np.testing.assert_array_equal(results[0][1], (x * y + x) * 2 - y * y)
+
+
+def test_two_threads_and_passes_from_memory():
+    # 3 x 2^20 float64 leaves: past SX_FAR_BYTES, the blocks of several-kernel
+    # passes from memory; two threads split the work items
+    rng = np.random.default_rng(4)
+    n = 1 << 20
+    x, y, z = rng.random(n), rng.random(n), rng.random(n)
+    X, Y, Z = (pyet.asarray(a) for a in (x, y, z))
+    before = pyet.get_num_threads()
+    try:
+        for threads in (1, 2):
+            pyet.set_num_threads(threads)
+            got = _both_paths(lambda: X * Y + Y * Z - Z, (n,), np.float64)
+            np.testing.assert_array_equal(got, x * y + y * z - z)
+    finally:
+        pyet.set_num_threads(before)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 1200), st.lists(st.sampled_from("+-*"), min_size=1, max_size=6),
+       st.sampled_from([np.float32, np.float64, np.int64]))
+def test_random_chains(n, ops, dtype):
+    rng = np.random.default_rng(n)
+    leaves = [rng.integers(-9, 9, n).astype(dtype) for _ in range(len(ops) + 1)]
+    tensors = [pyet.asarray(a) for a in leaves]
+
+    def chain(vals):
+        acc = vals[0]
+        for op, v in zip(ops, vals[1:], strict=True):
+            acc = {"+": acc + v, "-": acc - v, "*": acc * (v + 1)}[op]
+        return acc
+
+    got = _both_paths(lambda: chain(tensors), (n,), dtype)
+    np.testing.assert_array_equal(got, chain(leaves).astype(dtype))
