@@ -62,6 +62,15 @@ cpdef assign(object dst, object value):
         assign_elementwise(d, e, dst_dt)
 
 
+def evaluated(Expr e):
+    """A new aligned tensor of e's value (``pyet.evaluate`` without out= of a
+    tree without Dask leaves), in C: its three steps from Python cost ~0.3 us
+    of a 16 x 16 ``evaluate(a*b + 1)``'s ~1.1."""
+    arr = aligned_empty(e.shape, e._dt)
+    assign(arr, e)
+    return wrap(arr)
+
+
 cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_PYFUNC and hoist_pyfunc(d, e, dst_dt):
         return

@@ -1731,7 +1731,7 @@ def tensor(arr):
     return wrap(arr)
 
 
-def aligned_empty(tuple shape, int dt):
+cpdef aligned_empty(tuple shape, int dt):
     """A new uninitialized C-ordered array of ``shape`` (non-negative ints,
     at most 64 axes) and dtype code ``dt`` whose data starts on a 64-byte
     boundary: cut from a byte buffer 64 bytes longer (its base), in C (the
