@@ -151,3 +151,28 @@ def test_random_chains(n, ops, dtype):
 
     got = _both_paths(lambda: chain(tensors), (n,), dtype)
     np.testing.assert_array_equal(got, chain(leaves).astype(dtype))
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_floating_point_flags_over_many_blocks(plain):
+    # run_plain calls a kernel's loops straight after its first block
+    # (pyet_kernel_routed); integer divisions keep raising their flags on
+    # every block, comparisons of NaN stay quiet on every block
+    n = 5000
+    a = np.arange(n, dtype=np.int64)
+    b = np.ones(n, np.int64)
+    b[-1] = 0  # a zero in the last block only
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    out = np.zeros(n, np.int64)
+    before = core.set_plain_passes(plain)
+    try:
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            pyet.asarray(out)[...] = (A + 1) // B + A
+        x = np.full(n, np.nan)
+        X = pyet.asarray(x)
+        flags = np.zeros(n, bool)
+        with np.errstate(invalid="raise"):
+            pyet.asarray(flags)[...] = (X + 1 < X * 2) | (X != X)
+        assert flags.all()
+    finally:
+        core.set_plain_passes(before)

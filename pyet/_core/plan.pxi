@@ -1770,6 +1770,30 @@ cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
         pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
 
 
+cdef inline void call_routed(pyet_instr *ins, pyet_intp n, void *out, void **inp,
+                             uint64_t *narrow, uint64_t *asked, int i) noexcept nogil:
+    # call_kernel for instruction i < 64 of a pass: its first call asks
+    # pyet_kernel_routed whether pyet_kernel goes straight to its narrow
+    # loops (bit i of narrow), and the later ones call those loops directly
+    cdef int before = 0, raised, straight
+    cdef uint64_t bit = (<uint64_t>1) << i
+    if QUIET_FLAGS[ins.op]:
+        before = pyet_fs_get()
+    if narrow[0] & bit:
+        pyet_kernel_narrow(ins.op, ins.dt, ins.sflags, n, out, inp)
+    elif asked[0] & bit:
+        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+    else:
+        pyet_kernel_routed(ins.op, ins.dt, ins.sflags, n, out, inp, &straight)
+        asked[0] |= bit
+        if straight:
+            narrow[0] |= bit
+    if QUIET_FLAGS[ins.op]:
+        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+        if raised:
+            pyet_fs_clear(raised)
+
+
 cdef inline void call_sx(pyet_instr *ins, pyet_intp n, void *out, void **inp,
                          const pyet_intp *steps) noexcept nogil:
     # call_kernel's flag handling, for pyet_kernel_sx
@@ -2139,6 +2163,7 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef int i, j, k, nops = r.nops, last = r.nd - 1
     cdef const short *sl
     cdef pyet_instr *ins
+    cdef uint64_t narrow = 0, asked = 0  # (call_routed)
     for k in range(prog.nregs):
         slot[k] = regs + k * regbytes
     for k in range(prog.nscalars):
@@ -2156,8 +2181,10 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 inp[j] = slot[sl[j]]
             if ins.op == OP_cast:
                 pyet_cast(ins.dt, ins.dt_out, n, slot[sl[PYET_MAX_IN]], inp[0])
-            else:
+            elif i >= 64:
                 call_kernel(ins, n, slot[sl[PYET_MAX_IN]], inp)
+            else:
+                call_routed(ins, n, slot[sl[PYET_MAX_IN]], inp, &narrow, &asked, i)
         blk += 1
         if blk == r.nblocks:
             blk = 0

@@ -1016,9 +1016,10 @@ PYET_DISPATCH_WIDE static int pyet_kernel_idiv(int op, int dt, pyet_intp n, void
     return 1;
 }
 
-/* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits. */
-PYET_DISPATCH static int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
-                                            void *out, void *const *in)
+/* The memory-bound loops (all but pyet_kernel_wide's), at 256 bits; called
+ * straight by a pass once pyet_kernel_routed has said pyet_kernel would. */
+PYET_DISPATCH int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n,
+                                     void *out, void *const *in)
 {
     switch (dt) {
     case DT_BOOL:
@@ -3491,7 +3492,12 @@ PYET_AVX512 static void pyet_fdivmod_f64_avx512(int op, int sflags, pyet_intp n,
 #endif
 
 
-int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
+/* pyet_kernel, telling through *narrow (when not NULL) whether it went
+ * straight to pyet_kernel_narrow: then every call with the same op, dtype,
+ * operand kinds and scalar values (n > 0) does, and a pass may call that loop
+ * itself (run_plain), past the ~70 instructions of the choice. */
+static inline int pyet_kernel_body(int op, int dt, int sflags, pyet_intp n, void *out,
+                                   void *const *in, int *narrow)
 {
 #ifdef PYET_EXP_AVX512
     if ((dt == DT_F32 || dt == DT_F64) && PYET_IS_DIV(op) && pyet_have_avx512()) {
@@ -3630,7 +3636,21 @@ int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const 
          op == OP_adam || op == OP_adam_torch ||
          op == OP_maximum || op == OP_minimum))
         return pyet_kernel_wide(op, dt, sflags, n, out, in);
+    if (narrow)  /* (not integer divisions: their flags are raised above, each call) */
+        *narrow = n > 0 && !((dt == DT_I32 || dt == DT_I64) && PYET_IS_DIV(op));
     return pyet_kernel_narrow(op, dt, sflags, n, out, in);
+}
+
+int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in)
+{
+    return pyet_kernel_body(op, dt, sflags, n, out, in, NULL);
+}
+
+int pyet_kernel_routed(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in,
+                       int *narrow)
+{
+    *narrow = 0;
+    return pyet_kernel_body(op, dt, sflags, n, out, in, narrow);
 }
 
 /* 1 where pyet_kernel computes op in SIMD lanes although ops.NUMPY_LOOPS
@@ -4508,6 +4528,9 @@ static const int pyet_itemsize[DT_COUNT] = {1, 4, 8, 4, 8};
 
 /* The kernels, as the kernels_*.c units define them (comments at their definitions). */
 int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
+int pyet_kernel_routed(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in,
+                       int *narrow);
+int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n, void *out, void *const *in);
 int pyet_kernel_in_lanes(int op);
 int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *in,
                         pyet_intp stride);

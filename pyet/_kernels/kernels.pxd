@@ -73,6 +73,10 @@ cdef extern from "kernels.h" nogil:
 
     int pyet_kernel(int op, int dt, int sflags, pyet_intp n, void *out,
                     void *const *inp) noexcept
+    int pyet_kernel_routed(int op, int dt, int sflags, pyet_intp n, void *out,
+                           void *const *inp, int *narrow) noexcept
+    int pyet_kernel_narrow(int op, int dt, int sflags, pyet_intp n, void *out,
+                           void *const *inp) noexcept
     int pyet_kernel_strided(int op, int dt, pyet_intp n, void *out, const void *inp,
                             pyet_intp stride) noexcept
     int pyet_kernel_sx(int op, int dt, pyet_intp n, void *out, void *const *inp,
