@@ -221,3 +221,27 @@ def test_negative_integer_exponents_are_refused_as_numpy(dt):
     with pytest.raises(ValueError, match=msg):
         D[...] = e
     assert (out == 0).all()  # nothing written
+
+
+@pytest.mark.parametrize("dt", INTS)
+@pytest.mark.parametrize("top", [1, 3, 40, 200])
+def test_power_by_an_array_of_exponents_on_every_layout(dt, top):
+    # square and multiply in lanes (AVX-512) until each lane's exponent is
+    # spent: the products wrap as NumPy's, exponents 0 to top - 1, tails of
+    # every lane count, a scalar base too
+    rng = np.random.default_rng(top)
+    for lname, a in layouts(dt):
+        exps = rng.integers(0, top, np.shape(a)).astype(dt)
+        exps.reshape(-1)[:3] = [0, top - 1, 1][:exps.size]
+        A, E = pyet.asarray(a), pyet.asarray(exps)
+        with np.errstate(all="ignore"):
+            want = np.power(a, exps)
+        np.testing.assert_array_equal(assign(A ** E, np.shape(want), dt), want,
+                                      err_msg=f"{lname} ** array below {top}")
+    for n in (1, 7, 8, 9, 15, 16, 17, 1001):
+        exps = rng.integers(0, top, n).astype(dt)
+        for base in (3, -2, np.iinfo(dt).min):
+            with np.errstate(all="ignore"):
+                want = np.power(dt(base), exps)
+            np.testing.assert_array_equal(assign(dt(base) ** pyet.asarray(exps), (n,), dt),
+                                          want, err_msg=f"{base} ** array, n={n}")

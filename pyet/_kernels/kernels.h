@@ -3260,6 +3260,47 @@ PYET_AVX512 static void pyet_ipow64_avx512(pyet_intp n, void *out, const void *i
 }
 #endif
 
+/* Integer powers with an array of exponents (none negative: pyet refuses
+ * them before a pass), square and multiply in lanes until every lane's
+ * exponent is spent: products wrap modulo 2^w whatever their order, so the
+ * bits are NumPy's (whose loop branches per element: int64 a**b with
+ * exponents under 40, 2^18 elements, pyet's scalar loop 1.31x its time). */
+#define PYET_IPOW_LANES(W, LANES, MASK, T)                                  \
+    PYET_AVX512 static __m512i pyet_ipow_lanes##W(__m512i base, __m512i e)   \
+    {                                                                       \
+        const __m512i one = _mm512_set1_epi##W(1);                          \
+        __m512i r = one;                                                    \
+        MASK live = _mm512_test_epi##W##_mask(e, e);                        \
+        while (live) {                                                      \
+            r = _mm512_mask_mullo_epi##W(r, _mm512_test_epi##W##_mask(e, one), r, base); \
+            e = _mm512_srli_epi##W(e, 1);                                   \
+            live = _mm512_test_epi##W##_mask(e, e);                         \
+            base = _mm512_mullo_epi##W(base, base);                         \
+        }                                                                   \
+        return r;                                                           \
+    }                                                                       \
+    PYET_AVX512 static void pyet_ipow_arrays##W(int sflags, pyet_intp n, T *out, \
+                                                const T *x, const T *y)     \
+    {                                                                       \
+        const __m512i xs = _mm512_set1_epi##W((sflags & 1) ? x[0] : 0);    \
+        pyet_intp i = 0;                                                    \
+        for (; i + LANES <= n; i += LANES) {                                \
+            const __m512i b = (sflags & 1) ? xs : _mm512_loadu_si512(x + i); \
+            _mm512_storeu_si512(out + i, pyet_ipow_lanes##W(b, _mm512_loadu_si512(y + i))); \
+        }                                                                   \
+        if (i < n) {                                                        \
+            const MASK lm = (MASK)((1ull << (n - i)) - 1);                  \
+            const __m512i b = (sflags & 1) ? xs : _mm512_maskz_loadu_epi##W(lm, x + i); \
+            _mm512_mask_storeu_epi##W(out + i, lm,                          \
+                pyet_ipow_lanes##W(b, _mm512_maskz_loadu_epi##W(lm, y + i))); \
+        }                                                                   \
+    }
+#ifdef PYET_IDIV_AVX512
+PYET_IPOW_LANES(64, 8, __mmask8, int64_t)
+PYET_IPOW_LANES(32, 16, __mmask16, int32_t)
+#endif
+#undef PYET_IPOW_LANES
+
 /* a scalar exponent NumPy's loop computes directly (pyet_kernel_narrow) */
 PYET_INLINE int pyet_pow_direct(int dt, int sflags, pyet_intp n, void *const *in)
 {
@@ -3529,6 +3570,16 @@ static inline int pyet_kernel_body(int op, int dt, int sflags, pyet_intp n, void
     if (dt == DT_I64 && op == OP_power && (sflags & 3) == 2 && n > 0 &&
         *(const int64_t *)in[1] > 2 && pyet_have_avx512()) {
         pyet_ipow64_avx512(n, out, in[0], *(const int64_t *)in[1]);
+        return 1;
+    }
+    if ((dt == DT_I32 || dt == DT_I64) && op == OP_power && !(sflags & 2) && n > 0 &&
+        pyet_have_avx512()) {
+        if (dt == DT_I64)
+            pyet_ipow_arrays64(sflags, n, (int64_t *)out, (const int64_t *)in[0],
+                               (const int64_t *)in[1]);
+        else
+            pyet_ipow_arrays32(sflags, n, (int32_t *)out, (const int32_t *)in[0],
+                               (const int32_t *)in[1]);
         return 1;
     }
 #endif
