@@ -22,20 +22,30 @@ def _framed(shape, dtype):
     return raw, raw[64:64 + n].view(dtype).reshape(shape)
 
 
-def _both_paths(build, shape, dtype):
-    """build() -> tree, evaluated into a framed destination with run_plain and
-    with run_block; returns the plain path's values."""
-    got = []
+def _each_path(run):
+    """run() under run_plain, then under run_block: its two results."""
+    results = []
     before = core.set_plain_passes(True)
     try:
         for plain in (True, False):
             core.set_plain_passes(plain)
-            raw, out = _framed(shape, dtype)
-            pyet.asarray(out)[...] = build()
-            assert (raw[:64] == SENTINEL).all() and (raw[-64:] == SENTINEL).all()
-            got.append(out.copy())
+            results.append(run())
     finally:
         core.set_plain_passes(before)
+    return results
+
+
+def _both_paths(build, shape, dtype):
+    """build() -> tree, evaluated into a framed destination on both paths,
+    bit for bit the same; returns the plain path's values."""
+
+    def run():
+        raw, out = _framed(shape, dtype)
+        pyet.asarray(out)[...] = build()
+        assert (raw[:64] == SENTINEL).all() and (raw[-64:] == SENTINEL).all()
+        return out.copy()
+
+    got = _each_path(run)
     np.testing.assert_array_equal(got[0].view(np.uint8), got[1].view(np.uint8))
     return got[0]
 
@@ -81,16 +91,14 @@ def test_a_destination_that_is_a_leaf():
     # in place: w = -eta * (g + lam * w) reads and writes w's rows
     rng = np.random.default_rng(2)
     w0, g = rng.random(2000), rng.random(2000)
-    results = []
-    for plain in (True, False):
-        before = core.set_plain_passes(plain)
-        try:
-            w = w0.copy()
-            W, G = pyet.asarray(w), pyet.asarray(g)
-            W[...] = W - 0.1 * (G + 0.01 * W)
-            results.append(w)
-        finally:
-            core.set_plain_passes(before)
+
+    def run():
+        w = w0.copy()
+        W, G = pyet.asarray(w), pyet.asarray(g)
+        W[...] = W - 0.1 * (G + 0.01 * W)
+        return w
+
+    results = _each_path(run)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], w0 - 0.1 * (g + 0.01 * w0))
 
@@ -99,19 +107,17 @@ def test_several_destinations_of_one_plan():
     # one multi-output pass: the second statement reads the first's block
     rng = np.random.default_rng(3)
     x, y = rng.random(1500), rng.random(1500)
-    results = []
-    for plain in (True, False):
-        before = core.set_plain_passes(plain)
-        try:
-            a, b = np.zeros(1500), np.zeros(1500)
-            A, B, X, Y = (pyet.asarray(v) for v in (a, b, x, y))
-            plan = pyet.EvalPlan()
-            plan.assign(A, X * Y + X)
-            plan.assign(B, A * 2 - Y * Y)
-            plan.run()
-            results.append((a.copy(), b.copy()))
-        finally:
-            core.set_plain_passes(before)
+
+    def run():
+        a, b = np.zeros(1500), np.zeros(1500)
+        A, B, X, Y = (pyet.asarray(v) for v in (a, b, x, y))
+        plan = pyet.EvalPlan()
+        plan.assign(A, X * Y + X)
+        plan.assign(B, A * 2 - Y * Y)
+        plan.run()
+        return a, b
+
+    results = _each_path(run)
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
     np.testing.assert_array_equal(results[0][0], x * y + x)
