@@ -1335,6 +1335,11 @@ cdef Expr power(object base, object exponent):
     # NumPy's ndarray ** scalar takes fast paths: ** 2 is square (the same
     # value as pow, much faster) and ** 0.5 is sqrt (which differs from pow
     # at -0.0 and -inf); follow both.
+    if type(exponent) is int and exponent == 2 and isinstance(base, Expr) \
+            and (<Expr>base)._op != OP_scalar and (<Expr>base)._dt != DT_BOOL:
+        # (the common case without the power node built first: t **= 2 of
+        # 16 x 16 float64 0.82 -> ~0.70 us; a weak int keeps base's dtype)
+        return make_node(OP_square, (base,))
     cdef Expr e = binary(OP_power, base, exponent)
     if e._op != OP_power:  # constants alone: computed already
         return e
