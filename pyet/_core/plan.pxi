@@ -154,6 +154,7 @@ DEF NUMPY_LOOP_BLOCK = 8192
 
 
 cdef bint PLAIN_PASSES = True
+DEF MEMORY_BURST = 512  # bytes a register, float trees from memory (execute_group)
 
 
 def set_plain_passes(bint on):
@@ -346,6 +347,8 @@ cdef class Program:
     # instruction on scalars only)
     cdef short *slots
     cdef bint plain
+    # float arithmetic only: every instruction float in and out, no where or cast
+    cdef bint float_arith
     cdef readonly str text     # a readable listing, for debugging and tests
 
     def __dealloc__(self):
@@ -881,15 +884,20 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
 
 
 cdef void _plain_slots(Program p) noexcept:
-    # Program.slots and Program.plain
+    # Program.slots, .plain and .float_arith
     cdef int i, j, rows = p.nregs + p.nscalars
     cdef short *sl
     p.plain = not p.np_loops and not p.has_pyfunc and not p.user_pyfunc and not p.copies_leaf \
         and rows + p.ndst + p.nleaves <= PLAIN_SLOTS
+    p.float_arith = True
     for i in range(p.ninstr):
         sl = p.slots + i * (PYET_MAX_IN + 1)
         if p.code[i].op == OP_pyfunc or scalars_only(&p.code[i]):
             p.plain = False
+        if (p.code[i].dt != DT_F32 and p.code[i].dt != DT_F64) \
+                or p.code[i].dt_out != p.code[i].dt or p.code[i].op == OP_where \
+                or p.code[i].op == OP_cast:
+            p.float_arith = False
         for j in range(p.code[i].nin):
             sl[j] = _slot(p, p.code[i].src_kind[j], p.code[i].src[j])
         sl[PYET_MAX_IN] = _slot(p, SRC_REG, p.code[i].out) if p.code[i].out >= 0 \
@@ -2864,6 +2872,16 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.plain = (PLAIN_PASSES and prog.plain and not red and not r.packed and not r.tile
                    and not r.direct and ngather == 0 and r.insx == 0
                    and prog.nregs + prog.nscalars + nops <= PLAIN_SLOTS)
+        if r.plain and r.from_memory and r.block == BLOCK // 2 and prog.float_arith \
+                and units * pass_itemsizes(&r) >= 2 * SX_FAR_BYTES:
+            # float kernels streaming from beyond the L3 (BLOCK // 2 above):
+            # bursts of MEMORY_BURST bytes a register, as run_plain's calls are
+            # cheap enough (one thread, 2e6-1e7 elements, time against BLOCK // 2,
+            # geometric mean of 10 trees: float64 0.80-0.88, float32 0.81-0.91;
+            # 1024 bytes 0.97-1.0, 256 bytes 1.10-1.20; integer trees lost at
+            # 2e6 (int64 products 1.04-1.24), float32 under 32 MiB lost too)
+            r.block = max(16, MEMORY_BURST // prog.max_isz)
+            regbytes = r.block * MAX_REG_BYTES
         if r.packed:
             r.nblocks = (r.total + r.block - 1) // r.block
             r.nitems = r.nblocks
