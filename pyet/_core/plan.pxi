@@ -2873,13 +2873,16 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                    and not r.direct and ngather == 0 and r.insx == 0
                    and prog.nregs + prog.nscalars + nops <= PLAIN_SLOTS)
         if r.plain and r.from_memory and r.block == BLOCK // 2 and prog.float_arith \
-                and units * pass_itemsizes(&r) >= 2 * SX_FAR_BYTES:
+                and units * pass_itemsizes(&r) >= 2 * SX_FAR_BYTES \
+                and (PREFETCH_BYTES < 0 or units * pass_itemsizes(&r) <= PREFETCH_BYTES):
             # float kernels streaming from beyond the L3 (BLOCK // 2 above):
             # bursts of MEMORY_BURST bytes a register, as run_plain's calls are
             # cheap enough (one thread, 2e6-1e7 elements, time against BLOCK // 2,
             # geometric mean of 10 trees: float64 0.80-0.88, float32 0.81-0.91;
             # 1024 bytes 0.97-1.0, 256 bytes 1.10-1.20; integer trees lost at
-            # 2e6 (int64 products 1.04-1.24), float32 under 32 MiB lost too)
+            # 2e6 (int64 products 1.04-1.24), float32 under 32 MiB lost too;
+            # not where the software prefetch runs (Intel: run_block's, measured
+            # with BLOCK // 2))
             r.block = max(16, MEMORY_BURST // prog.max_isz)
             regbytes = r.block * MAX_REG_BYTES
         if r.packed:
