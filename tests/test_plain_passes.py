@@ -124,18 +124,18 @@ def test_several_destinations_of_one_plan():
     np.testing.assert_array_equal(results[0][1], (x * y + x) * 2 - y * y)
 
 
-def test_two_threads_and_passes_from_memory():
-    # 3 x 2^20 float64 leaves: past SX_FAR_BYTES, the blocks of several-kernel
-    # passes from memory; two threads split the work items
+@pytest.mark.parametrize("dtype, n", [(np.float64, 1 << 20), (np.float32, 1 << 21)])
+def test_two_threads_and_passes_from_memory(dtype, n):
+    # 48 MiB of operands: a float tree from memory, blocks of 512 bytes a
+    # register (64 float64, 128 float32); two threads split the work items
     rng = np.random.default_rng(4)
-    n = 1 << 20
-    x, y, z = rng.random(n), rng.random(n), rng.random(n)
+    x, y, z = (rng.random(n).astype(dtype) for _ in range(3))
     X, Y, Z = (pyet.asarray(a) for a in (x, y, z))
     before = pyet.get_num_threads()
     try:
         for threads in (1, 2):
             pyet.set_num_threads(threads)
-            got = _both_paths(lambda: X * Y + Y * Z - Z, (n,), np.float64)
+            got = _both_paths(lambda: X * Y + Y * Z - Z, (n,), dtype)
             np.testing.assert_array_equal(got, x * y + y * z - z)
     finally:
         pyet.set_num_threads(before)
