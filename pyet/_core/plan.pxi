@@ -1779,23 +1779,25 @@ cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
 
 
 cdef inline void call_routed(pyet_instr *ins, pyet_intp n, void *out, void **inp,
-                             uint64_t *narrow, uint64_t *asked, int i) noexcept nogil:
-    # call_kernel for instruction i < 64 of a pass: its first call asks
-    # pyet_kernel_routed whether pyet_kernel goes straight to its narrow
-    # loops (bit i of narrow), and the later ones call those loops directly
+                             uint64_t *route, int i) noexcept nogil:
+    # call_kernel for instruction i of a chunk of a pass (route: a chunk's
+    # two masks, zeroed at its start): the first call of an instruction
+    # below 64 asks pyet_kernel_routed whether pyet_kernel goes straight to
+    # its narrow loops (bit i of route[0]; route[1]: asked), and the later
+    # ones call those loops directly
     cdef int before = 0, raised, straight
-    cdef uint64_t bit = (<uint64_t>1) << i
+    cdef uint64_t bit = (<uint64_t>1) << i if i < 64 else 0
     if QUIET_FLAGS[ins.op]:
         before = pyet_fs_get()
-    if narrow[0] & bit:
+    if route[0] & bit:
         pyet_kernel_narrow(ins.op, ins.dt, ins.sflags, n, out, inp)
-    elif asked[0] & bit:
+    elif route[1] & bit or not bit:
         pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
     else:
         pyet_kernel_routed(ins.op, ins.dt, ins.sflags, n, out, inp, &straight)
-        asked[0] |= bit
+        route[1] |= bit
         if straight:
-            narrow[0] |= bit
+            route[0] |= bit
     if QUIET_FLAGS[ins.op]:
         raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
         if raised:
@@ -1842,8 +1844,8 @@ cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_int
             at[j] = hi
 
 
-cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
-                   char *regs, char **pf=NULL, pyet_intp pfn=0) noexcept nogil:
+cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
+                   uint64_t *route, char **pf=NULL, pyet_intp pfn=0) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
     with this thread's registers.  With pf, the r.npf operand blocks there
     (pfn elements each) are prefetched meanwhile, in slices: the memory
@@ -2007,7 +2009,7 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr,
                 prefetch_slice(r, pf, at, end, step)
                 c += m
         else:
-            call_kernel(ins, ni, out, inp)
+            call_routed(ins, ni, out, inp, route, i)
         if ni < n:
             repeat_first(<char *>out, pyet_itemsize[ins.dt_out], n)
     if pf != NULL:  # what rounding left over
@@ -2086,6 +2088,8 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef char *ptr[256]
     cdef pyet_intp inner = r.shape[nd - 1], rest, blk, x0, n, ahead = PREFETCH_AHEAD
     cdef char *pf[MAX_PREFETCH]
+    cdef uint64_t route[2]  # (call_routed)
+    route[0] = route[1] = 0
     if w0 >= w1:
         return 0
     if r.packed:
@@ -2110,10 +2114,10 @@ cdef int run_items(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         if r.npf and blk + ahead < r.nblocks:  # the block `ahead` further along the row
             for k in range(r.npf):
                 pf[k] = ptr[r.pfk[k]] + ahead * r.block * r.itemsize[r.pfk[k]]
-            if run_block(r, prog, n, ptr, regs, pf,
+            if run_block(r, prog, n, ptr, regs, route, pf,
                          min(r.block, inner - x0 - ahead * r.block)) < 0:
                 return -1
-        elif run_block(r, prog, n, ptr, regs) < 0:
+        elif run_block(r, prog, n, ptr, regs, route) < 0:
             return -1
         if r.early:  # all/any into one accumulator: the first deciding block ends it
             if r.stop or (row[0][0] != 0) == (r.early == RED_ANY):
@@ -2172,7 +2176,8 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef int i, j, k, nops = r.nops, last = r.nd - 1
     cdef const short *sl
     cdef pyet_instr *ins
-    cdef uint64_t narrow = 0, asked = 0  # (call_routed)
+    cdef uint64_t route[2]  # (call_routed)
+    route[0] = route[1] = 0
     for k in range(prog.nregs):
         slot[k] = regs + k * regbytes
     for k in range(prog.nscalars):
@@ -2190,10 +2195,8 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 inp[j] = slot[sl[j]]
             if ins.op == OP_cast:
                 pyet_cast(ins.dt, ins.dt_out, n, slot[sl[PYET_MAX_IN]], inp[0])
-            elif i >= 64:
-                call_kernel(ins, n, slot[sl[PYET_MAX_IN]], inp)
             else:
-                call_routed(ins, n, slot[sl[PYET_MAX_IN]], inp, &narrow, &asked, i)
+                call_routed(ins, n, slot[sl[PYET_MAX_IN]], inp, route, i)
         blk += 1
         if blk == r.nblocks:
             blk = 0
@@ -2276,6 +2279,8 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef char *gathered = regs + prog.nregs * regbytes
     cdef pyet_intp w
     cdef int k
+    cdef uint64_t route[2]  # (call_routed)
+    route[0] = route[1] = 0
     for w in range(w0, w1):
         p0 = w * r.block
         n = r.total - p0 if r.total - p0 < r.block else r.block
@@ -2286,7 +2291,7 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 ptr[k] = gathered + r.gather[k] * regbytes
         if w == w0 or r.gathers > r.nonce:
             packed_copy(r, p0, n, gathered, False, w > w0)
-        if run_block(r, prog, n, ptr, regs) < 0:
+        if run_block(r, prog, n, ptr, regs, route) < 0:
             return -1
         if r.gather[0] >= 0:
             packed_copy(r, p0, n, gathered, True)
@@ -2309,6 +2314,8 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     # apart share one L1 set, and 16 of them (a float32 tile) thrash it
     cdef pyet_intp pitch = regbytes + TILE_SKEW
     cdef bint adjacent
+    cdef uint64_t route[2]  # (call_routed)
+    route[0] = route[1] = 0
     for w in range(w0, w1):
         x0 = (w % r.nblocks) * r.block
         n = inner - x0 if inner - x0 < r.block else r.block
@@ -2357,7 +2364,7 @@ cdef int run_tiled(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                                    r.strides[k * MAXD + nd - 1], r1 - r0, n, r.itemsize[k],
                                    r.from_memory)
                 ptr[k] = tb + (rw - r0) * pitch
-            if run_block(r, prog, n, ptr, regs) < 0:
+            if run_block(r, prog, n, ptr, regs, route) < 0:
                 return -1
     return 0
 
@@ -2376,6 +2383,8 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef char *dst = NULL
     cdef pyet_intp w, plane, r0, rows, i, inner = r.shape[nd - 1], h = r.shape[nd - 2]
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
+    cdef uint64_t route[2]  # (call_routed)
+    route[0] = route[1] = 0
     for w in range(w0, w1):
         plane = w // r.tpp
         r0 = (w - plane * r.tpp) * r.tile
@@ -2407,7 +2416,7 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                                    r.strides[k * MAXD + nd - 2], r.strides[k * MAXD + nd - 1],
                                    rows, inner, r.itemsize[k], r.from_memory)
                 ptr[k] = tb
-        if run_block(r, prog, rows * inner, ptr, regs) < 0:
+        if run_block(r, prog, rows * inner, ptr, regs, route) < 0:
             return -1
         if r.dtile:  # the tile's rows across the destination's
             pyet_copy_tile(dst, r.strides[nd - 1], ptr[0], r.itemsize[0], inner * r.itemsize[0],
