@@ -885,10 +885,10 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
 
 cdef void _plain_slots(Program p) noexcept:
     # Program.slots, .plain and .float_arith
-    cdef int i, j, rows = p.nregs + p.nscalars
+    cdef int i, j
     cdef short *sl
-    p.plain = not p.np_loops and not p.has_pyfunc and not p.user_pyfunc and not p.copies_leaf \
-        and rows + p.ndst + p.nleaves <= PLAIN_SLOTS
+    # (the table's size is checked per pass, against its operands: execute_group)
+    p.plain = not p.np_loops and not p.has_pyfunc and not p.user_pyfunc and not p.copies_leaf
     p.float_arith = True
     for i in range(p.ninstr):
         sl = p.slots + i * (PYET_MAX_IN + 1)
@@ -1752,11 +1752,9 @@ cdef inline void fold_block(Run *r, int dt, pyet_intp n, char *acc, const void *
 
 
 cdef inline void repeat_first(char *out, pyet_intp isz, pyet_intp n) noexcept nogil:
-    # out[1:n] = out[0]: a vectorized fill (doubling memcpy's read the block
-    # back: a bool fill of 2^18 took 2.3x NumPy's)
-    if n > 1 and isz == 1:
-        memset(out + 1, out[0], n - 1)
-    elif n > 1:
+    # out[1:n] = out[0]: the copy's vectorized fill (doubling memcpy's read
+    # the block back: a bool fill of 2^18 took 2.3x NumPy's)
+    if n > 1:
         pyet_copy_strided(out + isz, isz, out, 0, n - 1, <int>isz)
 
 
@@ -1765,17 +1763,25 @@ cdef inline bint scalars_only(pyet_instr *ins) noexcept nogil:
     return ins.nin > 0 and ins.sflags == (1 << ins.nin) - 1
 
 
-cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
-                             void **inp) noexcept nogil:
-    cdef int before, raised
-    if QUIET_FLAGS[ins.op]:
-        before = pyet_fs_get()
-        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
-        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
+cdef inline int quiet_start(int op) noexcept nogil:
+    # before a kernel of op: the flags raised so far, where op raises some
+    # of its own quietly (QUIET_FLAGS; quiet_end clears those it raises)
+    return pyet_fs_get() if QUIET_FLAGS[op] else 0
+
+
+cdef inline void quiet_end(int op, int before) noexcept nogil:
+    cdef int raised
+    if QUIET_FLAGS[op]:
+        raised = pyet_fs_get() & ~before & QUIET_FLAGS[op]
         if raised:
             pyet_fs_clear(raised)
-    else:
-        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+
+
+cdef inline void call_kernel(pyet_instr *ins, pyet_intp n, void *out,
+                             void **inp) noexcept nogil:
+    cdef int before = quiet_start(ins.op)
+    pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+    quiet_end(ins.op, before)
 
 
 cdef inline void call_routed(pyet_instr *ins, pyet_intp n, void *out, void **inp,
@@ -1785,10 +1791,8 @@ cdef inline void call_routed(pyet_instr *ins, pyet_intp n, void *out, void **inp
     # below 64 asks pyet_kernel_routed whether pyet_kernel goes straight to
     # its narrow loops (bit i of route[0]; route[1]: asked), and the later
     # ones call those loops directly
-    cdef int before = 0, raised, straight
+    cdef int before = quiet_start(ins.op), straight
     cdef uint64_t bit = (<uint64_t>1) << i if i < 64 else 0
-    if QUIET_FLAGS[ins.op]:
-        before = pyet_fs_get()
     if route[0] & bit:
         pyet_kernel_narrow(ins.op, ins.dt, ins.sflags, n, out, inp)
     elif route[1] & bit or not bit:
@@ -1798,38 +1802,21 @@ cdef inline void call_routed(pyet_instr *ins, pyet_intp n, void *out, void **inp
         route[1] |= bit
         if straight:
             route[0] |= bit
-    if QUIET_FLAGS[ins.op]:
-        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
-        if raised:
-            pyet_fs_clear(raised)
+    quiet_end(ins.op, before)
 
 
 cdef inline void call_sx(pyet_instr *ins, pyet_intp n, void *out, void **inp,
                          const pyet_intp *steps) noexcept nogil:
-    # call_kernel's flag handling, for pyet_kernel_sx
-    cdef int before, raised
-    if QUIET_FLAGS[ins.op]:
-        before = pyet_fs_get()
-        pyet_kernel_sx(ins.op, ins.dt, n, out, inp, steps)
-        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
-        if raised:
-            pyet_fs_clear(raised)
-    else:
-        pyet_kernel_sx(ins.op, ins.dt, n, out, inp, steps)
+    cdef int before = quiet_start(ins.op)
+    pyet_kernel_sx(ins.op, ins.dt, n, out, inp, steps)
+    quiet_end(ins.op, before)
 
 
 cdef inline void call_strided(pyet_instr *ins, pyet_intp n, void *out, const char *src,
                               pyet_intp stride) noexcept nogil:
-    # call_kernel's flag handling, for pyet_kernel_strided
-    cdef int before, raised
-    if QUIET_FLAGS[ins.op]:
-        before = pyet_fs_get()
-        pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
-        raised = pyet_fs_get() & ~before & QUIET_FLAGS[ins.op]
-        if raised:
-            pyet_fs_clear(raised)
-    else:
-        pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
+    cdef int before = quiet_start(ins.op)
+    pyet_kernel_strided(ins.op, ins.dt, n, out, src, stride)
+    quiet_end(ins.op, before)
 
 
 cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_intp *end,
