@@ -1970,9 +1970,9 @@ VIEWS = {
 DEF PUSH_DEPTH = 64  # deeper trees take views.py's path (no C recursion on them)
 
 
-cdef object _pushed(Expr e, str kind, object arg, object view):
-    # e through the view (kind, arg), view = VIEWS[kind], pushed down to its
-    # leaves; None where a node below is special (views.py keeps a View above it)
+cdef Expr _pushed(Expr e, str kind, object arg, object view):
+    # e (no special node below: push_view) through the view (kind, arg),
+    # view = VIEWS[kind], pushed down to its leaves
     cdef list args = []
     cdef object a
     if isinstance(e, Tensor):
@@ -1981,11 +1981,7 @@ cdef object _pushed(Expr e, str kind, object arg, object view):
         if not isinstance(a, Scalar):
             if (<Expr>a).shape != e.shape:  # each operand aligned with the node first
                 a = _pushed(<Expr>a, "broadcast_to", e.shape, broadcast_view)
-                if a is None:
-                    return None
             a = _pushed(<Expr>a, kind, arg, view)
-            if a is None:
-                return None
         args.append(a)
     return with_args(e, tuple(args))
 
