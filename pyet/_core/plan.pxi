@@ -2226,21 +2226,42 @@ cdef void packed_copy(Run *r, pyet_intp p0, pyet_intp n, char *gathered,
         for k in range(k0, k1):
             row[k] += idx[d] * r.strides[k * MAXD + d]
     while True:
-        seg = inner - x if inner - x < n - off else n - off
-        for k in range(k0, k1):
-            if r.gather[k] < skip or r.dup[k]:
-                continue
-            s = r.strides[k * MAXD + nd - 1]
-            isz = r.itemsize[k]
-            if scatter:
-                pyet_copy_strided(row[k] + x * s, s, gathered + r.gather[k] * regbytes
-                                  + off * isz, isz, seg, isz)
-            else:
-                pyet_copy_strided(gathered + r.gather[k] * regbytes + off * isz, isz,
-                                  row[k] + x * s, s, seg, isz)
-        off += seg
-        if off >= n:
-            return
+        if not scatter and x == 0 and n - off >= 2 * inner:
+            # whole rows along dimension nd - 2: one call an operand for all
+            # of them (a call a row, ~30 instructions: A + col on (1e5, 4)
+            # float64 was 2.45x NumPy)
+            seg = (n - off) // inner
+            if seg > r.shape[nd - 2] - idx[nd - 2]:
+                seg = r.shape[nd - 2] - idx[nd - 2]
+            for k in range(k0, k1):
+                if r.gather[k] < skip or r.dup[k]:
+                    continue
+                isz = r.itemsize[k]
+                pyet_copy_rows(gathered + r.gather[k] * regbytes + off * isz, row[k],
+                               r.strides[k * MAXD + nd - 2], r.strides[k * MAXD + nd - 1],
+                               seg, inner, isz)
+            off += seg * inner
+            if off >= n:
+                return
+            idx[nd - 2] += seg - 1  # (the odometer below steps over the last)
+            for k in range(k0, k1):
+                row[k] += (seg - 1) * r.strides[k * MAXD + nd - 2]
+        else:
+            seg = inner - x if inner - x < n - off else n - off
+            for k in range(k0, k1):
+                if r.gather[k] < skip or r.dup[k]:
+                    continue
+                s = r.strides[k * MAXD + nd - 1]
+                isz = r.itemsize[k]
+                if scatter:
+                    pyet_copy_strided(row[k] + x * s, s, gathered + r.gather[k] * regbytes
+                                      + off * isz, isz, seg, isz)
+                else:
+                    pyet_copy_strided(gathered + r.gather[k] * regbytes + off * isz, isz,
+                                      row[k] + x * s, s, seg, isz)
+            off += seg
+            if off >= n:
+                return
         x = 0
         d = nd - 2
         while d >= 0:  # next row: odometer over the outer dimensions
