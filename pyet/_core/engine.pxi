@@ -133,7 +133,8 @@ cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:
             dts = [(<Expr>a)._dt for a in x._args]
             if type(fn) is not _UFUNC_TYPE or not _ufunc_in_place(fn, dts, x._dt):
                 return False  # it may raise midway: computed aside (assign_elementwise)
-            if p is None and x._dt == dst_dt and has_shape(d, x.shape):
+            if p is None and not (<PyFunc>x)._in_pass and x._dt == dst_dt \
+                    and has_shape(d, x.shape):
                 leaves = True
                 for a in x._args:
                     leaves = leaves and a._op == OP_leaf

@@ -419,6 +419,7 @@ cdef class PyFunc(Expr):
 
     cdef readonly object _fn
     cdef readonly object _grad       # (args, out, g) -> gradients, or None (pyet.grad)
+    cdef readonly bint _in_pass      # fn's NumPy C loop runs in the pass (fn in the key)
 
 
 cdef class SpecialNode(Expr):
@@ -649,9 +650,9 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
             depth = a._depth
     if op == OP_special:
         e._k = -1  # (key_of)
-    elif (extra is None or op == OP_pyfunc) and (n == 1 or n == 2):
+    elif (extra is None or (op == OP_pyfunc and type(extra) is int)) and (n == 1 or n == 2):
         # (most nodes: op_key's packed int; a user function's extra is its
-        # operand count, which op_key packs too)
+        # operand count, which op_key packs too, or a ufunc run in the pass)
         e._k = op_key(op, cdt, dt, <Expr>args[0], <Expr>args[1] if n == 2 else None)
     else:
         e._k = tuple_key(op, cdt, dt, extra, args)
@@ -1232,7 +1233,7 @@ def F(object fn, operands, dtype=None, grad=None):
         dts = [(<Expr>a)._dt for a in args]
         slot = _fn_slot(fn, dts, FN_RESULT)
         if slot != NULL and slot.result >= 0:  # (the dict's key made and hashed: ~0.3 us)
-            return _pyfunc_node(fn, args, slot.result, grad)
+            return _pyfunc_node(fn, args, slot.result, grad, slot.in_pass)
         key = (fn,) + tuple(dts)
         out = _UFUNC_RESULTS.get(key)
         if out is None:  # (resolve_dtypes: ~1 us of the node's ~2)
@@ -1263,20 +1264,50 @@ def F(object fn, operands, dtype=None, grad=None):
         slot = _fn_slot(fn, [(<Expr>a)._dt for a in args], FN_RESULT)
         if slot != NULL:
             slot.result = dt
-    return _pyfunc_node(fn, args, dt, grad)
+    return _pyfunc_node(fn, args, dt, grad, -1)
 
 
-cdef PyFunc _pyfunc_node(object fn, list args, int dt, object grad):
+cdef PyFunc _pyfunc_node(object fn, list args, int dt, object grad, int in_pass):
     # pyet.F's node, its operands and result dtype known
-    cdef PyFunc e = PyFunc.__new__(PyFunc)
-    cdef tuple t = tuple(args)
-    seal(e, OP_pyfunc, t, broadcast_all(t), dt, dt, len(args))
-    e._fn = fn
     if grad is not None and not callable(grad):
         raise TypeError(f"pyet.F: grad must be callable, got {type(grad).__name__}")
-    e._grad = grad
-    e._flags |= HAS_PYFUNC
+    return _sealed_pyfunc(fn, grad, tuple(args), dt, in_pass)
+
+
+cdef PyFunc _sealed_pyfunc(object fn, object grad, tuple args, int dt, int in_pass):
+    # NumPy's own ufunc whose C loop for the operands' dtype (all the result's)
+    # gives NumPy's bits runs in the pass as an op's NumPy loop (fn is then
+    # part of the structure); any other function is called from Python on
+    # each block, or hoisted (HAS_PYFUNC).  (F(np.expm1, A) + 1 of 16 x 16:
+    # 1.65 us assigned through the hoist and a second pass).  in_pass: F's
+    # slot's answer, or -1 to ask
+    cdef PyFunc e = PyFunc.__new__(PyFunc)
+    e._fn, e._grad = fn, grad
+    e._in_pass = in_pass if in_pass >= 0 and C_LOOPS_ON and UFUNCS_IN_PASS \
+        else _loop_in_pass(fn, args, dt)
+    seal(e, OP_pyfunc, args, broadcast_all(args), dt, dt, fn if e._in_pass else len(args))
+    if not e._in_pass:
+        e._flags |= HAS_PYFUNC
     return e
+
+
+cdef bint _loop_in_pass(object fn, tuple args, int dt) except -1:
+    # NumPy's own ufuncs only: their typed loops never call into Python, so
+    # they run without the GIL, on any thread (asked once: F's slot)
+    cdef Expr a
+    if type(fn) is not _UFUNC_TYPE or len(args) > PYET_MAX_IN or not C_LOOPS_ON \
+            or not UFUNCS_IN_PASS:
+        return False
+    dts = [a._dt for a in args]
+    cdef fn_slot *slot = _fn_slot(fn, dts, FN_RESULT)
+    if slot != NULL and slot.in_pass >= 0 and slot.result == dt:
+        return slot.in_pass
+    ok = getattr(np, (<object>fn).__name__, None) is fn and all([d == dt for d in dts]) \
+        and _c_loop_index(fn, dts, dt) >= 0
+    slot = _fn_slot(fn, dts, FN_RESULT)  # (again: the probe may have taken it)
+    if slot != NULL and slot.result == dt:  # (a dtype= other than fn's: asked each time)
+        slot.in_pass = ok
+    return ok
 
 
 cdef Expr binary(int op, object a, object b):
@@ -1397,12 +1428,7 @@ cpdef Expr with_args(Expr e, tuple args):
     recomputed): views pushed down to leaves, special nodes replaced by leaves."""
     cdef Expr c
     if e._op == OP_pyfunc:
-        c = PyFunc.__new__(PyFunc)
-        (<PyFunc>c)._fn = (<PyFunc>e)._fn
-        (<PyFunc>c)._grad = (<PyFunc>e)._grad
-        seal(c, OP_pyfunc, args, broadcast_all(args), e._cdt, e._dt, len(args))
-        c._flags |= HAS_PYFUNC
-        return c
+        return _sealed_pyfunc((<PyFunc>e)._fn, (<PyFunc>e)._grad, args, e._dt, -1)
     c = Expr.__new__(Expr)
     seal(c, e._op, args, broadcast_all(args), e._cdt, e._dt, None)
     if e._flags & HAS_INT_POWER and e._op == OP_power:

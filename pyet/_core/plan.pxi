@@ -470,6 +470,10 @@ cdef class _Lowering:
             return self.emit(OPCODES[op_name], e._cdt, e._dt, [lowered[n] for n in order])
         if e._op == OP_cast:
             return self.operand(e._args[0], e._dt)
+        if e._op == OP_pyfunc and (<PyFunc>e)._in_pass:
+            # NumPy's loop on each block, as an op's (fn is in the node's key)
+            srcs = [self.operand(a, e._dt, False) for a in e._args]
+            return self.emit(OP_pyfunc, e._dt, e._dt, srcs, ((<PyFunc>e)._fn, [e._dt] * len(srcs)))
         if e._op == OP_pyfunc:  # numbered in pre-order, as binding collects them
             slot = self.npyfuncs
             self.npyfuncs += 1
@@ -983,7 +987,7 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
     elif e._op == OP_scalar:
         scalars.append((<Scalar>e)._value)
     else:
-        if e._op == OP_pyfunc:
+        if e._op == OP_pyfunc and not (<PyFunc>e)._in_pass:
             pyfuncs.append((<PyFunc>e)._fn)
         for i in range(len(e._args)):
             collect(<Expr>e._args[i], leaves, scalars, pyfuncs,
@@ -1246,6 +1250,18 @@ cdef inline void call_np_loop(Program prog, int i, pyet_instr *ins, pyet_intp n,
 
 cdef dict _C_LOOPS = {}
 cdef bint C_LOOPS_ON = True
+cdef bint UFUNCS_IN_PASS = True
+
+
+def set_ufuncs_in_pass(bint on):
+    """Run pyet.F of NumPy's own ufuncs in the pass as their C loops (on by
+    default; PyFunc._in_pass) or as user functions, hoisted or called on
+    each block (a testing knob): nodes built later take it.  Returns the
+    previous setting."""
+    global UFUNCS_IN_PASS
+    before = UFUNCS_IN_PASS
+    UFUNCS_IN_PASS = on
+    return before
 
 
 def set_numpy_c_loops(bint on):
@@ -1270,6 +1286,7 @@ cdef struct fn_slot:
     signed char in_place         # -1: not asked yet
     int loop                     # -2: not asked yet
     signed char result           # pyet.F's result dtype (asked as FN_RESULT); -1: not yet
+    signed char in_pass          # F's node runs fn's C loop in the pass (FN_RESULT); -1: not yet
 cdef fn_slot _FN_SLOTS[64]
 cdef int FN_RESULT = 8  # (the result dtype's question: no dtype code)
 cdef list _FN_SLOT_REFS = [None] * 64
@@ -1289,7 +1306,7 @@ cdef fn_slot *_fn_slot(object fn, object dts, int dt_out) except? NULL:
     if slot.fn != <void *>fn or slot.packed != packed:
         _FN_SLOT_REFS[h] = fn
         slot.fn, slot.packed, slot.in_place, slot.loop = <void *>fn, packed, -1, -2
-        slot.result = -1
+        slot.result = slot.in_pass = -1
     return slot
 
 
