@@ -1,7 +1,9 @@
 """pyet.F of NumPy's own ufuncs runs in the pass as the ufunc's C loop
 (PyFunc._in_pass: the function is part of the node's structure, no hoist, no
-Python call a block).  NumPy's values on contiguous memory on every layout;
-with the knob off, the same bits."""
+Python call a block), and a pass keeps the last NumPy loop's register in the
+destination's block where no leaf reads dst's memory (Run.dst_reg).  NumPy's
+values on contiguous memory on every layout; with either knob off, the same
+bits."""
 
 import numpy as np
 import pytest
@@ -150,3 +152,105 @@ def test_floating_point_errors_are_the_passs():
     with np.errstate(divide="ignore"):
         pyet.asarray(dst)[...] = pyet.F(np.log, A) + 1
         np.testing.assert_array_equal(dst, np.log(a) + 1)
+
+
+# ------------------------------------------------- the register in dst's block
+
+@pytest.fixture(params=[True, False], ids=["dst register", "scratch register"])
+def dst_register(request):
+    before = core.set_dst_register(request.param)
+    yield request.param
+    core.set_dst_register(before)
+
+
+def _trees(A, B):
+    # a NumPy loop (pyet.F's or an op's) followed by cheap instructions
+    return [
+        (lambda: pyet.F(np.expm1, A) + 1, lambda a, b: np.expm1(a) + 1),
+        (lambda: pyet.cbrt(A) * B - A, lambda a, b: np.cbrt(a) * b - a),
+        (lambda: (pyet.F(np.sin, A) + B) * pyet.F(np.log1p, B),
+         lambda a, b: (np.sin(a) + b) * np.log1p(b)),
+        (lambda: pyet.F(np.arctan2, A, B) + pyet.F(np.expm1, B) * 0.5,
+         lambda a, b: np.arctan2(a, b) + np.expm1(b) * 0.5),
+    ]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", [1, 8191, 8192, 8193, 3 * 8192 + 5, 200003])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_trees_over_block_edges(dst_register, dtype, n, threads):
+    rng = np.random.default_rng(n)
+    a, b = rng.uniform(0.1, 2, n).astype(dtype), rng.uniform(0.1, 2, n).astype(dtype)
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    pyet.set_num_threads(threads)
+    try:
+        for build, ref in _trees(A, B):
+            buf, dst = between_sentinels((n,), dtype)
+            pyet.asarray(dst)[...] = build()
+            with np.errstate(all="ignore"):
+                assert_same_bits(dst, ref(a, b).astype(dtype))
+            assert_sentinels(buf)
+    finally:
+        pyet.set_num_threads(1)
+
+
+def test_leaves_that_read_dst_keep_the_scratch_register(dst_register):
+    # dst's block may hold the loop's result only where no leaf reads dst
+    rng = np.random.default_rng(5)
+    n = 3 * 8192 + 7
+    a, x = rng.uniform(0.1, 1, n), rng.uniform(0.1, 1, n)
+    d = a.copy()
+    D = pyet.asarray(d)
+    D[...] = pyet.F(np.expm1, D) + 1  # in place
+    assert_same_bits(d, np.expm1(a) + 1)
+    d = a.copy()
+    D = pyet.asarray(d)
+    D[...] = pyet.F(np.expm1, pyet.asarray(x)) + D  # dst read after the loop
+    assert_same_bits(d, np.expm1(x) + a)
+    d = a.copy()
+    D = pyet.asarray(d)
+    D[...] = pyet.cbrt(pyet.asarray(x)) * D  # an op's NumPy loop, dst read after
+    assert_same_bits(d, np.cbrt(x) * a)
+    m = rng.uniform(0.1, 1, (40, 1000))
+    mm = m.copy()
+    M = pyet.asarray(mm)
+    M[...] = pyet.F(np.expm1, pyet.asarray(x[:1000])) + M[0]  # a row of dst, broadcast
+    assert_same_bits(mm, np.broadcast_to(np.expm1(x[:1000]) + m[0], m.shape))  # NumPy's
+    buf = rng.uniform(0.1, 1, 3 * n)
+    want = np.expm1(buf[:2 * n]) * buf[n:]
+    pyet.asarray(buf[n:])[...] = pyet.F(np.expm1, pyet.asarray(buf[:2 * n])) * \
+        pyet.asarray(buf[n:])  # partial overlap
+    assert_same_bits(buf[n:], want)
+
+
+def test_destinations_the_block_cannot_hold(dst_register):
+    rng = np.random.default_rng(6)
+    a = rng.uniform(0.1, 2, (300, 70))
+    A = pyet.asarray(a)
+    d32 = np.empty((300, 70), np.float32)  # a float64 register, float32 items
+    pyet.asarray(d32)[...] = pyet.F(np.expm1, A) + 1
+    assert_same_bits(d32, (np.expm1(a) + 1).astype(np.float32))
+    buf = np.full((300, 141), -7.0)  # strided rows: the block is scattered
+    pyet.asarray(buf[:, 1::2])[...] = pyet.F(np.expm1, A) * 2
+    assert_same_bits(buf[:, 1::2], np.expm1(a) * 2)
+    assert (buf[:, ::2] == -7).all()
+    f = np.empty((300, 70), order="F")
+    pyet.asarray(f)[...] = pyet.F(np.expm1, A) - A
+    assert_same_bits(f, np.expm1(a) - a)
+
+
+def test_a_user_function_that_raises_writes_nothing(dst_register):
+    a = np.ones((4, 70000))
+    dst = np.full(a.shape, 5.0)
+    calls = []
+
+    def fails_late(v):
+        calls.append(len(v))
+        if len(calls) == 3:
+            raise RuntimeError("third block")
+        return v * 2
+
+    A = pyet.asarray(a)
+    with pytest.raises(RuntimeError, match="third block"):
+        pyet.asarray(dst)[...] = pyet.F(np.expm1, A) * pyet.F(fails_late, A) + 1
+    assert (dst == 5).all()

@@ -312,6 +312,9 @@ cdef class Program:
     # prefetching (run_block): which instructions are compute-bound, and how many
     cdef bint *costly
     cdef int ncostly
+    # the register the last NumPy loop (or user function) writes, kept in
+    # dst's block where no leaf reads dst's memory (Run.dst_reg); -1: none
+    cdef int dst_reg
     # one fused pass kernel (PASS_RULES), which reads its memory in one loop:
     # prefetching slowed it (Adam at 1e7: 0.9x -> 1.1x the C loop)
     cdef bint streams
@@ -844,6 +847,7 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     for i, (op, *_) in enumerate(lw.code):
         p.costly[i] = OPNAMES[op] in COMPUTE_BOUND
         p.ncostly += p.costly[i]
+    p.dst_reg = _dst_register(p)
     p.whole_fn = _whole_fn(lw, ndst, dst_dt)
     p.whole_contiguous = p.whole_fn is not None and lw.code[0][0] == OP_pyfunc
     if p.whole_contiguous and p.cloop[0] != NULL:  # its blocks cost no Python call
@@ -885,6 +889,23 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     _plain_slots(p)
     return p
+
+
+cdef int _dst_register(Program p) noexcept:
+    # Program.dst_reg: one destination, written by the last instruction only;
+    # every value the register holds of dst's item size (its block is dst's)
+    cdef int i, reg = -1, last = p.ninstr - 1
+    if p.ndst != 1 or last < 1 or p.code[last].out != -1:
+        return -1
+    for i in range(last):
+        if p.code[i].out < 0:
+            return -1
+        if p.code[i].op == OP_pyfunc:
+            reg = p.code[i].out
+    for i in range(last):
+        if p.code[i].out == reg and pyet_itemsize[p.code[i].dt_out] != pyet_itemsize[p.dt_out]:
+            return -1
+    return reg
 
 
 cdef void _plain_slots(Program p) noexcept:
@@ -1223,6 +1244,7 @@ cdef struct Run:
     bint direct             # strided leaves read where they lie (Program.strided_kernel, _fused)
     bint plain              # run_plain: every row read (written) where it lies, Program.plain
     uint64_t insx           # bit i: instruction i reads a strided leaf where it lies
+    int dst_reg             # Program.dst_reg kept in dst's block (run_block); -1: none
     int pfk[MAX_PREFETCH]
 
 
@@ -1250,6 +1272,7 @@ cdef inline void call_np_loop(Program prog, int i, pyet_instr *ins, pyet_intp n,
 
 cdef dict _C_LOOPS = {}
 cdef bint C_LOOPS_ON = True
+cdef bint DST_REGISTER = True
 cdef bint UFUNCS_IN_PASS = True
 
 
@@ -1261,6 +1284,16 @@ def set_ufuncs_in_pass(bint on):
     global UFUNCS_IN_PASS
     before = UFUNCS_IN_PASS
     UFUNCS_IN_PASS = on
+    return before
+
+
+def set_dst_register(bint on):
+    """Keep the last NumPy loop's register in dst's block (Run.dst_reg; on by
+    default) or in the scratch (a testing knob).  Returns the previous
+    setting."""
+    global DST_REGISTER
+    before = DST_REGISTER
+    DST_REGISTER = on
     return before
 
 
@@ -1975,14 +2008,17 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
             prefetch_slice(r, pf, at, end, step)
         for j in range(ins.nin):
             if ins.src_kind[j] == SRC_REG:
-                inp[j] = regs + ins.src[j] * regbytes
+                inp[j] = regs + ins.src[j] * regbytes if ins.src[j] != r.dst_reg else dstp[0]
             elif ins.src_kind[j] == SRC_LEAF:
                 inp[j] = leafp[ins.src[j]]
             elif ins.src_kind[j] == SRC_SCALAR:
                 inp[j] = r.scalars + 8 * ins.src[j]
             else:  # what an earlier statement of the pass wrote into this block
                 inp[j] = dstp[ins.src[j]]
-        out = regs + ins.out * regbytes if ins.out >= 0 else dstp[-1 - ins.out]
+        if ins.out < 0:
+            out = dstp[-1 - ins.out]
+        else:
+            out = regs + ins.out * regbytes if ins.out != r.dst_reg else dstp[0]
         # an instruction on scalars only (0-d tensors) computes its one value
         # and repeats it: nothing is asked for n values of operands holding one
         ni = 1 if n > 1 and scalars_only(ins) else n
@@ -2691,6 +2727,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     r.dup = <char *>(r.gather + nops)
     cdef list keep = None  # copies prepare_leaf made (the leaves list holds the rest)
     cdef cnp.ndarray dk
+    cdef bint apart = prog.dst_reg >= 0 and DST_REGISTER  # (Run.dst_reg) no leaf in dst
     try:
         for k in range(ndst):
             dk = <cnp.ndarray>dsts[k]
@@ -2703,6 +2740,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             for d in range(1, ndst):  # copied when it overlaps a destination other than in place
                 if _bounds_overlap(<cnp.ndarray>a, <cnp.ndarray>dsts[d]):
                     a = prepare_leaf(a, <cnp.ndarray>dsts[d], bstrides + k * MAXD)
+            if apart and _bounds_overlap(<cnp.ndarray>a, dst):
+                apart = False
             if a is not leaves[k - ndst]:
                 if keep is None:
                     keep = []
@@ -2906,6 +2945,15 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.plain = (PLAIN_PASSES and prog.plain and not red and not r.packed and not r.tile
                    and not r.direct and ngather == 0 and r.insx == 0
                    and prog.nregs + prog.nscalars + nops <= PLAIN_SLOTS)
+        # a NumPy loop's result written into dst's block, the cheap
+        # instructions after it then in place there: dst's lines are fetched
+        # while the loop computes, not in the last kernel's stream (one
+        # thread, 2e6 float64, against the register: cbrt(a) + 1 0.67-0.71,
+        # expm1(a) + 1 0.71-0.77 at four relative alignments of a and dst;
+        # 4096: 0.80.  pyet's own kernels in run_plain's short blocks gained
+        # nothing: exp(a) + 1 1.0-1.1, tanh(a)*b 0.99-1.08)
+        r.dst_reg = prog.dst_reg if (apart and not red and not r.packed and not r.tile
+                                     and r.gather[0] == -1) else -1
         if r.plain and r.from_memory and r.block == BLOCK // 2 and prog.float_arith \
                 and units * pass_itemsizes(&r) >= 2 * SX_FAR_BYTES \
                 and (PREFETCH_BYTES < 0 or units * pass_itemsizes(&r) <= PREFETCH_BYTES):
