@@ -100,6 +100,8 @@ def elementwise_ops():
         ("cast->f64", (np.float32, np.int32), 1, lambda a: a,
          lambda a, out: np.add(a, 0, out=out, dtype=np.float64)),
         ("exp", FLOATS, 1, pyet.exp, np.exp),
+        ("expm1+1", FLOATS, 1, lambda a: pyet.expm1(a) + 1,
+         lambda a, out: np.add(np.expm1(a, out=out), 1, out=out)),
         ("log", FLOATS, 1, pyet.log, np.log),
         ("sin", FLOATS, 1, pyet.sin, np.sin),
         ("cos", FLOATS, 1, pyet.cos, np.cos),
@@ -178,6 +180,17 @@ def elementwise_cases(n, rng, pattern):
                                        "a*b+c", "sqrt") or dt in INTS else 1e-5
                 cases.append(Case(f"{oname:9s} {np.dtype(dt).name:7s} {lname}", f_pyet,
                                   f_numpy, lambda out=out_pe: out, tol=tol))
+    # a flat operand plus a broadcast column, short rows (packed blocks)
+    for width in (2, 4):
+        for dt in FLOATS + INTS:
+            a = rng.integers(-1000, 1000, (n // width, width)).astype(dt)
+            col = rng.integers(-1000, 1000, (n // width, 1)).astype(dt)
+            out = np.empty_like(a)
+            A, C, D = pyet.asarray(a), pyet.asarray(col), pyet.asarray(out)
+            cases.append(Case(f"a+col     {np.dtype(dt).name:7s} rows of {width}",
+                              lambda A=A, C=C, D=D: D.__setitem__(..., A + C),
+                              lambda a=a, col=col, out=out: np.add(a, col, out=out),
+                              lambda out=out: out))
     return cases
 
 
