@@ -4477,7 +4477,8 @@ void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, py
 }
 
 /* Fold nrows rows (xs bytes apart) of n values elementwise into n
- * contiguous accumulators, four rows per pass over them: acc = (((acc o x0)
+ * contiguous accumulators, four rows per pass over them (the last two or
+ * three in one pass too): acc = (((acc o x0)
  * o x1) o x2) o x3 is the order row by row folding has, with a quarter of
  * the accumulator traffic.  Returns 0 for a fold it does not do. */
 #define PYET_FOLD_ROWS(T, COMBINE)                                          \
@@ -4493,7 +4494,21 @@ void pyet_reduce_store(int red, int dt, pyet_intp n, char *dst, pyet_intp ds, py
                 a = (COMBINE); b = X3[i]; D_[i] = (COMBINE);                \
             }                                                               \
         }                                                                   \
-        for (; r < nrows; r++) {                                            \
+        if (nrows - r == 3) {  /* the last three in one pass too */         \
+            const T *X0 = (const T *)(src + r * xs), *X1 = (const T *)(src + (r + 1) * xs); \
+            const T *X2 = (const T *)(src + (r + 2) * xs);                  \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                T a = D_[i], b = X0[i];                                     \
+                a = (COMBINE); b = X1[i]; a = (COMBINE); b = X2[i];         \
+                D_[i] = (COMBINE);                                          \
+            }                                                               \
+        } else if (nrows - r == 2) {                                        \
+            const T *X0 = (const T *)(src + r * xs), *X1 = (const T *)(src + (r + 1) * xs); \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                T a = D_[i], b = X0[i];                                     \
+                a = (COMBINE); b = X1[i]; D_[i] = (COMBINE);                \
+            }                                                               \
+        } else if (nrows - r == 1) {                                        \
             const T *X0 = (const T *)(src + r * xs);                        \
             PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
                 const T a = D_[i], b = X0[i]; D_[i] = (COMBINE);            \

@@ -65,6 +65,9 @@ SMALL_LEAF = 1 << 16
 # even where the pass would take more (core.fold_flat, fold_rows): whole max
 # of float64 2^18 on 2 threads 1.24x one, 2^20 0.94x, 2^22 0.65x
 ONE_CALL_BYTES = 1 << 22
+# max/min folding each row of a C-contiguous leaf whole: rows of at least
+# this many elements (core.fold_each_row: a kernel call a row)
+EACH_ROW_MIN = 256
 # argmax/argmin: a leaf whose innermost axis in memory is kept and shorter
 # than this goes to NumPy's loop (_short_kept_rows)
 ARG_SHORT_ROWS = 64
@@ -376,18 +379,9 @@ class Reduction(Special):
                              dst)
             return
         if kind in ("max", "min") and isinstance(child, core.Tensor) and (
-                nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES):
-            if len(axes) == child.ndim and core.fold_flat(dst, child._array, _FOLD[kind]):
-                return  # a contiguous leaf's whole max or min: one kernel call, no pass
-            if axes == tuple(range(len(axes))):
-                if child.dtype == _F32:
-                    # NumPy's: the float32 row fold (three selects an element,
-                    # four rows a pass) measured 1.2x its AVX-512 loop at 64^3
-                    # over axis 0 (float64: 0.78x, kept)
-                    _numpy_reduction(kind, child._array, axes, self.keepdims, dst)
-                    return
-                if core.fold_rows(dst, child._array, _FOLD[kind], len(axes)):
-                    return  # its rows folded into dst, no pass
+                nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES) \
+                and self._folded_without_pass(dst, child):
+            return
         across_rows = self._across_rows(child)
         direct = self._fold_into(dst, child, across_rows)
         if direct is not None:
@@ -416,6 +410,29 @@ class Reduction(Special):
                 np.copyto(dst, fold.result())
         finally:
             fold.give_back()
+
+    def _folded_without_pass(self, dst, child):
+        """A leaf's max or min into ``dst`` on this thread without the pass:
+        whole (core.fold_flat), over the leading axes of a C-contiguous leaf
+        (core.fold_rows; float32 NumPy's loop: the row fold measured 1.2x its
+        AVX-512 loop at 64^3 over axis 0, float64 0.78x), over its trailing
+        axes in rows of EACH_ROW_MIN or more (core.fold_each_row); an
+        F-contiguous leaf as its C-contiguous transpose.  False: not done."""
+        kind, axes, array, nd = self.kind, self.axes, child._array, child.ndim
+        if len(axes) == nd:
+            return core.fold_flat(dst, array, _FOLD[kind])
+        out = dst
+        if array.flags.f_contiguous and not array.flags.c_contiguous:
+            axes = tuple(sorted(nd - 1 - a for a in axes))
+            array, out = array.T, dst.T
+        if axes == tuple(range(len(axes))):
+            if array.dtype == _F32:
+                _numpy_reduction(kind, child._array, self.axes, self.keepdims, dst)
+                return True
+            return core.fold_rows(out, array, _FOLD[kind], len(axes))
+        k = nd - len(axes)
+        return (axes == tuple(range(k, nd)) and math.prod(array.shape[k:]) >= EACH_ROW_MIN
+                and core.fold_each_row(out, array, _FOLD[kind], k))
 
     def _leaf_ordered(self, dst, child):
         """An array of dst's shape and dtype laid out as the leaf ``child``
