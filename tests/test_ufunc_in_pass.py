@@ -238,19 +238,3 @@ def test_destinations_the_block_cannot_hold(dst_register):
     pyet.asarray(f)[...] = pyet.F(np.expm1, A) - A
     assert_same_bits(f, np.expm1(a) - a)
 
-
-def test_a_user_function_that_raises_writes_nothing(dst_register):
-    a = np.ones((4, 70000))
-    dst = np.full(a.shape, 5.0)
-    calls = []
-
-    def fails_late(v):
-        calls.append(len(v))
-        if len(calls) == 3:
-            raise RuntimeError("third block")
-        return v * 2
-
-    A = pyet.asarray(a)
-    with pytest.raises(RuntimeError, match="third block"):
-        pyet.asarray(dst)[...] = pyet.F(np.expm1, A) * pyet.F(fails_late, A) + 1
-    assert (dst == 5).all()
