@@ -1,5 +1,5 @@
 """argmax/argmin of a leaf whose innermost axis in memory is kept and short
-go to NumPy's loop (reductions._short_kept_rows): the pass would fold those
+go to NumPy's loop (reductions._short_inner): the pass would fold those
 rows one call each.  NumPy's indices on every layout, ties and NaN, keepdims,
 into a destination, on one and two threads, small and past ONE_CALL_BYTES."""
 
@@ -43,10 +43,30 @@ def test_numpys_indices_on_every_layout(kind, dtype, threads):
         pyet.set_num_threads(1)
 
 
-def test_which_leaves_are_short_kept_rows():
+def test_which_leaves_are_short_inner():
     f = np.asfortranarray(np.zeros((3, 1000)))
-    assert reductions._short_kept_rows(f)
-    assert not reductions._short_kept_rows(np.asfortranarray(np.zeros((64, 1000))))
-    assert not reductions._short_kept_rows(np.zeros((3, 1000)))  # rows of 1000
+    assert reductions._short_inner(f)
+    assert not reductions._short_inner(np.asfortranarray(np.zeros((64, 1000))))
+    assert not reductions._short_inner(np.zeros((3, 1000)))  # rows of 1000
+    assert reductions._short_inner(np.zeros((1000, 3)))
     assert reductions._inner_axis(np.zeros((1, 1))) == -1
     assert reductions._inner_axis(np.zeros((4, 1, 5))[:, :, ::2]) == 2
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.int64, np.float64])
+@pytest.mark.parametrize("layout", ["C (n, 3)", "F (3, n)", "C (n, 8)"])
+def test_order_free_reductions_of_short_inner_axes(layout, dtype):
+    # max, min, any, all (and integer sum, prod, mean) of a leaf whose
+    # innermost axis is short: NumPy's loop, NumPy's values exactly
+    rng = np.random.default_rng(5)
+    base = rng.integers(-3, 4, (30001, 8 if "8" in layout else 3)).astype(dtype)
+    x = np.asfortranarray(base.T) if layout.startswith("F") else base
+    X = pyet.asarray(x)
+    kinds = ["max", "min", "any", "all"] + (["sum", "prod", "mean"] if dtype is not np.float64
+                                            else [])
+    for kind in kinds:
+        for axis in (0, 1):
+            want = getattr(np, kind)(x, axis=axis)
+            got = pyet.evaluate(getattr(pyet, kind)(X, axis=axis))
+            assert np.asarray(got).dtype == want.dtype, (kind, axis)
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{kind} {axis}")

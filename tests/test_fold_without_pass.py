@@ -101,3 +101,23 @@ def test_the_extreme_at_each_rows_ends(dtype, where):
             pyet.asarray(got)[...] = getattr(pyet, kind)(pyet.asarray(a), axis=axis)
             assert got.tobytes() == want.tobytes(), (kind, axis)
     del X
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("shape,axis", [((2, 35001), 0), ((3, 30001), 0), ((7, 30001), 0),
+                                        ((3, 30001), 1), ((400, 400), 0), ((400, 400), 1),
+                                        ((2, 3, 12000), (0, 1)), ((2, 3, 12000), 2)])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_integers(kind, dtype, shape, axis, order):
+    # integer rows folded from the first row (element) on: no start value
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(sum(shape)).integers(info.min, info.max, shape, dtype=dtype,
+                                                   endpoint=True)
+    x.reshape(-1)[::1009] = info.min if kind == "min" else info.max
+    x = np.asarray(x, order=order)
+    want = getattr(np, kind)(x, axis=axis)
+    buf, dst = into_sentinels(want)
+    pyet.asarray(dst)[...] = getattr(pyet, kind)(pyet.asarray(x), axis=axis)
+    np.testing.assert_array_equal(dst, want)
+    assert (buf[[0, -1]] == -7).all()

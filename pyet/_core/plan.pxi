@@ -3583,19 +3583,19 @@ def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
 
 
 def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
-    """A float32/float64 max or min of a C-contiguous leaf over its axes from
+    """A max or min (float32/64, int32/64) of a C-contiguous leaf over its axes from
     k on into contiguous ``dst`` (one element a row, src's dtype) on this
-    thread: each row one call of fold_flat's kernel, without the pass's set-up
-    and per-block folds ((3, 33333) float64 max along axis 1: 1.42x NumPy
-    through the pass).  Returns False, nothing written, for anything else;
-    each value lands in dst after its whole row is read."""
+    thread: each row one call of fold_flat's kernel from its first element,
+    without the pass's set-up and per-block folds ((3, 33333) float64 max
+    along axis 1: 1.42x NumPy through the pass).  Returns False, nothing
+    written, for anything else; each value lands in dst after its whole row
+    is read."""
     cdef int dt = array_dtype_code(src), nd = cnp.PyArray_NDIM(src), d
     cdef pyet_intp nrows = 1, inner = 1, i
-    cdef double acc64
-    cdef float acc32
-    cdef char *acc = <char *>&acc64 if dt == DT_F64 else <char *>&acc32
+    cdef double acc64  # (8 aligned bytes: the accumulator of any of the four)
+    cdef char *acc = <char *>&acc64
     cdef int isz = cnp.PyArray_ITEMSIZE(src)
-    if (red != RED_MAX and red != RED_MIN) or (dt != DT_F32 and dt != DT_F64) \
+    if (red != RED_MAX and red != RED_MIN) or dt == DT_BOOL \
             or k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
             or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(src) \
             or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(dst):
@@ -3608,29 +3608,30 @@ def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     if nrows == 0 or inner == 0 or cnp.PyArray_SIZE(dst) != nrows:
         return False
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
-    cdef const char *row = <const char *>cnp.PyArray_DATA(src)
-    cdef double start = -INFINITY if red == RED_MAX else INFINITY
+    cdef const char *row
     cdef bint quiet = invalid_unset()
     with nogil:
         for i in range(nrows):
-            acc64 = start
-            acc32 = <float>start
-            pyet_reduce_store(red, dt, inner, acc, 0, 0, row + i * inner * isz)
+            row = <const char *>cnp.PyArray_DATA(src) + i * inner * isz
+            memcpy(acc, row, isz)  # (max(x0, rest) is max(-inf, all), NaN too)
+            pyet_reduce_store(red, dt, inner - 1, acc, 0, 0, row + isz)
             memcpy(out + i * isz, acc, isz)  # (dst may overlap src: after its row)
     quiet_fold(quiet)
     return True
 
 
 def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
-    """A float32/float64 max, min or sum of a C-contiguous leaf over its k
-    leading axes into C-contiguous ``dst`` (the rest's size, src's dtype,
-    disjoint from it) on this thread: its rows folded into dst in order, four
-    at a time, as the pass's run_items does, without the pass's set-up (a
-    sum adds row after row from 0, NumPy's order over leading axes: its
-    bits).  Returns False, nothing written, for anything else."""
+    """A float32/float64 max, min or sum (int32/int64 max or min) of a
+    C-contiguous leaf over its k leading axes into C-contiguous ``dst`` (the
+    rest's size, src's dtype, disjoint from it) on this thread: its rows
+    folded into dst in order, four at a time, as the pass's run_items does,
+    without the pass's set-up (a sum adds row after row from 0, NumPy's
+    order over leading axes: its bits).  Returns False, nothing written, for
+    anything else."""
     cdef int dt = array_dtype_code(src), nd = cnp.PyArray_NDIM(src), d
     cdef pyet_intp nrows = 1, inner = 1, i
-    if (red != RED_MAX and red != RED_MIN and red != RED_SUM) or (dt != DT_F32 and dt != DT_F64) \
+    if (red != RED_MAX and red != RED_MIN and red != RED_SUM) or not (
+            dt == DT_F32 or dt == DT_F64 or (red != RED_SUM and (dt == DT_I32 or dt == DT_I64))) \
             or k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
             or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
             or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_IS_C_CONTIGUOUS(src) \

@@ -68,9 +68,9 @@ ONE_CALL_BYTES = 1 << 22
 # max/min folding each row of a C-contiguous leaf whole: rows of at least
 # this many elements (core.fold_each_row: a kernel call a row)
 EACH_ROW_MIN = 256
-# argmax/argmin: a leaf whose innermost axis in memory is kept and shorter
-# than this goes to NumPy's loop (_short_kept_rows)
-ARG_SHORT_ROWS = 64
+# a leaf whose innermost axis in memory is shorter than this goes to NumPy's
+# loop for the reductions whose values do not depend on the order (_short_inner)
+SHORT_INNER = 64
 
 
 def _small_leaf(kind, child):
@@ -113,7 +113,10 @@ def _numpy_kind(kind, child, axes, whole):
         return ((array.shape[axes[0]] > 1
                  and abs(array.strides[axes[0]]) == abs(array.strides[inner]))
                 or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous)
-                or array.shape[inner] < ARG_SHORT_ROWS)  # (_short_kept_rows)
+                or array.shape[inner] < SHORT_INNER)  # (_short_inner)
+    if not whole and _short_inner(array) and (kind in ("max", "min", "any", "all") or (
+            kind in ("sum", "prod", "mean") and child.dtype.kind in "iub")):
+        return True  # NumPy's values (integers wrap alike; their means are NumPy's)
     contiguous = array.flags.c_contiguous or array.flags.f_contiguous
     if child.dtype == _BOOL:
         return kind in ("max", "min", "all", "any") and contiguous
@@ -123,13 +126,14 @@ def _numpy_kind(kind, child, axes, whole):
     return (kind in ("max", "min") and child.dtype.kind == "i" and whole and contiguous)
 
 
-def _short_kept_rows(array):
-    """Whether the innermost axis in memory of an argmax's leaf, kept, is
-    short: the pass would fold its rows one call each (float64 F-order
-    (k, 2e5 / k) along axis 1, pass / NumPy: k = 3 20x, 16 2.0x, 32 1.2x,
-    64 0.82x, 512 0.19x; two threads only halve it)."""
+def _short_inner(array):
+    """Whether a leaf's innermost axis in memory is short (under SHORT_INNER):
+    the pass folds its rows, kept or reduced, one call each (argmax of
+    float64 F-order (k, 2e5 / k) along axis 1, pass / NumPy: k = 3 20x, 16
+    2.0x, 32 1.2x, 64 0.82x, 512 0.19x; int32 sums and any of (1e5, 3) and
+    (3, 1e5) layouts 1.6-2.3x; two threads only halve it)."""
     inner = _inner_axis(array)
-    return inner >= 0 and array.shape[inner] < ARG_SHORT_ROWS
+    return inner >= 0 and array.shape[inner] < SHORT_INNER
 
 
 def _inner_axis(array):
@@ -145,8 +149,7 @@ def _inner_axis(array):
 def _numpy_leaf(kind, child, axes, whole, nthreads):
     # (up to ONE_CALL_BYTES the pass on two threads does not make up for it)
     return _numpy_kind(kind, child, axes, whole) and (
-        nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES
-        or (kind in ("argmax", "argmin") and _short_kept_rows(child._array)))
+        nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES or _short_inner(child._array))
 
 
 def _numpy_reduction(kind, array, axis, keepdims, out=None):
