@@ -262,6 +262,23 @@ def special_cases(n, rng, pattern):
                     ..., getattr(pyet, red)(A3, axis=axis)),
                 lambda red=red, axis=axis, out2=out2: getattr(np, red)(a3, axis=axis, out=out2),
                 lambda out=out: out, tol=1e-12))
+    # a short innermost axis in memory, kept or reduced (rows of 3 folded one by one)
+    for dt in (np.int32, np.float64):
+        for order in ("C", "F"):
+            t = np.asarray((rng.random((n // 3, 3)) * 100).astype(dt), order=order)
+            T = pyet.asarray(t)
+            for red in ("sum", "max", "any", "argmax"):
+                for axis in (0, 1):
+                    want = getattr(np, red)(t, axis=axis)
+                    out = out2 = np.empty(want.shape, want.dtype)
+                    Dst = pyet.asarray(out)
+                    cases.append(Case(
+                        f"{red} axis={axis} {np.dtype(dt).name} ({n // 3}, 3) {order}",
+                        lambda Dst=Dst, T=T, red=red, axis=axis: Dst.__setitem__(
+                            ..., getattr(pyet, red)(T, axis=axis)),
+                        lambda t=t, red=red, axis=axis, out2=out2: getattr(np, red)(
+                            t, axis=axis, out=out2),
+                        lambda out=out: out, tol=1e-12))
     m = int(n ** 0.5) // 2
     A, B = rng.random((m, m)), rng.random((m, m))
     v, w = rng.random(m), rng.random(m)
