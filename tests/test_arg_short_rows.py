@@ -70,3 +70,16 @@ def test_order_free_reductions_of_short_inner_axes(layout, dtype):
             got = pyet.evaluate(getattr(pyet, kind)(X, axis=axis))
             assert np.asarray(got).dtype == want.dtype, (kind, axis)
             np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{kind} {axis}")
+
+
+@pytest.mark.parametrize("shape", [(85, 3), (64, 64), (128, 128), (181, 181)])
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+def test_small_leaves_on_either_side_of_the_pass(kind, shape):
+    # under ARG_PASS_MIN elements NumPy's loop, from it on the pass: the same indices
+    x = np.asfortranarray(np.random.default_rng(6).integers(-9, 9, shape).astype(np.float64))
+    x[1::7, ::5] = np.nan
+    for axis in (0, 1):
+        got = pyet.evaluate(getattr(pyet, kind)(pyet.asarray(x), axis=axis))
+        np.testing.assert_array_equal(np.asarray(got), getattr(np, kind)(x, axis=axis))
+    assert (x.size < reductions.ARG_PASS_MIN) == reductions._numpy_kind(
+        kind, pyet.asarray(x), (1,), False)
