@@ -7,7 +7,6 @@ is computed first, into a scratch array of the result's size, which then
 stands in the tree as a leaf.
 """
 
-import builtins
 import functools
 import math
 import threading
@@ -109,24 +108,25 @@ def _numpy_kind(kind, child, axes, whole):
     if not (isinstance(child, core.Tensor) and child.size > 0 and child.ndim > 0):
         return False
     array = child._array
+    if kind in ("argmax", "argmin") and (child.dtype == _BOOL or whole
+                                         or array.size < ARG_PASS_MIN):
+        return True
+    inner = _inner_axis(array)  # (once: the checks below all ask it)
+    short = inner >= 0 and array.shape[inner] < SHORT_INNER  # (_short_inner)
     if kind in ("argmax", "argmin"):
-        if child.dtype == _BOOL or whole or array.size < ARG_PASS_MIN:
-            return True
-        inner = _inner_axis(array)
         if inner < 0:
             return False
         return ((array.shape[axes[0]] > 1
                  and abs(array.strides[axes[0]]) == abs(array.strides[inner]))
-                or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous)
-                or array.shape[inner] < SHORT_INNER)  # (_short_inner)
-    if not whole and _short_inner(array) and (kind in ("max", "min", "any", "all") or (
+                or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous) or short)
+    if not whole and short and (kind in ("max", "min", "any", "all") or (
             kind in ("sum", "prod", "mean") and child.dtype.kind in "iub")):
         return True  # NumPy's values (integers wrap alike; their means are NumPy's)
     contiguous = array.flags.c_contiguous or array.flags.f_contiguous
     if child.dtype == _BOOL:
         return kind in ("max", "min", "all", "any") and contiguous
     if kind in ("all", "any"):  # along the innermost axis in memory (C's last, F's first)
-        return (contiguous and _inner_axis(array) in axes and len(axes) < child.ndim)
+        return contiguous and inner in axes and len(axes) < child.ndim
     return (kind in ("max", "min") and child.dtype.kind == "i" and whole and contiguous)
 
 
@@ -451,10 +451,9 @@ class Reduction(Special):
         if not isinstance(child, core.Tensor) or dst.ndim < 2:
             return None
         array, axes = child._array, self.axes
-        sized = [i for i in range(child.ndim) if child.shape[i] > 1]
-        if not sized:
+        inner = _inner_axis(array)
+        if inner < 0:
             return None
-        inner = builtins.min(sized, key=lambda i: abs(array.strides[i]))  # (first of the least)
         if inner in axes:
             return None  # the rows fold whole, each into one element
         kept = [i for i in range(child.ndim) if self.keepdims or i not in axes]
