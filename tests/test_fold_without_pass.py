@@ -57,6 +57,8 @@ def test_each_row_refuses_what_it_cannot_write():
     assert not core.fold_each_row(np.empty(2, np.float32), x, 3, 1)  # another dtype
     assert not core.fold_each_row(np.empty(2), x, 1, 1)  # a sum: not its fold
     assert not core.fold_each_row(np.empty(2), np.asfortranarray(x), 3, 1)
+    assert not core.fold_each_row(x.reshape(-1)[300:302], x, 3, 1)  # inside src: a later row
+    assert not core.fold_rows(x.reshape(-1)[:300], x, 3, 1)
     out = np.empty(2)
     assert core.fold_each_row(out, x, 3, 1)
     np.testing.assert_array_equal(out, x.max(axis=1))

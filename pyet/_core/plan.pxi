@@ -3582,30 +3582,41 @@ def fold_flat(cnp.ndarray dst, cnp.ndarray src, int red):
     return True
 
 
+cdef bint _rows_apart(cnp.ndarray dst, cnp.ndarray src, int k, pyet_intp *nrows,
+                      pyet_intp *inner) noexcept:
+    # src's axes before k as rows of the rest's size (nrows, inner; both
+    # nonzero, 1 <= k < ndim), src and dst of one dtype, aligned, C-contiguous,
+    # dst writeable and apart from src: what fold_rows and fold_each_row read
+    # and write; False for anything else
+    cdef int nd = cnp.PyArray_NDIM(src), d
+    if k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
+            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_IS_C_CONTIGUOUS(src) \
+            or not cnp.PyArray_IS_C_CONTIGUOUS(dst):
+        return False
+    nrows[0] = inner[0] = 1
+    for d in range(nd):
+        if d < k:
+            nrows[0] *= cnp.PyArray_DIMS(src)[d]
+        else:
+            inner[0] *= cnp.PyArray_DIMS(src)[d]
+    return nrows[0] != 0 and inner[0] != 0 and not _bounds_overlap(dst, src)
+
+
 def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     """A max or min (float32/64, int32/64) of a C-contiguous leaf over its axes from
     k on into contiguous ``dst`` (one element a row, src's dtype) on this
     thread: each row one call of fold_flat's kernel from its first element,
     without the pass's set-up and per-block folds ((3, 33333) float64 max
     along axis 1: 1.42x NumPy through the pass).  Returns False, nothing
-    written, for anything else; each value lands in dst after its whole row
-    is read."""
-    cdef int dt = array_dtype_code(src), nd = cnp.PyArray_NDIM(src), d
-    cdef pyet_intp nrows = 1, inner = 1, i
+    written, for anything else (_rows_apart's refusals)."""
+    cdef int dt = array_dtype_code(src)
+    cdef pyet_intp nrows, inner, i
     cdef double acc64  # (8 aligned bytes: the accumulator of any of the four)
     cdef char *acc = <char *>&acc64
     cdef int isz = cnp.PyArray_ITEMSIZE(src)
     if (red != RED_MAX and red != RED_MIN) or dt == DT_BOOL \
-            or k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
-            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(src) \
-            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(dst):
-        return False
-    for d in range(nd):
-        if d < k:
-            nrows *= cnp.PyArray_DIMS(src)[d]
-        else:
-            inner *= cnp.PyArray_DIMS(src)[d]
-    if nrows == 0 or inner == 0 or cnp.PyArray_SIZE(dst) != nrows:
+            or not _rows_apart(dst, src, k, &nrows, &inner) or cnp.PyArray_SIZE(dst) != nrows:
         return False
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
     cdef const char *row
@@ -3615,7 +3626,7 @@ def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
             row = <const char *>cnp.PyArray_DATA(src) + i * inner * isz
             memcpy(acc, row, isz)  # (max(x0, rest) is max(-inf, all), NaN too)
             pyet_reduce_store(red, dt, inner - 1, acc, 0, 0, row + isz)
-            memcpy(out + i * isz, acc, isz)  # (dst may overlap src: after its row)
+            memcpy(out + i * isz, acc, isz)
     quiet_fold(quiet)
     return True
 
@@ -3628,21 +3639,11 @@ def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     without the pass's set-up (a sum adds row after row from 0, NumPy's
     order over leading axes: its bits).  Returns False, nothing written, for
     anything else."""
-    cdef int dt = array_dtype_code(src), nd = cnp.PyArray_NDIM(src), d
-    cdef pyet_intp nrows = 1, inner = 1, i
+    cdef int dt = array_dtype_code(src)
+    cdef pyet_intp nrows, inner
     if (red != RED_MAX and red != RED_MIN and red != RED_SUM) or not (
             dt == DT_F32 or dt == DT_F64 or (red != RED_SUM and (dt == DT_I32 or dt == DT_I64))) \
-            or k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
-            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
-            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_IS_C_CONTIGUOUS(src) \
-            or not cnp.PyArray_IS_C_CONTIGUOUS(dst):
-        return False
-    for d in range(nd):
-        if d < k:
-            nrows *= cnp.PyArray_DIMS(src)[d]
-        else:
-            inner *= cnp.PyArray_DIMS(src)[d]
-    if nrows == 0 or inner == 0 or cnp.PyArray_SIZE(dst) != inner or _bounds_overlap(dst, src):
+            or not _rows_apart(dst, src, k, &nrows, &inner) or cnp.PyArray_SIZE(dst) != inner:
         return False
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
     cdef const char *rows = <const char *>cnp.PyArray_DATA(src)
