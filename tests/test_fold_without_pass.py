@@ -95,14 +95,12 @@ def test_row_fold_remainders_through_the_pass(dtype, nrows):
 def test_the_extreme_at_each_rows_ends(dtype, where):
     x = np.random.default_rng(3).standard_normal((4, 30000)).astype(dtype)
     x[:, where] = [50, -50, np.nan, 0]  # (4 x 30000: past SMALL_LEAF)
-    X = pyet.asarray(x)
     for kind in ("max", "min"):
         for a, axis in ((x, 1), (np.asfortranarray(x.T), 0)):
             want = getattr(np, kind)(a, axis=axis)
             got = np.full(4, 9, dtype)
             pyet.asarray(got)[...] = getattr(pyet, kind)(pyet.asarray(a), axis=axis)
             assert got.tobytes() == want.tobytes(), (kind, axis)
-    del X
 
 
 @pytest.mark.parametrize("kind", ["max", "min"])

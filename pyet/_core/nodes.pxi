@@ -1283,8 +1283,7 @@ cdef PyFunc _sealed_pyfunc(object fn, object grad, tuple args, int dt, int in_pa
     # slot's answer, or -1 to ask
     cdef PyFunc e = PyFunc.__new__(PyFunc)
     e._fn, e._grad = fn, grad
-    e._in_pass = in_pass if in_pass >= 0 and C_LOOPS_ON and UFUNCS_IN_PASS \
-        else _loop_in_pass(fn, args, dt)
+    e._in_pass = in_pass if in_pass >= 0 else _loop_in_pass(fn, args, dt)
     seal(e, OP_pyfunc, args, broadcast_all(args), dt, dt, fn if e._in_pass else len(args))
     if not e._in_pass:
         e._flags |= HAS_PYFUNC
@@ -1293,7 +1292,8 @@ cdef PyFunc _sealed_pyfunc(object fn, object grad, tuple args, int dt, int in_pa
 
 cdef bint _loop_in_pass(object fn, tuple args, int dt) except -1:
     # NumPy's own ufuncs only: their typed loops never call into Python, so
-    # they run without the GIL, on any thread (asked once: F's slot)
+    # they run without the GIL, on any thread (asked once: F's slot, which
+    # the knobs empty)
     cdef Expr a
     if type(fn) is not _UFUNC_TYPE or len(args) > PYET_MAX_IN or not C_LOOPS_ON \
             or not UFUNCS_IN_PASS:

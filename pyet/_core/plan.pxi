@@ -1284,7 +1284,15 @@ def set_ufuncs_in_pass(bint on):
     global UFUNCS_IN_PASS
     before = UFUNCS_IN_PASS
     UFUNCS_IN_PASS = on
+    _forget_in_pass()
     return before
+
+
+cdef void _forget_in_pass() noexcept:
+    # the F slots' in_pass answers, asked again (a knob changed them)
+    cdef int h
+    for h in range(64):
+        _FN_SLOTS[h].in_pass = -1
 
 
 def set_dst_register(bint on):
@@ -1305,6 +1313,7 @@ def set_numpy_c_loops(bint on):
     before = C_LOOPS_ON
     C_LOOPS_ON = on
     _PROGRAMS = {}
+    _forget_in_pass()
     return before
 
 
