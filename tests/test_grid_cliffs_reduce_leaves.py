@@ -18,7 +18,7 @@ def layouts(a):
             "negative": a[::-1].copy()[::-1]}
 
 
-KINDS = ["sum", "prod", "max", "min", "mean", "argmax"]
+KINDS = ["sum", "prod", "max", "min", "mean", "argmax", "argmin", "all", "any"]
 AXES = [None, 0, 1, 2, (0, 2), -1]
 
 
@@ -30,10 +30,10 @@ def test_small_leaves_against_numpy(dt, kind):
     for name, x in layouts(a).items():
         X = pyet.asarray(x)
         for axis in AXES:
-            if kind == "argmax" and isinstance(axis, tuple):
+            if kind.startswith("arg") and isinstance(axis, tuple):
                 continue
             for keepdims in (False, True):
-                kw = {} if kind == "argmax" and keepdims is False else {"keepdims": keepdims}
+                kw = {} if kind.startswith("arg") and keepdims is False else {"keepdims": keepdims}
                 want = getattr(np, kind)(x, axis=axis, **kw)
                 dst = np.full(np.shape(want), 7, np.asarray(want).dtype)
                 pyet.asarray(dst)[...] = getattr(pyet, kind)(X, axis=axis, **kw)
@@ -95,8 +95,47 @@ def test_kernels_keep_their_parameters():
     assert e._kernel is f._kernel and e._kernel is not g._kernel
     assert e._kernel.params() == ("max", (1,), False, False)
     assert g._kernel.params() == ("max", (0,), False, False)
-    assert pyet.sum(A, axis=0)._kernel.into_leaves is None  # the row fold's
-    assert pyet.mean(A)._kernel.into_leaves is None
+
+
+
+def test_every_kind_reduces_small_leaves_by_numpy():
+    # into_leaves over a small leaf writes NumPy's values, dtypes and NaN/tie
+    # rules itself (True), every kind
+    a = np.array([[1.0, np.nan, 3.0], [3.0, 0.0, 3.0]])
+    A = pyet.asarray(a)
+    for kind in ("argmax", "argmin", "any", "all", "max", "min", "sum", "mean", "prod"):
+        for axis in (None, 0, 1):
+            want = getattr(np, kind)(a, axis=axis)
+            dst = np.full(np.shape(want), 7, np.asarray(want).dtype)
+            node = getattr(pyet, kind)(A, axis=axis)
+            assert node._kernel.into_leaves(dst, (a,)) is True
+            np.testing.assert_array_equal(dst, want, err_msg=f"{kind} {axis}")
+    # argmax from ARG_PASS_MIN elements and large leaves: not NumPy's here
+    from pyet._nodes.reductions import ARG_PASS_MIN, SMALL_LEAF
+    big = np.zeros(ARG_PASS_MIN)
+    assert pyet.argmax(pyet.asarray(big))._kernel.into_leaves(np.zeros((), np.intp),
+                                                              (big,)) is False
+    huge = np.zeros(SMALL_LEAF + 1)
+    d = np.full((), 5.0)
+    assert pyet.max(pyet.asarray(huge))._kernel.into_leaves(d, (huge,)) is False
+    assert d == 5.0
+    empty = np.zeros((0, 3))
+    assert pyet.sum(pyet.asarray(empty), axis=0)._kernel.into_leaves(
+        np.full(3, 5.0), (empty,)) is False
+
+
+def test_any_all_of_numbers_take_bools():
+    # any/all are logical_or/and.reduce with dtype=bool, as np.any calls them:
+    # NaN is true, -0.0 false, on every layout and through the pass
+    a = np.array([[0.0, -0.0, np.nan], [0.0, 0.0, 0.0], [2.0, 1.0, -1.0]])
+    for x in (a, np.asfortranarray(a), a[::-1, ::-1]):
+        X = pyet.asarray(x)
+        for kind in ("any", "all"):
+            for axis in (None, 0, 1):
+                want = getattr(np, kind)(x, axis=axis)
+                got = pyet.evaluate(getattr(pyet, kind)(X, axis=axis))
+                np.testing.assert_array_equal(got, want)
+                assert np.asarray(got).dtype == np.bool_
 
 
 def test_errors_before_any_write():

@@ -23,9 +23,11 @@ _BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.f
                            np.dtype(np.float64))
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
          "argmax": 7, "argmin": 8}
-# the ufunc reductions np.sum, np.prod, np.max and np.min call for ndarrays
-_UFUNC_REDUCE = {"sum": np.add.reduce, "prod": np.multiply.reduce, "max": np.maximum.reduce,
-                 "min": np.minimum.reduce}
+# the ufunc reduce np.sum, np.prod, np.max, np.min, np.all and np.any call for
+# ndarrays, with its dtype argument
+_UFUNC_REDUCE = {"sum": (np.add.reduce, None), "prod": (np.multiply.reduce, None),
+                 "max": (np.maximum.reduce, None), "min": (np.minimum.reduce, None),
+                 "all": (np.logical_and.reduce, _BOOL), "any": (np.logical_or.reduce, _BOOL)}
 _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
             "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
 
@@ -81,13 +83,12 @@ def _small_leaf(kind, child):
             and kind != "argmax" and kind != "argmin")
 
 
-def _rows_sum(kind, axes, child, dst):
+def _rows_sum(array, dst):
     """A small float leaf's sum over its first axis folded into ``dst`` row
     after row by core.fold_rows (NumPy's order there: its bits; a bias
     gradient of (256, 128) float32 0.3x the time of np.add.reduce's row by
     row loop).  False, nothing written, where it does not apply."""
-    return (kind == "sum" and axes == (0,) and _small_leaf(kind, child) and child.ndim > 1
-            and core.fold_rows(dst, child._array, _FOLD["sum"], 1))
+    return array.ndim > 1 and core.fold_rows(dst, array, _FOLD["sum"], 1)
 
 
 def _numpy_kind(kind, child, axes, whole):
@@ -157,14 +158,14 @@ def _numpy_leaf(kind, child, axes, whole, nthreads):
 
 
 def _numpy_reduction(kind, array, axis, keepdims, out=None):
-    # the ufunc's reduce where np.sum/prod/max/min would call it (without their
-    # Python wrapper, ~2 us), NumPy's function for the others
-    reduce = _UFUNC_REDUCE.get(kind)
+    # the ufunc's reduce where np.sum/prod/max/min/all/any would call it
+    # (without their Python wrapper, ~1-2 us), NumPy's function for the others
     if kind in ("argmax", "argmin"):  # (the method: np.argmax's wrapper ~1 us)
         return getattr(array, kind)(axis=None if axis is None else axis[0], out=out,
                                     keepdims=keepdims)
+    reduce, dtype = _UFUNC_REDUCE.get(kind, (None, None))
     if reduce is not None:
-        return reduce(array, axis=axis, out=out, keepdims=keepdims)
+        return reduce(array, axis, dtype, out, keepdims)
     if kind == "mean" and out is not None:
         count = array.size if axis is None else math.prod([array.shape[a] for a in axis])
         if count:
@@ -318,22 +319,28 @@ class Reduction(Special):
     """A reduction of ``kind`` over ``axes`` (sorted), folded block by block
     into accumulators: the tree below is read once, never materialized."""
 
-    __slots__ = ("kind", "axes", "keepdims", "whole", "_ufunc_reduce", "_numpy_axis",
-                 "_params", "_leaf_reduce", "into_leaves")
+    __slots__ = ("kind", "axes", "keepdims", "whole", "_numpy_axis", "_params",
+                 "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
-        # a small leaf's fold is NumPy's ufunc reduce (into()'s first check):
-        # what it is called with, decided once
-        self._ufunc_reduce = _UFUNC_REDUCE.get(kind)
-        # (one axis as an int, as np.sum passes it: a tuple costs the ufunc ~0.4 us more)
+        # a small leaf's reduction is NumPy's (into_leaves, into()'s first
+        # check): what it is called with, decided once.  (One axis as an int,
+        # as np.sum passes it: a tuple costs the ufunc ~0.4 us more)
         self._numpy_axis = None if whole else axes[0] if len(axes) == 1 else axes
+        arg = kind in ("argmax", "argmin")
+        if arg and not axes:  # (a 0-d operand's axis 0: NumPy's argmax takes an int or None)
+            self._numpy_axis = None
         self._params = (kind, axes, keepdims, whole)
-        # into_leaves' ufunc reduce: not for a sum over axis 0 (into()'s row
-        # fold first, _rows_sum), nor for the kinds without one
-        self._leaf_reduce = None if kind == "sum" and axes == (0,) else self._ufunc_reduce
-        # (None where it never applies: the engine then calls into() at once)
-        self.into_leaves = None if self._leaf_reduce is None else self._reduce_leaves
+        # the ufunc reduce np.sum/prod/max/min/all/any call, and its dtype
+        # argument; ndarray's argmax or argmin method (np.argmax's wrapper
+        # costs ~0.9 us); mean by _numpy_reduction
+        self._leaf_reduce, self._leaf_dtype = _UFUNC_REDUCE.get(kind, (None, None))
+        self._leaf_arg = getattr(np.ndarray, kind) if arg else None
+        # the largest leaf NumPy reduces (argmax's pass pays from ARG_PASS_MIN)
+        self._leaf_max = ARG_PASS_MIN - 1 if arg else SMALL_LEAF
+        # a sum over axis 0 folds rows first (_rows_sum)
+        self._rows_first = kind == "sum" and axes == (0,)
 
     @property
     def name(self):
@@ -342,16 +349,25 @@ class Reduction(Special):
     def params(self):
         return self._params
 
-    def _reduce_leaves(self, dst, arrays):
-        """``into_leaves`` at the root over a leaf (the engine's into_directly): a small
-        non-empty leaf's sum, prod, max or min by NumPy's ufunc reduce straight
-        into ``dst``, as into() does first, without its frame and checks
-        (~0.3 us of a 16^3 max's ~3); False, nothing written, otherwise."""
-        reduce = self._leaf_reduce
+    def into_leaves(self, dst, arrays):
+        """At the root over a leaf (the engine's into_directly, dst of the
+        result's dtype): a small non-empty leaf's reduction by NumPy's own
+        call straight into ``dst``, as into() does first, without its frame
+        and checks (argmax of (85, 3) into dst 2.2 -> 1.0 us, NumPy's
+        np.argmax 1.15); False, nothing written, otherwise."""
         a = arrays[0]
-        if reduce is None or not 0 < a.size <= SMALL_LEAF:
+        if not 0 < a.size <= self._leaf_max:
             return False
-        reduce(a, self._numpy_axis, None, dst, self.keepdims)
+        if self._rows_first and _rows_sum(a, dst):
+            return True
+        reduce = self._leaf_reduce
+        if reduce is not None:
+            reduce(a, self._numpy_axis, self._leaf_dtype, dst, self.keepdims)
+        elif self._leaf_arg is not None:
+            self._leaf_arg(a, self._numpy_axis, dst, keepdims=self.keepdims)
+        else:
+            _numpy_reduction(self.kind, a, None if self.whole else self.axes, self.keepdims,
+                             dst)
         return True
 
     def describe(self):
@@ -366,18 +382,8 @@ class Reduction(Special):
         if type(child) is not _Tensor:
             child = materialize(child)
         kind, axes = self.kind, self.axes
-        if _rows_sum(kind, axes, child, dst):
-            return
-        if _small_leaf(kind, child):
-            # NumPy's own reduction: the same work with less set-up; sum, prod,
-            # max and min by their ufunc's reduce, its arguments made once
-            reduce = self._ufunc_reduce
-            if reduce is not None:
-                reduce(child._array, self._numpy_axis, None, dst, self.keepdims)
-            else:
-                _numpy_reduction(kind, child._array, None if self.whole else axes,
-                                 self.keepdims, dst)
-            return
+        if isinstance(child, _Tensor) and self.into_leaves(dst, (child._array,)):
+            return  # a small leaf: NumPy's own reduction, the same work with less set-up
         nthreads = core.reduce_threads(child.size)
         # NumPy's faster loops (_numpy_kind; out= of the result's dtype)
         if (_numpy_leaf(kind, child, axes, self.whole, nthreads)
@@ -503,13 +509,12 @@ class Reduction(Special):
         return self._value(child, self._across_rows(child))
 
     def _value(self, child, across_rows):
-        if self.kind == "sum" and self.axes == (0,) and _small_leaf(self.kind, child):
-            out = np.empty(_out_shape("sum", child.shape, (0,), self.keepdims, False),
-                           child.dtype)
-            if _rows_sum(self.kind, self.axes, child, out):
-                return out
-        if _small_leaf(self.kind, child) or _numpy_leaf(
-                self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
+        if isinstance(child, _Tensor) and 0 < child.size <= self._leaf_max:
+            out = np.empty(_out_shape(self.kind, child.shape, self.axes, self.keepdims,
+                                      self.whole), _result_dtype(self.kind, child.dtype))
+            self.into_leaves(out, (child._array,))
+            return out
+        if _numpy_leaf(self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
             return np.asarray(_numpy_reduction(
                 self.kind, child._array, None if self.whole else self.axes, self.keepdims))
         if self.kind in ("argmax", "argmin"):
@@ -521,17 +526,19 @@ class Reduction(Special):
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
         kind, axes = self.kind, self.axes
-        if _rows_sum(kind, axes, child, out):  # (out written: the replay writes it again)
+        small = _small_leaf(kind, child)
+        if small and self._rows_first and _rows_sum(child._array, out):
+            # (out written: the replay writes it again)
             return functools.partial(core.fold_rows, out, child._array, _FOLD["sum"], 1)
-        if _small_leaf(kind, child) and self._ufunc_reduce is not None:
-            # what np.sum/prod/max/min(..., out=out) call, without their Python wrapper
-            return functools.partial(self._ufunc_reduce, child._array, self._numpy_axis, None,
-                                     out, self.keepdims)
-        if _small_leaf(kind, child) and kind == "mean":
+        if small and self._leaf_reduce is not None:
+            # what np.sum/prod/max/min/all/any(..., out=out) call, without their wrapper
+            return functools.partial(self._leaf_reduce, child._array, self._numpy_axis,
+                                     self._leaf_dtype, out, self.keepdims)
+        if small and kind == "mean":
             return functools.partial(_mean_into, child._array, None if self.whole else axes,
                                      self.keepdims, out,
                                      math.prod([child.shape[a] for a in axes]))
-        if _small_leaf(kind, child) or kind in ("argmax", "argmin") or _numpy_kind(
+        if small or kind in ("argmax", "argmin") or _numpy_kind(
                 kind, child, axes, self.whole):
             return lambda: self.into(out, (child,))  # (NumPy's or not: into decides each time)
         across_rows = self._across_rows(child)
