@@ -401,7 +401,7 @@ def test_take_grad_layouts(kind, dkind, dtype):
 
 @pytest.mark.parametrize("kind", OPERAND_KINDS)
 @pytest.mark.parametrize("dkind", DST_KINDS)
-@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.bool_])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.bool_, np.float32, np.int32])
 def test_choose_row_element_layouts(kind, dkind, dtype):
     m = operand(rand((5, 4), dtype), kind)
     idx = np.array([3, 0, -1, 2, 1])
@@ -435,6 +435,14 @@ def test_gather_kernel_errors():
             nn.take_into(out, w.astype(dt), np.array([3, 1]))
     with pytest.raises(ValueError, match="indices must be 2 intp"):
         nn.choose_into(np.zeros(2), np.zeros((2, 3)), np.zeros(2, np.int32))
+    c = np.zeros(2)
+    nn.choose_into(c, w[:2].astype(np.dtype(np.float64, metadata={"m": 1})), np.array([2, 0]))
+    np.testing.assert_array_equal(c, [2.0, 3.0])
+    for dt in (np.float32, ">f8"):
+        with pytest.raises(ValueError, match="cannot choose from"):
+            nn.choose_into(c, w[:2].astype(dt), np.array([2, 0]))
+    with pytest.raises(ValueError, match="cannot choose from"):
+        nn.choose_into(np.zeros(3), w, np.array([0, 0, 0]))  # 4 rows into 3
     with pytest.raises(TypeError, match="unsupported dtype bool"):
         nn.take_grad_into(np.zeros((2, 3), bool), np.zeros((2, 3), bool), np.zeros(2, np.intp))
 

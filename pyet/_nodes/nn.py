@@ -209,6 +209,7 @@ class ChooseRowElement(Kernel):
 
     __slots__ = ()
     name = "choose_row_element"
+    into_leaves = _nn_kernels.choose_leaves  # the compiled gather, no Python frame
 
     def params(self):
         return ()

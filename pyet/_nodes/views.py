@@ -191,10 +191,15 @@ def flip(e, axis=None):
     """``e`` reversed along ``axis`` (an int, a tuple, or None for every axis),
     lazily (NumPy's ``flip``): leaves are read through negative strides."""
     x = _operand(e)
-    if axis is None:
+    if type(axis) is int:  # one axis: no repeat to look for (the general path ~0.6 us)
+        nd = len(x.shape)
+        axes = (axis if 0 <= axis < nd else core.axis_index(axis, nd),)
+        # (push_view without _push's frame: flip(a + b) of 16 x 16 built in 1.2 -> 0.9 us)
+        pushed = core.push_view(x, "flip", axes)
+        if pushed is not None:
+            return pushed
+    elif axis is None:
         axes = tuple(range(x.ndim))
-    elif type(axis) is int:  # one axis: no repeat to look for (the general path ~0.6 us)
-        axes = (core.axis_index(axis, len(x.shape)),)
     else:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         axes = tuple([core.axis_index(a, x.ndim) for a in axes])
