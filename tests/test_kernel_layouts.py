@@ -389,7 +389,7 @@ def test_take_destination_layouts(kind, dtype):
 
 @pytest.mark.parametrize("kind", OPERAND_KINDS)
 @pytest.mark.parametrize("dkind", DST_KINDS)
-@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float32, np.int64])
 def test_take_grad_layouts(kind, dkind, dtype):
     g = operand(rand((5, 3), dtype), kind)
     idx = np.array([1, 3, 1, -1, 0])
@@ -445,6 +445,15 @@ def test_gather_kernel_errors():
         nn.choose_into(np.zeros(3), w, np.array([0, 0, 0]))  # 4 rows into 3
     with pytest.raises(TypeError, match="unsupported dtype bool"):
         nn.take_grad_into(np.zeros((2, 3), bool), np.zeros((2, 3), bool), np.zeros(2, np.intp))
+    t = np.full((4, 3), 9.0)
+    nn.take_grad_into(t, w.astype(np.dtype(np.float64, metadata={"m": 1})), np.array([1, 1, 3, 0]))
+    np.testing.assert_array_equal(t, [w[3], w[0] + w[1], [0, 0, 0], w[2]])
+    with pytest.raises(ValueError, match="cannot add rows"):
+        nn.take_grad_into(t, w.astype(">f8"), np.array([1, 1, 3, 0]))
+    swapped = np.zeros((4, 3), ">f8")  # (its bits are not the kernels' doubles)
+    with pytest.raises(TypeError, match="unsupported dtype >f8"):
+        nn.take_grad_into(swapped, w.astype(">f8"), np.array([1, 1, 3, 0]))
+    assert not swapped.any()
 
 
 # ------------------------------------------------------------------ spatial

@@ -40,6 +40,15 @@ cdef inline num_kind kind_of(num_t *tag) noexcept nogil:
         return KIND_I64
 
 
+cdef inline int num_kind_of(cnp.ndarray a) noexcept:
+    # a's num_kind (native byte order, a num_t's type number), -1 for any other
+    cdef int t = cnp.PyArray_TYPE(a)
+    if not cnp.PyArray_ISNOTSWAPPED(a):
+        return -1
+    return KIND_F32 if t == cnp.NPY_FLOAT32 else KIND_F64 if t == cnp.NPY_FLOAT64 else \
+        KIND_I32 if t == cnp.NPY_INT32 else KIND_I64 if t == cnp.NPY_INT64 else -1
+
+
 # ------------------------------------------------------------ threads
 
 # A kernel's work as lines (rows, image rows, columns) that write disjoint

@@ -289,6 +289,7 @@ class TakeGrad(Kernel):
 
     __slots__ = ("num_rows",)
     name = "take_grad"
+    into_leaves = _nn_kernels.take_grad_leaves  # a vector of indices, 2-D rows: no Python frame
 
     def __init__(self, num_rows):
         self.num_rows = num_rows
