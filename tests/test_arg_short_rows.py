@@ -57,7 +57,8 @@ def test_which_leaves_are_short_inner():
 @pytest.mark.parametrize("layout", ["C (n, 3)", "F (3, n)", "C (n, 8)"])
 def test_order_free_reductions_of_short_inner_axes(layout, dtype):
     # max, min, any, all (and integer sum, prod, mean) of a leaf whose
-    # innermost axis is short: NumPy's loop, NumPy's values exactly
+    # innermost axis is short: NumPy's loop or the short folds
+    # (test_short_axis_folds), NumPy's values exactly
     rng = np.random.default_rng(5)
     base = rng.integers(-3, 4, (30001, 8 if "8" in layout else 3)).astype(dtype)
     x = np.asfortranarray(base.T) if layout.startswith("F") else base

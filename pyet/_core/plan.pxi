@@ -3640,6 +3640,50 @@ def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     return True
 
 
+def arg_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
+    """argmax or argmin (``red``) of ``src`` along ``axis`` into int64
+    ``dst`` (the kept axes' shape) on this thread, one row after another
+    (pyet_arg_rows): for short axes, where NumPy calls its loop once a row
+    and the pass folds each row by itself.  Any strides of src and dst
+    whose kept axes merge into one run of rows in both.  Returns False,
+    nothing written, for anything else (dst overlapping src, misaligned,
+    read-only, not int64)."""
+    cdef int nd = cnp.PyArray_NDIM(src), dt = array_dtype_code(src), d, j
+    cdef pyet_intp k, nrows = 1, rs = 0, os = 0, n
+    if (red != RED_ARGMAX and red != RED_ARGMIN) or not 0 <= axis < nd \
+            or cnp.PyArray_TYPE(dst) != cnp.NPY_INT64 or not cnp.PyArray_ISWRITEABLE(dst) \
+            or not cnp.PyArray_ISALIGNED(dst) or not cnp.PyArray_ISALIGNED(src) \
+            or not cnp.PyArray_ISNOTSWAPPED(src) or cnp.PyArray_NDIM(dst) != nd - 1:
+        return False
+    k = cnp.PyArray_DIMS(src)[axis]
+    if k < 1 or cnp.PyArray_SIZE(src) == 0:
+        return False
+    # the kept axes (src's, and dst's in the same order) as one run of rows:
+    # each longer than 1 a whole number of the next one's steps in both
+    j = 0
+    for d in range(nd):
+        if d == axis:
+            continue
+        n = cnp.PyArray_DIMS(src)[d]
+        if n != cnp.PyArray_DIMS(dst)[j]:
+            return False
+        if n > 1:
+            if nrows > 1 and (rs != cnp.PyArray_STRIDES(src)[d] * n
+                              or os != cnp.PyArray_STRIDES(dst)[j] * n):
+                return False
+            rs, os = cnp.PyArray_STRIDES(src)[d], cnp.PyArray_STRIDES(dst)[j]
+            nrows *= n
+        j += 1
+    if _bounds_overlap(dst, src):
+        return False
+    cdef const char *data = <const char *>cnp.PyArray_DATA(src)
+    cdef char *out = <char *>cnp.PyArray_DATA(dst)
+    cdef pyet_intp cs = cnp.PyArray_STRIDES(src)[axis]
+    with nogil:
+        pyet_arg_rows(red, dt, nrows, k, data, rs, cs, out, os)
+    return True
+
+
 def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     """A float32/float64 max, min or sum (int32/int64 max or min) of a
     C-contiguous leaf over its k leading axes into C-contiguous ``dst`` (the
