@@ -109,7 +109,7 @@ def test_wide_rows_as_numpy(dtype, threads):
     rng = np.random.default_rng(9)
     pyet.set_num_threads(threads)
     try:
-        for rows, k in [(40000, 3), (3001, 17), (20000, 2), (1000, 63), (90001, 1)]:
+        for rows, k in [(40000, 3), (3001, 17), (20000, 2), (4001, 63), (90001, 1), (2047, 3)]:
             x = values(rng, (rows, k), dtype)
             kinds = ORDER_FREE + (["sum", "prod"] if dtype is not np.float64 else [])
             for kind in kinds:
@@ -125,24 +125,35 @@ def test_wide_rows_as_numpy(dtype, threads):
         pyet.set_num_threads(1)
 
 
+def takes(kind, a, axis, dst_shape, dtype=np.float64):
+    # whether the reduction's kernel (made for a's shape and dtype, as
+    # _layout makes it) takes a short way for a
+    kernel = getattr(pyet, kind)(pyet.asarray(a), axis=axis)._kernel
+    return kernel._short_fold(np.empty(dst_shape, dtype), a, run=False)
+
+
 def test_which_leaves_take_the_short_paths():
-    red = pyet.max(pyet.asarray(np.zeros((3, 3))), axis=1)._kernel
-    out = np.empty(3000)
-    assert red._short_fold(out, np.zeros((3000, 3)), run=False)  # a short reduced axis
-    assert not red._short_fold(out, np.zeros((3000, 8)), run=False)  # 8: NumPy's order differs
-    red0 = pyet.max(pyet.asarray(np.zeros((3, 3))), axis=0)._kernel
-    out = np.empty(3)
-    m = reductions.WIDE_ROWS // 3
-    assert red0._short_fold(out, np.zeros((2 * m, 3)), run=False)
-    assert not red0._short_fold(out, np.zeros((2 * m - 1, 3)), run=False)  # under two wide rows
-    assert not red0._short_fold(out, np.zeros((2 * m, 6))[:, ::2], run=False)  # not contiguous
-    big = np.zeros((4 * m, 64))
-    assert not red0._short_fold(np.empty(64), big, run=False)  # rows of 64: not short
-    s0 = pyet.sum(pyet.asarray(np.zeros((3, 3))), axis=0)._kernel
-    assert not s0._short_fold(out, np.zeros((2 * m, 3)), run=False)  # float sums: the pass's
-    assert s0._short_fold(out, np.zeros((2 * m, 3), np.int32), run=False)
-    arg = pyet.argmax(pyet.asarray(np.zeros((3, 3))), axis=1)._kernel
-    assert not arg._short_fold(np.empty(3000, np.intp), np.zeros((3000, 3)), run=False)
+    assert takes("max", np.zeros((3000, 3)), 1, 3000)  # a short innermost axis
+    assert not takes("max", np.zeros((3000, 8)), 1, 3000)  # 8: NumPy's order differs
+    # not innermost in memory: NumPy folds the rows elementwise, fast
+    assert not takes("max", np.asfortranarray(np.zeros((3000, 3))), 1, 3000)
+    rows = reductions.WIDE_MIN_ROWS
+    assert takes("max", np.zeros((rows, 3)), 0, 3)
+    assert not takes("max", np.zeros((rows - 1, 3)), 0, 3)  # too few rows
+    assert not takes("max", np.zeros((rows, 6))[:, ::2], 0, 3)  # not contiguous
+    assert not takes("max", np.zeros((4 * rows, 1)), 0, 1)  # a column: NumPy's fast
+    assert not takes("max", np.zeros((rows, 64)), 0, 64)  # rows of 64
+    assert takes("max", np.asfortranarray(np.zeros((3, rows))), 1, 3)  # F: its transpose
+    assert not takes("sum", np.zeros((rows, 3)), 0, 3)  # float sums: the pass's
+    assert takes("sum", np.zeros((rows, 3), np.int32), 0, 3, np.int64)
+    # argmax: asked, never taken without running (arg_rows may refuse)
+    assert not takes("argmax", np.zeros((3000, 3)), 1, 3000, np.intp)
+    # the way is kept per layout: a kernel asked of another layout answers for it
+    a = np.zeros((3000, 3))
+    kernel = pyet.max(pyet.asarray(a), axis=1)._kernel
+    assert kernel._short_fold(np.empty(3000), a, run=False)
+    assert not kernel._short_fold(np.empty(3000), np.asfortranarray(a), run=False)
+    assert len(kernel._short_ways) == 2
 
 
 def test_small_and_overlapping_leaves():
@@ -202,3 +213,27 @@ def test_arg_rows_refusals():
     d = np.full(20, -5, np.int64)
     assert not core.arg_rows(d, x, reductions._FOLD["argmax"], 5)
     assert (d == -5).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+def test_axes_of_one_element(dtype):
+    # (n, 1) columns and other ones-axes reduce as the leaf without them
+    # (Reduction._squeezed), or over the axis of one (a copy, argmax zeros)
+    rng = np.random.default_rng(4)
+    for shape in [(20000, 1), (1, 20000), (5000, 1, 3), (1, 3000, 1, 2), (70001, 1)]:
+        x = values(rng, shape, dtype)
+        for kind in KINDS + ["argmax", "argmin"]:
+            if dtype is np.bool_ and kind in ("max", "min", "prod", "mean"):
+                continue
+            axes = range(len(shape)) if kind.startswith("arg") else \
+                list(range(len(shape))) + [(0, len(shape) - 1)]
+            for axis in axes:
+                with np.errstate(all="ignore"):
+                    check_into(kind, x, axis)
+                    check_into(kind, np.asfortranarray(x), axis, keepdims=True)
+    red = pyet.max(pyet.asarray(np.zeros((3, 1))), axis=0)._kernel
+    assert red._squeezed(np.empty(1), np.zeros((3, 1)), run=False)
+    red = pyet.max(pyet.asarray(np.zeros((4, 3))), axis=0)._kernel
+    assert not red._squeezed(np.empty(3), np.zeros((4, 3)), run=False)  # no axis of one
+    arg = pyet.argmax(pyet.asarray(np.zeros((3, 1))), axis=1)._kernel
+    assert not arg._squeezed(np.empty(3, np.intp), np.zeros((3, 1)), run=False)

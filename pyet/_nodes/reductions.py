@@ -85,8 +85,10 @@ SHORT_AXIS = 8
 SHORT_FOLD_MIN = 1 << 12
 # rows of a C leaf's kept trailing axes (fewer than SHORT_INNER elements)
 # folded over its leading axes are viewed this many elements wide (_wide_rows:
-# float64 max over axis 0 of (87381, 3) C: NumPy 2.3 ms, 1024 wide 40-52 us)
+# float64 max over axis 0 of (87381, 3) C: NumPy 2.3 ms, 1024 wide 40-52 us),
+# from this many rows (NumPy's loop costs 15-30 ns a row; the wide fold's set-up ~10 us)
 WIDE_ROWS = 1024
+WIDE_MIN_ROWS = 2048
 
 
 def _small_leaf(kind, child):
@@ -98,8 +100,10 @@ def _rows_sum(array, dst):
     """A small float leaf's sum over its first axis folded into ``dst`` row
     after row by core.fold_rows (NumPy's order there: its bits; a bias
     gradient of (256, 128) float32 0.3x the time of np.add.reduce's row by
-    row loop).  False, nothing written, where it does not apply."""
-    return array.ndim > 1 and core.fold_rows(dst, array, _FOLD["sum"], 1)
+    row loop), rows of 2 elements or more (rows of 1 of a (16384, 1) column
+    were 5x NumPy's time).  False, nothing written, where it does not apply."""
+    return (array.ndim > 1 and array.size >= 2 * array.shape[0]
+            and core.fold_rows(dst, array, _FOLD["sum"], 1))
 
 
 def _numpy_kind(kind, child, axes, whole):
@@ -120,6 +124,7 @@ def _numpy_kind(kind, child, axes, whole):
     if not (isinstance(child, core.Tensor) and child.size > 0 and child.ndim > 0):
         return False
     array = child._array
+    whole = whole or len(axes) == array.ndim  # (every axis named: axis=0 of a vector)
     if kind in ("argmax", "argmin") and (child.dtype == _BOOL or whole
                                          or array.size < ARG_PASS_MIN):
         return True
@@ -186,6 +191,9 @@ def _fold_slices(kind, array, axis, dst):
     core.assign(dst, tree)
 
 
+# Reduction._short_fold's ways
+_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T = range(5)
+
 # two slices' fold (_fold_slices)
 _SLICE_FOLD = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b,
                "prod": lambda a, b: a * b, "max": lambda a, b: core.apply("maximum", (a, b)),
@@ -212,10 +220,19 @@ def _wide_rows(kind, array, nlead, dst):
         flat[:whole].reshape(whole // m, m * k)), 0))
     reduce, dtype = _UFUNC_REDUCE[kind]
     dtype = dtype or out_dtype
-    acc = reduce(part, 0, dtype)
+    acc = _fold_lead(reduce, part, dtype)
     if whole < rows:
-        acc = _COMBINE[kind](acc, reduce(flat[whole:], 0, dtype), dtype=dtype)
+        acc = _COMBINE[kind](acc, _fold_lead(reduce, flat[whole:], dtype), dtype=dtype)
     np.copyto(dst, acc.reshape(dst.shape))
+
+
+def _fold_lead(reduce, rows, dtype):
+    # (r, k) C rows folded over axis 0; under 16 columns as their transposed
+    # copy along axis 1 (NumPy's loop once a row: 341 x 3 float64 max 9.8 us,
+    # the copy's 2.0 us)
+    if rows.shape[1] < 16:
+        return reduce(np.ascontiguousarray(rows.T), 1, dtype)
+    return reduce(rows, 0, dtype)
 
 
 def _numpy_leaf(kind, child, axes, whole, nthreads):
@@ -387,7 +404,8 @@ class Reduction(Special):
     into accumulators: the tree below is read once, never materialized."""
 
     __slots__ = ("kind", "axes", "keepdims", "whole", "_numpy_axis", "_params",
-                 "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first")
+                 "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first", "_wide",
+                 "_short_ways")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
@@ -404,6 +422,9 @@ class Reduction(Special):
         # costs ~0.9 us); mean by _numpy_reduction
         self._leaf_reduce, self._leaf_dtype = _UFUNC_REDUCE.get(kind, (None, None))
         self._leaf_arg = getattr(np.ndarray, kind) if arg else None
+        # the kinds _wide_rows folds (sum and prod of integers and bools only)
+        self._wide = kind in ("max", "min", "any", "all", "sum", "prod")
+        self._short_ways = {}  # the leaf's strides -> _short_way's answer
         # the largest leaf NumPy reduces (argmax's pass pays from ARG_PASS_MIN)
         self._leaf_max = ARG_PASS_MIN - 1 if arg else SMALL_LEAF
         # a sum over axis 0 folds rows first (_rows_sum)
@@ -440,34 +461,82 @@ class Reduction(Special):
         return True
 
     def _short_fold(self, dst, a, run=True):
-        """Leaf array ``a``'s reduction into ``dst`` over one short axis
-        (_fold_slices; argmax and argmin by core.arg_rows) or over the
-        leading axes of short kept rows (_wide_rows), where NumPy's loop runs
-        once per output element or per row: True, written (``run``: False,
-        only asked); False, nothing written."""
-        kind, axes, nd = self.kind, self.axes, a.ndim
-        if len(axes) == nd:
+        """Leaf array ``a``'s reduction into ``dst`` where NumPy's loop runs
+        once per output element or per row: over one short axis (argmax and
+        argmin by core.arg_rows on any layout; the others by _fold_slices
+        along the innermost axis in memory) or over the leading axes of
+        short kept rows (_wide_rows, a C leaf or F's transpose).  True,
+        written (``run``: False, only asked); False, nothing written.  The
+        way is decided once per layout (_short_way: ~0.4 us a call, a
+        tenth of a 64^2 max's)."""
+        key = a.strides  # (a kernel is _layout's, of one shape and dtype)
+        way = self._short_ways.get(key)
+        if way is None:
+            if len(self._short_ways) >= 16:
+                self._short_ways.clear()
+            way = self._short_ways[key] = self._short_way(a)
+        if way == _NO_WAY:
             return False
-        if kind in ("argmax", "argmin"):  # (asked only by running: core.arg_rows may refuse)
-            return (run and 2 <= a.shape[axes[0]] < SHORT_INNER and core.arg_rows(
-                np.squeeze(dst, axes[0]) if self.keepdims else dst, a, _FOLD[kind], axes[0]))
-        if len(axes) == 1 and 2 <= a.shape[axes[0]] < SHORT_AXIS:
-            if run:
-                _fold_slices(kind, a, axes[0],
-                             np.squeeze(dst, axes[0]) if self.keepdims else dst)
-            return True
-        if not (kind in ("max", "min", "any", "all")
-                or (kind in ("sum", "prod") and a.dtype.kind in "iub")):
-            return False
-        if a.flags.f_contiguous and not a.flags.c_contiguous:  # (as its C transpose)
-            a, axes, dst = a.T, tuple(sorted(nd - 1 - x for x in axes)), dst.T
-        lead = len(axes)
-        k = math.prod(a.shape[lead:])
-        if not (a.flags.c_contiguous and axes == tuple(range(lead)) and k < SHORT_INNER
-                and a.size // k >= 2 * (WIDE_ROWS // k)):  # (two wide rows or more)
-            return False
+        axes = self.axes
+        if way == _ARG_ROWS:  # (asked only by running: arg_rows may refuse)
+            return run and core.arg_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
+                                         a, _FOLD[self.kind], axes[0])
         if run:
-            _wide_rows(kind, a, lead, dst)
+            if way == _SLICES:
+                _fold_slices(self.kind, a, axes[0],
+                             np.squeeze(dst, axes[0]) if self.keepdims else dst)
+            elif way == _WIDE:
+                _wide_rows(self.kind, a, len(axes), dst)
+            else:  # an F leaf as its C transpose
+                _wide_rows(self.kind, a.T, len(axes), dst.T)
+        return True
+
+    def _short_way(self, a):
+        # which of _short_fold's ways a leaf of a's layout takes
+        axes, nd, shape, strides = self.axes, a.ndim, a.shape, a.strides
+        if len(axes) == nd:
+            return _NO_WAY
+        if len(axes) == 1 and shape[axes[0]] < SHORT_INNER:
+            axis = axes[0]
+            if self._leaf_arg is not None:
+                # (rows of 32 or more in place: NumPy's SIMD loop a row wins,
+                # float64 (4161, 63) along axis 1 1.37x with arg_rows)
+                return (_ARG_ROWS if shape[axis] < 32 or abs(strides[axis]) != a.itemsize
+                        else _NO_WAY)
+            # (one element: a copy, worth a pass of its own on large leaves only)
+            if (abs(strides[axis]) == a.itemsize and 2 <= shape[axis] < SHORT_AXIS) or (
+                    shape[axis] == 1 and a.size > SMALL_LEAF):
+                return _SLICES
+        if not self._wide or (self.kind in ("sum", "prod") and a.dtype.kind == "f"):
+            return _NO_WAY
+        # the kept rows innermost in memory: a C leaf's trailing axes, an F leaf's leading ones
+        isz, lead = a.itemsize, len(axes)
+        if strides[-1] == isz and nd - 1 not in axes:
+            k, way = math.prod(shape[lead:]), _WIDE
+            ok = axes == tuple(range(lead)) and a.flags.c_contiguous
+        elif strides[0] == isz and 0 not in axes:
+            k, way = math.prod(shape[:nd - lead]), _WIDE_T
+            ok = axes == tuple(range(nd - lead, nd)) and a.flags.f_contiguous
+        else:
+            return _NO_WAY
+        return way if ok and 2 <= k < SHORT_INNER and a.size // k >= WIDE_MIN_ROWS else _NO_WAY
+
+    def _squeezed(self, dst, a, run=True):
+        """A leaf with axes of one element (an (n, 1) column) reduced as the
+        leaf without them into dst without them: its rows are not one
+        element each then (max over axis 0 of (262144, 1) float64 folded
+        262144 rows of 1, 37x NumPy's time).  True, written; False, nothing
+        written (no such axis; argmax and argmin; a whole reduction)."""
+        shape, axes = a.shape, self.axes
+        if 1 not in shape or self.whole or a.ndim < 2 or self._leaf_arg is not None:
+            return False  # (argmax: NumPy's loop or arg_rows take ones as they are)
+        if not run:
+            return True
+        keep = [i for i, n in enumerate(shape) if n != 1]
+        new_axes = tuple(j for j, i in enumerate(keep) if i in axes)
+        squeezed = a.reshape([shape[i] for i in keep])  # (dropping ones: a view)
+        node = reduction(self.kind, core.tensor(squeezed), new_axes)
+        core.assign(np.squeeze(dst), node)  # (dst's ones dropped: a view)
         return True
 
     def describe(self):
@@ -484,7 +553,8 @@ class Reduction(Special):
         kind, axes = self.kind, self.axes
         if isinstance(child, _Tensor) and (
                 self.into_leaves(dst, (child._array,))
-                or (child.size > self._leaf_max and self._short_fold(dst, child._array))):
+                or (child.size > self._leaf_max and (self._short_fold(dst, child._array)
+                                                     or self._squeezed(dst, child._array)))):
             # a small leaf: NumPy's own reduction, the same work with less
             # set-up; a short axis or short kept rows: their own passes
             return
@@ -617,7 +687,8 @@ class Reduction(Special):
             out = np.empty(_out_shape(self.kind, child.shape, self.axes, self.keepdims,
                                       self.whole), _result_dtype(self.kind, child.dtype))
             if self.into_leaves(out, (child._array,)) or (
-                    child.size > self._leaf_max and self._short_fold(out, child._array)):
+                    child.size > self._leaf_max and (self._short_fold(out, child._array)
+                                                     or self._squeezed(out, child._array))):
                 return out
         if _numpy_leaf(self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
             return np.asarray(_numpy_reduction(
@@ -631,9 +702,10 @@ class Reduction(Special):
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
         kind, axes = self.kind, self.axes
-        if isinstance(child, _Tensor) and child.size >= SHORT_FOLD_MIN and \
-                self._short_fold(out, child._array, run=False):
-            return functools.partial(self._short_fold, out, child._array)
+        if isinstance(child, _Tensor) and child.size >= SHORT_FOLD_MIN:
+            for how in (self._short_fold, self._squeezed):
+                if how(out, child._array, run=False):
+                    return functools.partial(how, out, child._array)
         small = _small_leaf(kind, child)
         if small and self._rows_first and _rows_sum(child._array, out):
             # (out written: the replay writes it again)
