@@ -279,6 +279,21 @@ def special_cases(n, rng, pattern):
                         lambda t=t, red=red, axis=axis, out2=out2: getattr(np, red)(
                             t, axis=axis, out=out2),
                         lambda out=out: out, tol=1e-12))
+    # a column (axes of one element) and rows of 7 (NumPy's sum order up to 7)
+    for dt in (np.int32, np.float64):
+        for shape, red, axis in (((n, 1), "max", 0), ((n, 1), "sum", 0), ((n // 7, 7), "sum", 1),
+                                 ((n // 7, 7), "argmax", 1)):
+            t = (rng.random(shape) * 100).astype(dt)
+            T = pyet.asarray(t)
+            want = getattr(np, red)(t, axis=axis)
+            out = out2 = np.empty(want.shape, want.dtype)
+            Dst = pyet.asarray(out)
+            cases.append(Case(
+                f"{red} axis={axis} {np.dtype(dt).name} {shape}",
+                lambda Dst=Dst, T=T, red=red, axis=axis: Dst.__setitem__(
+                    ..., getattr(pyet, red)(T, axis=axis)),
+                lambda t=t, red=red, axis=axis, out2=out2: getattr(np, red)(t, axis=axis, out=out2),
+                lambda out=out: out, tol=1e-12))
     m = int(n ** 0.5) // 2
     A, B = rng.random((m, m)), rng.random((m, m))
     v, w = rng.random(m), rng.random(m)
