@@ -467,8 +467,8 @@ class Reduction(Special):
         along the innermost axis in memory) or over the leading axes of
         short kept rows (_wide_rows, a C leaf or F's transpose).  True,
         written (``run``: False, only asked); False, nothing written.  The
-        way is decided once per layout (_short_way: ~0.4 us a call, a
-        tenth of a 64^2 max's)."""
+        way is decided once per layout, kept by its strides (_short_way
+        each call was ~0.4 us, a tenth of a 64^2 max's; a refusal now ~0.15)."""
         key = a.strides  # (a kernel is _layout's, of one shape and dtype)
         way = self._short_ways.get(key)
         if way is None:
@@ -534,9 +534,11 @@ class Reduction(Special):
             return True
         keep = [i for i, n in enumerate(shape) if n != 1]
         new_axes = tuple(j for j, i in enumerate(keep) if i in axes)
-        squeezed = a.reshape([shape[i] for i in keep])  # (dropping ones: a view)
-        node = reduction(self.kind, core.tensor(squeezed), new_axes)
-        core.assign(np.squeeze(dst), node)  # (dst's ones dropped: a view)
+        leaf = core.tensor(a.reshape([shape[i] for i in keep]))  # (dropping ones: a view)
+        # the reduction of that leaf's layout, into dst's view without its
+        # ones (the engine checked dst apart from the leaf's memory)
+        kernel = _layout(self.kind, leaf.shape, leaf._dt, new_axes, False)[0]
+        kernel.into(np.squeeze(dst), (leaf,))
         return True
 
     def describe(self):
@@ -702,10 +704,11 @@ class Reduction(Special):
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
         kind, axes = self.kind, self.axes
-        if isinstance(child, _Tensor) and child.size >= SHORT_FOLD_MIN:
-            for how in (self._short_fold, self._squeezed):
-                if how(out, child._array, run=False):
-                    return functools.partial(how, out, child._array)
+        if isinstance(child, _Tensor) and child.size >= SHORT_FOLD_MIN:  # (as into() takes them)
+            if self._short_fold(out, child._array, run=False):
+                return functools.partial(self._short_fold, out, child._array)
+            if child.size > self._leaf_max and self._squeezed(out, child._array, run=False):
+                return functools.partial(self._squeezed, out, child._array)
         small = _small_leaf(kind, child)
         if small and self._rows_first and _rows_sum(child._array, out):
             # (out written: the replay writes it again)
