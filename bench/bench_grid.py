@@ -246,6 +246,16 @@ def table_cases(n, rng, pattern):
     return cases
 
 
+
+def reduction_case(name, t, red, axis):
+    """pyet's ``red`` of array t over ``axis`` into a destination against NumPy's with out=."""
+    T = pyet.asarray(t)
+    want = getattr(np, red)(t, axis=axis)
+    out = out2 = np.empty(want.shape, want.dtype)
+    Dst = pyet.asarray(out)
+    return Case(name, lambda: Dst.__setitem__(..., getattr(pyet, red)(T, axis=axis)),
+                lambda: getattr(np, red)(t, axis=axis, out=out2), lambda: out, tol=1e-12)
+
 def special_cases(n, rng, pattern):
     cases = Cases(pattern)
     side = int(round(n ** (1 / 3)))
@@ -266,34 +276,18 @@ def special_cases(n, rng, pattern):
     for dt in (np.int32, np.float64):
         for order in ("C", "F"):
             t = np.asarray((rng.random((n // 3, 3)) * 100).astype(dt), order=order)
-            T = pyet.asarray(t)
             for red in ("sum", "max", "any", "argmax"):
                 for axis in (0, 1):
-                    want = getattr(np, red)(t, axis=axis)
-                    out = out2 = np.empty(want.shape, want.dtype)
-                    Dst = pyet.asarray(out)
-                    cases.append(Case(
-                        f"{red} axis={axis} {np.dtype(dt).name} ({n // 3}, 3) {order}",
-                        lambda Dst=Dst, T=T, red=red, axis=axis: Dst.__setitem__(
-                            ..., getattr(pyet, red)(T, axis=axis)),
-                        lambda t=t, red=red, axis=axis, out2=out2: getattr(np, red)(
-                            t, axis=axis, out=out2),
-                        lambda out=out: out, tol=1e-12))
+                    cases.append(reduction_case(
+                        f"{red} axis={axis} {np.dtype(dt).name} ({n // 3}, 3) {order}", t, red,
+                        axis))
     # a column (axes of one element) and rows of 7 (NumPy's sum order up to 7)
     for dt in (np.int32, np.float64):
         for shape, red, axis in (((n, 1), "max", 0), ((n, 1), "sum", 0), ((n // 7, 7), "sum", 1),
                                  ((n // 7, 7), "argmax", 1)):
             t = (rng.random(shape) * 100).astype(dt)
-            T = pyet.asarray(t)
-            want = getattr(np, red)(t, axis=axis)
-            out = out2 = np.empty(want.shape, want.dtype)
-            Dst = pyet.asarray(out)
-            cases.append(Case(
-                f"{red} axis={axis} {np.dtype(dt).name} {shape}",
-                lambda Dst=Dst, T=T, red=red, axis=axis: Dst.__setitem__(
-                    ..., getattr(pyet, red)(T, axis=axis)),
-                lambda t=t, red=red, axis=axis, out2=out2: getattr(np, red)(t, axis=axis, out=out2),
-                lambda out=out: out, tol=1e-12))
+            cases.append(reduction_case(f"{red} axis={axis} {np.dtype(dt).name} {shape}", t,
+                                        red, axis))
     m = int(n ** 0.5) // 2
     A, B = rng.random((m, m)), rng.random((m, m))
     v, w = rng.random(m), rng.random(m)
