@@ -237,3 +237,21 @@ def test_axes_of_one_element(dtype):
     assert not red._squeezed(np.empty(3), np.zeros((4, 3)), run=False)  # no axis of one
     arg = pyet.argmax(pyet.asarray(np.zeros((3, 1))), axis=1)._kernel
     assert not arg._squeezed(np.empty(3, np.intp), np.zeros((3, 1)), run=False)
+
+
+def test_short_folds_into_misaligned_and_strided_destinations():
+    # arg_rows refuses a misaligned dst (the general path then), the slices'
+    # and wide rows' passes write any destination the engine takes
+    rng = np.random.default_rng(8)
+    x = values(rng, (5000, 3), np.float64)
+    for kind, axis in (("argmax", 1), ("sum", 1), ("max", 0), ("any", 1)):
+        want = np.asarray(getattr(np, kind)(x, axis=axis))
+        packed = np.zeros(want.size, [("pad", "u1"), ("v", want.dtype)])  # itemsize+1 apart
+        dst = packed["v"].reshape(want.shape)
+        assert not dst.flags.aligned or want.dtype == np.bool_
+        pyet.asarray(dst)[...] = getattr(pyet, kind)(pyet.asarray(x), axis=axis)
+        np.testing.assert_array_equal(dst, want)
+        assert (packed["pad"] == 0).all()
+        strided = np.zeros(2 * want.size, want.dtype)[::2].reshape(want.shape)
+        pyet.asarray(strided)[...] = getattr(pyet, kind)(pyet.asarray(x), axis=axis)
+        np.testing.assert_array_equal(strided, want)
