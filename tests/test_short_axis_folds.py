@@ -231,12 +231,12 @@ def test_axes_of_one_element(dtype):
                 with np.errstate(all="ignore"):
                     check_into(kind, x, axis)
                     check_into(kind, np.asfortranarray(x), axis, keepdims=True)
-    red = pyet.max(pyet.asarray(np.zeros((3, 1))), axis=0)._kernel
-    assert red._squeezed(np.empty(1), np.zeros((3, 1)), run=False)
-    red = pyet.max(pyet.asarray(np.zeros((4, 3))), axis=0)._kernel
-    assert not red._squeezed(np.empty(3), np.zeros((4, 3)), run=False)  # no axis of one
-    arg = pyet.argmax(pyet.asarray(np.zeros((3, 1))), axis=1)._kernel
-    assert not arg._squeezed(np.empty(3, np.intp), np.zeros((3, 1)), run=False)
+    big = reductions.SMALL_LEAF + 1
+    assert takes("max", np.zeros((big, 1)), 0, 1)  # dropped past the small-leaf size
+    assert not takes("max", np.zeros((big - 1, 1)), 0, 1)  # NumPy's call below it
+    assert not takes("max", np.zeros((big, 1)), None, ())  # whole
+    assert not takes("argmax", np.zeros((big, 1)), 0, 1, np.intp)  # NumPy's or arg_rows'
+    assert takes("sum", np.zeros((1, big, 1)), (0, 1), 1)
 
 
 def test_short_folds_into_misaligned_and_strided_destinations():

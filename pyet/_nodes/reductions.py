@@ -192,7 +192,7 @@ def _fold_slices(kind, array, axis, dst):
 
 
 # Reduction._short_fold's ways
-_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T = range(5)
+_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED = range(6)
 
 # two slices' fold (_fold_slices)
 _SLICE_FOLD = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b,
@@ -405,7 +405,7 @@ class Reduction(Special):
 
     __slots__ = ("kind", "axes", "keepdims", "whole", "_numpy_axis", "_params",
                  "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first", "_wide",
-                 "_short_ways")
+                 "_short_ways", "_numpy_ways")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
@@ -425,6 +425,9 @@ class Reduction(Special):
         # the kinds _wide_rows folds (sum and prod of integers and bools only)
         self._wide = kind in ("max", "min", "any", "all", "sum", "prod")
         self._short_ways = {}  # the leaf's strides -> _short_way's answer
+        # (the leaf's strides, threads) -> the result's dtype where NumPy's
+        # loop takes the leaf (_numpy_leaf), else False
+        self._numpy_ways = {}
         # the largest leaf NumPy reduces (argmax's pass pays from ARG_PASS_MIN)
         self._leaf_max = ARG_PASS_MIN - 1 if arg else SMALL_LEAF
         # a sum over axis 0 folds rows first (_rows_sum)
@@ -465,7 +468,8 @@ class Reduction(Special):
         once per output element or per row: over one short axis (argmax and
         argmin by core.arg_rows on any layout; the others by _fold_slices
         along the innermost axis in memory) or over the leading axes of
-        short kept rows (_wide_rows, a C leaf or F's transpose).  True,
+        short kept rows (_wide_rows, a C leaf or F's transpose), or without
+        its axes of one element (_squeezed, large leaves).  True,
         written (``run``: False, only asked); False, nothing written.  The
         way is decided once per layout, kept by its strides (_short_way
         each call was ~0.4 us, a tenth of a 64^2 max's; a refusal now ~0.15)."""
@@ -482,7 +486,9 @@ class Reduction(Special):
             return run and core.arg_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
                                          a, _FOLD[self.kind], axes[0])
         if run:
-            if way == _SLICES:
+            if way == _SQUEEZED:
+                self._squeezed(dst, a)
+            elif way == _SLICES:
                 _fold_slices(self.kind, a, axes[0],
                              np.squeeze(dst, axes[0]) if self.keepdims else dst)
             elif way == _WIDE:
@@ -507,6 +513,9 @@ class Reduction(Special):
             if (abs(strides[axis]) == a.itemsize and 2 <= shape[axis] < SHORT_AXIS) or (
                     shape[axis] == 1 and a.size > SMALL_LEAF):
                 return _SLICES
+        if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
+                and self._leaf_arg is None:
+            return _SQUEEZED
         if not self._wide or (self.kind in ("sum", "prod") and a.dtype.kind == "f"):
             return _NO_WAY
         # the kept rows innermost in memory: a C leaf's trailing axes, an F leaf's leading ones
@@ -521,17 +530,13 @@ class Reduction(Special):
             return _NO_WAY
         return way if ok and 2 <= k < SHORT_INNER and a.size // k >= WIDE_MIN_ROWS else _NO_WAY
 
-    def _squeezed(self, dst, a, run=True):
-        """A leaf with axes of one element (an (n, 1) column) reduced as the
-        leaf without them into dst without them: its rows are not one
-        element each then (max over axis 0 of (262144, 1) float64 folded
-        262144 rows of 1, 37x NumPy's time).  True, written; False, nothing
-        written (no such axis; argmax and argmin; a whole reduction)."""
+    def _squeezed(self, dst, a):
+        """A large leaf with axes of one element (an (n, 1) column; not
+        argmax/argmin, not whole: _short_way) reduced as the leaf without
+        them into dst without them: its rows are not one element each then
+        (max over axis 0 of (262144, 1) float64 folded 262144 rows of 1,
+        37x NumPy's time)."""
         shape, axes = a.shape, self.axes
-        if 1 not in shape or self.whole or a.ndim < 2 or self._leaf_arg is not None:
-            return False  # (argmax: NumPy's loop or arg_rows take ones as they are)
-        if not run:
-            return True
         keep = [i for i, n in enumerate(shape) if n != 1]
         new_axes = tuple(j for j, i in enumerate(keep) if i in axes)
         leaf = core.tensor(a.reshape([shape[i] for i in keep]))  # (dropping ones: a view)
@@ -539,7 +544,6 @@ class Reduction(Special):
         # ones (the engine checked dst apart from the leaf's memory)
         kernel = _layout(self.kind, leaf.shape, leaf._dt, new_axes, False)[0]
         kernel.into(np.squeeze(dst), (leaf,))
-        return True
 
     def describe(self):
         return [f"axis={None if self.whole else self.axes}"] + (
@@ -555,15 +559,23 @@ class Reduction(Special):
         kind, axes = self.kind, self.axes
         if isinstance(child, _Tensor) and (
                 self.into_leaves(dst, (child._array,))
-                or (child.size > self._leaf_max and (self._short_fold(dst, child._array)
-                                                     or self._squeezed(dst, child._array)))):
+                or (child.size > self._leaf_max and self._short_fold(dst, child._array))):
             # a small leaf: NumPy's own reduction, the same work with less
             # set-up; a short axis or short kept rows: their own passes
             return
         nthreads = core.reduce_threads(child.size)
-        # NumPy's faster loops (_numpy_kind; out= of the result's dtype)
-        if (_numpy_leaf(kind, child, axes, self.whole, nthreads)
-                and dst.dtype == _result_dtype(kind, child.dtype)):
+        # NumPy's faster loops (_numpy_kind; out= of the result's dtype),
+        # decided once per leaf layout and thread count (~1 us a call)
+        key = (child._array.strides, nthreads) if type(child) is _Tensor else None
+        numpy = self._numpy_ways.get(key)  # (the result's dtype, or False)
+        if numpy is None:
+            numpy = _numpy_leaf(kind, child, axes, self.whole, nthreads) and _result_dtype(
+                kind, child.dtype)
+            if key is not None:
+                if len(self._numpy_ways) >= 16:
+                    self._numpy_ways.clear()
+                self._numpy_ways[key] = numpy
+        if numpy is not False and dst.dtype == numpy:
             _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
                              dst)
             return
@@ -689,8 +701,7 @@ class Reduction(Special):
             out = np.empty(_out_shape(self.kind, child.shape, self.axes, self.keepdims,
                                       self.whole), _result_dtype(self.kind, child.dtype))
             if self.into_leaves(out, (child._array,)) or (
-                    child.size > self._leaf_max and (self._short_fold(out, child._array)
-                                                     or self._squeezed(out, child._array))):
+                    child.size > self._leaf_max and self._short_fold(out, child._array)):
                 return out
         if _numpy_leaf(self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
             return np.asarray(_numpy_reduction(
@@ -707,8 +718,6 @@ class Reduction(Special):
         if isinstance(child, _Tensor) and child.size >= SHORT_FOLD_MIN:  # (as into() takes them)
             if self._short_fold(out, child._array, run=False):
                 return functools.partial(self._short_fold, out, child._array)
-            if child.size > self._leaf_max and self._squeezed(out, child._array, run=False):
-                return functools.partial(self._squeezed, out, child._array)
         small = _small_leaf(kind, child)
         if small and self._rows_first and _rows_sum(child._array, out):
             # (out written: the replay writes it again)
