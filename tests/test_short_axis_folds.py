@@ -101,6 +101,13 @@ def test_short_axis_fold_is_numpys_order():
             or dtype is np.float64
         np.testing.assert_array_equal(pyet.evaluate(pyet.mean(pyet.asarray(x), axis=1)),
                                       np.mean(x, 1))
+        # a large Fortran leaf: its columns (contiguous) added in turn, as NumPy's
+        f = np.asfortranarray(np.concatenate([x] * 4))
+        assert f.size > reductions.SMALL_LEAF
+        for kind in ("sum", "mean", "prod"):
+            with np.errstate(all="ignore"):
+                got = np.asarray(pyet.evaluate(getattr(pyet, kind)(pyet.asarray(f), axis=1)))
+                assert np.array_equal(got, getattr(np, kind)(f, 1), equal_nan=True), kind
 
 
 @pytest.mark.parametrize("threads", [1, 2])
