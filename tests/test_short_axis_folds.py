@@ -244,6 +244,11 @@ def test_axes_of_one_element(dtype):
     assert not takes("max", np.zeros((big, 1)), None, ())  # whole
     assert not takes("argmax", np.zeros((big, 1)), 0, 1, np.intp)  # NumPy's or arg_rows'
     assert takes("sum", np.zeros((1, big, 1)), (0, 1), 1)
+    # every reduced axis of one element: the leaf itself, reduced over no axis
+    x = values(np.random.default_rng(6), (70001, 1, 1), np.int32)
+    for kind in ("sum", "max", "any", "mean", "prod"):
+        with np.errstate(all="ignore"):
+            check_into(kind, x, (1, 2))
 
 
 def test_short_folds_into_misaligned_and_strided_destinations():
