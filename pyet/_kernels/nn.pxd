@@ -145,6 +145,15 @@ cdef inline cnp.ndarray readable(cnp.ndarray a):
     return a if cnp.PyArray_ISALIGNED(a) else cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
 
 
+cdef inline cnp.ndarray aligned_target(cnp.ndarray out):
+    # out, or an aligned temporary of its shape and type for a misaligned out
+    # (the caller copies it in after): the kernels never write a misaligned element
+    if aligned(out):
+        return out
+    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(out), cnp.PyArray_DIMS(out),
+                             cnp.PyArray_TYPE(out), 0)
+
+
 cdef inline object aside(object kernel, cnp.ndarray out, tuple args):
     # kernel(0, out, *args) (0: the fused tag), or into an aligned temporary
     # copied into a misaligned out: the kernels never write a misaligned element

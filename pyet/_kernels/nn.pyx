@@ -8,9 +8,11 @@ the thread pool of ``parallel.pyx``), and each element is accumulated in the
 same order whatever the thread count.  Arguments are checked by the
 callers: the kernels trust their shapes and indices.  Each entry point
 copies a misaligned operand (a field of a packed structured array) and
-computes aside for a misaligned destination, so the kernels address whole,
-aligned elements only; the dtype selects a specialization of the kernel's
-fused type once (``specialization``).
+computes into an aligned temporary for a misaligned destination
+(``aligned_target``), so the kernels address whole, aligned elements only;
+the gathers and the scatter dispatch on the item size or dtype in their line
+functions, the softmax kernels select a specialization of their fused type
+once (``specialization``).
 """
 
 cimport numpy as cnp
@@ -218,10 +220,6 @@ def one_hot_rows(cnp.ndarray idx, cnp.ndarray out):
     return True
 
 
-def _take(item_t tag, cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
-    _take_rows(out, w, idx)
-
-
 def take_leaves(kernel, cnp.ndarray out, tuple arrays):
     """Take's ``into_leaves`` (pyet's Special): take_into for the arrays
     (indices, table) of a vector of indices and a 2-D table into a 2-D
@@ -257,10 +255,10 @@ cdef _take_checked(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
         raise TypeError(f"take_into: unsupported dtype {out.dtype}")
     idx = indices(idx, out.shape[0], "take_into")
     if out.size:
-        if aligned(out):  # (the common case without the fused call's argument handling)
-            _take_rows(out, readable(w), idx)
-        else:
-            aside(_take, out, (readable(w), idx))
+        target = aligned_target(out)
+        _take_rows(target, readable(w), idx)
+        if target is not out:
+            out[...] = target
 
 
 cdef _take_rows(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
@@ -274,10 +272,6 @@ cdef _take_rows(cnp.ndarray out, cnp.ndarray w, cnp.ndarray idx):
         return
     with nogil:
         run_lines(take_lines, &a, n, nt, chunks_for(n, nt))
-
-
-def _choose(item_t tag, cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
-    _choose_rows(out, a, idx)
 
 
 cdef _choose_rows(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
@@ -324,10 +318,10 @@ cdef _choose_checked(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
         raise TypeError(f"choose_into: unsupported dtype {out.dtype}")
     idx = indices(idx, out.shape[0], "choose_into")
     if out.size:
-        if aligned(out):
-            _choose_rows(out, readable(a), idx)
-        else:
-            aside(_choose, out, (readable(a), idx))
+        target = aligned_target(out)
+        _choose_rows(target, readable(a), idx)
+        if target is not out:
+            out[...] = target
 
 
 # ------------------------------------------------------------------ scatter-add
@@ -409,10 +403,6 @@ cdef void take_grad_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil
         take_grad_lines_t(a, <int64_t *>a.out, l0, l1)
 
 
-def _take_grad(num_t tag, cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
-    _take_grad_rows(out, g, idx, kind_of(&tag))
-
-
 cdef _take_grad_rows(cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx, num_kind kind):
     cdef pyet_intp rows = out.shape[0], m = out.shape[1], n = g.shape[0]
     cdef take_grad_args a
@@ -475,11 +465,10 @@ cdef _take_grad_checked(cnp.ndarray out, cnp.ndarray g, cnp.ndarray idx):
         raise TypeError(f"take_grad_into: unsupported dtype {out.dtype}")
     idx = indices(idx, g.shape[0], "take_grad_into")
     if out.size:
-        if aligned(out):
-            _take_grad_rows(out, readable(g), idx, <num_kind>kind)
-        else:
-            aside(specialization(_take_grad, out, False, "take_grad_into"), out,
-                  (readable(g), idx))
+        target = aligned_target(out)
+        _take_grad_rows(target, readable(g), idx, <num_kind>kind)
+        if target is not out:
+            out[...] = target
 
 
 # ------------------------------------------------------------------ softmax
