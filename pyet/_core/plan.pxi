@@ -1291,7 +1291,7 @@ def set_ufuncs_in_pass(bint on):
 cdef void _forget_in_pass() noexcept:
     # the F slots' in_pass answers, asked again (a knob changed them)
     cdef int h
-    for h in range(64):
+    for h in range(N_FN_SLOTS):
         _FN_SLOTS[h].in_pass = -1
 
 
@@ -1329,9 +1329,11 @@ cdef struct fn_slot:
     int loop                     # -2: not asked yet
     signed char result           # pyet.F's result dtype (asked as FN_RESULT); -1: not yet
     signed char in_pass          # F's node runs fn's C loop in the pass (FN_RESULT); -1: not yet
-cdef fn_slot _FN_SLOTS[64]
+cdef enum:
+    N_FN_SLOTS = 64  # (_fn_slot's hash keeps its top 6 bits)
+cdef fn_slot _FN_SLOTS[N_FN_SLOTS]
 cdef int FN_RESULT = 8  # (the result dtype's question: no dtype code)
-cdef list _FN_SLOT_REFS = [None] * 64
+cdef list _FN_SLOT_REFS = [None] * N_FN_SLOTS
 
 
 cdef fn_slot *_fn_slot(object fn, object dts, int dt_out) except? NULL:

@@ -30,6 +30,16 @@ typedef unsigned char pyet_bool;
 /* dtype codes, in NumPy's promotion order */
 enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5 };
 
+/* CASES(T) for dtype code dt's C type */
+#define PYET_SWITCH_DT(dt, CASES)                                           \
+    switch (dt) {                                                           \
+    case DT_BOOL: CASES(pyet_bool); break;                                  \
+    case DT_I32: CASES(int32_t); break;                                     \
+    case DT_I64: CASES(int64_t); break;                                     \
+    case DT_F32: CASES(float); break;                                       \
+    case DT_F64: CASES(double); break;                                      \
+    }
+
 /* The op table, C side.  The Python side (_ops.py) names the same ops and
  * gives each its NumPy reference; codes are shared through pyet_op_names. */
 #define PYET_OPS(X)                                                        \
@@ -3899,14 +3909,7 @@ PYET_DISPATCH int pyet_kernel_sx(int op, int dt, pyet_intp n, void *out, void *c
         }                                                                   \
     } while (0)
 
-#define PYET_CAST_BODY                                                      \
-    switch (dt_in) {                                                        \
-    case DT_BOOL: PYET_CAST_FROM(pyet_bool); break;                         \
-    case DT_I32: PYET_CAST_FROM(int32_t); break;                            \
-    case DT_I64: PYET_CAST_FROM(int64_t); break;                            \
-    case DT_F32: PYET_CAST_FROM(float); break;                              \
-    case DT_F64: PYET_CAST_FROM(double); break;                             \
-    }
+#define PYET_CAST_BODY PYET_SWITCH_DT(dt_in, PYET_CAST_FROM)
 
 PYET_DISPATCH static void pyet_cast_narrow(int dt_in, int dt_out, pyet_intp n, void *out,
                                            const void *in)
@@ -4563,8 +4566,9 @@ int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, c
  * index: a total order, so lanes, blocks and threads may meet the values
  * in any order and still find NumPy's answer, the first extreme or the
  * first NaN.  32 lanes, as the other folds, so the selects vectorize. */
+#define PYET_ARG_TAKES(GT, v, a) ((GT) | (((v) != (v)) & ((a) == (a))))
 #define PYET_ARG_WINS(GT, v, j, a, aj)                                      \
-    ((GT) | (((v) != (v)) & ((a) == (a))) |                                 \
+    (PYET_ARG_TAKES(GT, v, a) |                                             \
      ((((v) == (a)) | (((v) != (v)) & ((a) != (a)))) & ((j) < (aj))))
 
 #define PYET_ARG_STEP(T, GT, V, J, A, AJ)                                  \
@@ -4616,13 +4620,7 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
                                    pyet_intp comp, const void *src, const int64_t *idx)
 {
     if (n <= 0) return;
-    switch (dt) {
-    case DT_BOOL: PYET_ARG_CASES(pyet_bool); break;
-    case DT_I32: PYET_ARG_CASES(int32_t); break;
-    case DT_I64: PYET_ARG_CASES(int64_t); break;
-    case DT_F32: PYET_ARG_CASES(float); break;
-    case DT_F64: PYET_ARG_CASES(double); break;
-    }
+    PYET_SWITCH_DT(dt, PYET_ARG_CASES)
 }
 
 /* argmax/argmin of each of nrows rows of k values (k >= 1; byte strides rs
@@ -4646,7 +4644,7 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
             for (pyet_intp j = 1; j < k; j++)                               \
                 PYET_IVDEP for (int l = 0; l < 16; l++) {                   \
                     const T v = *(const T *)(src + (i + l) * rs + j * cs), a = lv[l]; \
-                    const int w = (GT) | ((v != v) & (a == a));             \
+                    const int w = PYET_ARG_TAKES(GT, v, a);                 \
                     lv[l] = w ? v : a;                                      \
                     lj[l] = w ? j : lj[l];                                  \
                 }                                                           \
@@ -4659,7 +4657,7 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
             int64_t aj = 0;                                                 \
             for (pyet_intp j = 1; j < k; j++) {                             \
                 const T v = *(const T *)(row + j * cs);                     \
-                const int w = (GT) | ((v != v) & (a == a));                 \
+                const int w = PYET_ARG_TAKES(GT, v, a);                     \
                 a = w ? v : a;                                              \
                 aj = w ? j : aj;                                            \
             }                                                               \
@@ -4675,13 +4673,7 @@ PYET_DISPATCH void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k,
                                  const char *src, pyet_intp rs, pyet_intp cs, char *out,
                                  pyet_intp os)
 {
-    switch (dt) {
-    case DT_BOOL: PYET_ARG_ROWS_CASES(pyet_bool); break;
-    case DT_I32: PYET_ARG_ROWS_CASES(int32_t); break;
-    case DT_I64: PYET_ARG_ROWS_CASES(int64_t); break;
-    case DT_F32: PYET_ARG_ROWS_CASES(float); break;
-    case DT_F64: PYET_ARG_ROWS_CASES(double); break;
-    }
+    PYET_SWITCH_DT(dt, PYET_ARG_ROWS_CASES)
 }
 
 #endif /* PYET_KERNELS_IMPL && PYET_KERNELS_PART_NARROW512_REDUCE */
