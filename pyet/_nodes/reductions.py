@@ -216,14 +216,21 @@ def _wide_rows(kind, array, nlead, dst):
     flat = array.reshape(rows, k)
     out_dtype = _result_dtype(kind, array.dtype)
     part = np.empty((m, k), out_dtype)
-    core.assign(part.reshape(m * k), reduction(kind, core.tensor(
-        flat[:whole].reshape(whole // m, m * k)), 0))
+    _reduce_into(kind, flat[:whole].reshape(whole // m, m * k), (0,), part.reshape(m * k))
     reduce, dtype = _UFUNC_REDUCE[kind]
     dtype = dtype or out_dtype
     acc = _fold_lead(reduce, part, dtype)
     if whole < rows:
         acc = _COMBINE[kind](acc, _fold_lead(reduce, flat[whole:], dtype), dtype=dtype)
     np.copyto(dst, acc.reshape(dst.shape))
+
+
+def _reduce_into(kind, array, axes, dst):
+    # ``kind`` of leaf array ``array`` over ``axes`` into dst (its result's
+    # shape and dtype, apart from array) by the reduction of its layout,
+    # without a node or an assignment
+    leaf = core.tensor(array)
+    _layout(kind, leaf.shape, leaf._dt, axes, False)[0].into(dst, (leaf,))
 
 
 def _fold_lead(reduce, rows, dtype):
@@ -404,8 +411,8 @@ class Reduction(Special):
     into accumulators: the tree below is read once, never materialized."""
 
     __slots__ = ("kind", "axes", "keepdims", "whole", "_numpy_axis", "_params",
-                 "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first", "_wide",
-                 "_short_ways", "_numpy_ways", "_sums")
+                 "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first",
+                 "_short_ways", "_numpy_ways")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
@@ -422,9 +429,6 @@ class Reduction(Special):
         # costs ~0.9 us); mean by _numpy_reduction
         self._leaf_reduce, self._leaf_dtype = _UFUNC_REDUCE.get(kind, (None, None))
         self._leaf_arg = getattr(np.ndarray, kind) if arg else None
-        # the kinds _wide_rows folds (sum and prod of integers and bools only)
-        self._wide = kind in ("max", "min", "any", "all", "sum", "prod")
-        self._sums = kind in ("sum", "mean", "prod")
         self._short_ways = {}  # the leaf's strides -> _short_way's answer
         # (the leaf's strides, threads) -> the result's dtype where NumPy's
         # loop takes the leaf (_numpy_leaf), else False
@@ -516,12 +520,15 @@ class Reduction(Special):
             # element: a copy)
             if shape[axis] < SHORT_AXIS and (
                     (abs(strides[axis]) == a.itemsize and shape[axis] >= 2)
-                    or (a.size > SMALL_LEAF and (shape[axis] == 1 or self._sums))):
+                    or (a.size > SMALL_LEAF
+                        and (shape[axis] == 1 or self.kind in ("sum", "mean", "prod")))):
                 return _SLICES
         if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
                 and self._leaf_arg is None:
             return _SQUEEZED
-        if not self._wide or (self.kind in ("sum", "prod") and a.dtype.kind == "f"):
+        # (_wide_rows' kinds: those whose values do not depend on the order)
+        if not (self.kind in ("max", "min", "any", "all")
+                or (self.kind in ("sum", "prod") and a.dtype.kind != "f")):
             return _NO_WAY
         # the kept rows innermost in memory: a C leaf's trailing axes, an F leaf's leading ones
         isz, lead = a.itemsize, len(axes)
@@ -543,12 +550,9 @@ class Reduction(Special):
         37x NumPy's time)."""
         shape, axes = a.shape, self.axes
         keep = [i for i, n in enumerate(shape) if n != 1]
-        new_axes = tuple(j for j, i in enumerate(keep) if i in axes)
-        leaf = core.tensor(a.reshape([shape[i] for i in keep]))  # (dropping ones: a view)
-        # the reduction of that leaf's layout, into dst's view without its
-        # ones (the engine checked dst apart from the leaf's memory)
-        kernel = _layout(self.kind, leaf.shape, leaf._dt, new_axes, False)[0]
-        kernel.into(np.squeeze(dst), (leaf,))
+        # (dropping ones: views of a and dst; the engine checked dst apart from a)
+        _reduce_into(self.kind, a.reshape([shape[i] for i in keep]),
+                     tuple(j for j, i in enumerate(keep) if i in axes), np.squeeze(dst))
 
     def describe(self):
         return [f"axis={None if self.whole else self.axes}"] + (
