@@ -110,11 +110,18 @@ def test_every_kind_reduces_small_leaves_by_numpy():
             node = getattr(pyet, kind)(A, axis=axis)
             assert node._kernel.into_leaves(dst, (a,)) is True
             np.testing.assert_array_equal(dst, want, err_msg=f"{kind} {axis}")
-    # argmax from ARG_PASS_MIN elements and large leaves: not NumPy's here
+    # from ARG_PASS_MIN elements argmax takes NumPy's loop where _numpy_kind
+    # says (a whole leaf), else the pass; float max of large leaves: the pass
     from pyet._nodes.reductions import ARG_PASS_MIN, SMALL_LEAF
     big = np.zeros(ARG_PASS_MIN)
-    assert pyet.argmax(pyet.asarray(big))._kernel.into_leaves(np.zeros((), np.intp),
-                                                              (big,)) is False
+    big[5] = 1
+    d = np.zeros((), np.intp)
+    assert pyet.argmax(pyet.asarray(big))._kernel.into_leaves(d, (big,)) is True
+    assert d == 5
+    big = np.zeros((1024, 128))[:, ::2]  # kept rows strided, 64 of them: the pass's
+    d = np.full(64, -1, np.intp)
+    assert pyet.argmax(pyet.asarray(big), axis=0)._kernel.into_leaves(d, (big,)) is False
+    assert (d == -1).all()
     huge = np.zeros(SMALL_LEAF + 1)
     d = np.full((), 5.0)
     assert pyet.max(pyet.asarray(huge))._kernel.into_leaves(d, (huge,)) is False

@@ -132,35 +132,36 @@ def test_wide_rows_as_numpy(dtype, threads):
         pyet.set_num_threads(1)
 
 
-def takes(kind, a, axis, dst_shape, dtype=np.float64):
+def takes(kind, a, axis):
     # whether the reduction's kernel (made for a's shape and dtype, as
     # _layout makes it) takes a short way for a
     kernel = getattr(pyet, kind)(pyet.asarray(a), axis=axis)._kernel
-    return kernel._short_fold(np.empty(dst_shape, dtype), a, run=False)
+    return kernel._way_of(a)[0]  # (_NO_WAY is 0)
 
 
 def test_which_leaves_take_the_short_paths():
-    assert takes("max", np.zeros((3000, 3)), 1, 3000)  # a short innermost axis
-    assert not takes("max", np.zeros((3000, 8)), 1, 3000)  # 8: NumPy's order differs
+    assert takes("max", np.zeros((3000, 3)), 1)  # a short innermost axis
+    # rows of 8 or more: folded one by one (NumPy's order does not matter to max)
+    assert takes("max", np.zeros((3000, 8)), 1) == reductions._EACH_ROW
+    assert not takes("sum", np.zeros((3000, 8)), 1)  # float sums: NumPy's pairwise order
     # not innermost in memory: NumPy folds the rows elementwise, fast
-    assert not takes("max", np.asfortranarray(np.zeros((3000, 3))), 1, 3000)
+    assert not takes("max", np.asfortranarray(np.zeros((3000, 3))), 1)
     rows = reductions.WIDE_MIN_ROWS
-    assert takes("max", np.zeros((rows, 3)), 0, 3)
-    assert not takes("max", np.zeros((rows - 1, 3)), 0, 3)  # too few rows
-    assert not takes("max", np.zeros((rows, 6))[:, ::2], 0, 3)  # not contiguous
-    assert not takes("max", np.zeros((4 * rows, 1)), 0, 1)  # a column: NumPy's fast
-    assert not takes("max", np.zeros((rows, 64)), 0, 64)  # rows of 64
-    assert takes("max", np.asfortranarray(np.zeros((3, rows))), 1, 3)  # F: its transpose
-    assert not takes("sum", np.zeros((rows, 3)), 0, 3)  # float sums: the pass's
-    assert takes("sum", np.zeros((rows, 3), np.int32), 0, 3, np.int64)
-    # argmax: asked, never taken without running (arg_rows may refuse)
-    assert not takes("argmax", np.zeros((3000, 3)), 1, 3000, np.intp)
+    assert takes("max", np.zeros((rows, 3)), 0)
+    assert not takes("max", np.zeros((rows - 1, 3)), 0)  # too few rows
+    assert not takes("max", np.zeros((rows, 6))[:, ::2], 0)  # not contiguous
+    assert not takes("max", np.zeros((4 * rows, 1)), 0)  # a column: NumPy's fast
+    assert not takes("max", np.zeros((rows, 64)), 0)  # rows of 64
+    assert takes("max", np.asfortranarray(np.zeros((3, rows))), 1)  # F: its transpose
+    assert not takes("sum", np.zeros((rows, 3)), 0)  # float sums: the pass's
+    assert takes("sum", np.zeros((rows, 3), np.int32), 0)
+    assert takes("argmax", np.zeros((3000, 3)), 1) == reductions._ARG_ROWS
     # the way is kept per layout: a kernel asked of another layout answers for it
     a = np.zeros((3000, 3))
     kernel = pyet.max(pyet.asarray(a), axis=1)._kernel
-    assert kernel._short_fold(np.empty(3000), a, run=False)
-    assert not kernel._short_fold(np.empty(3000), np.asfortranarray(a), run=False)
-    assert len(kernel._short_ways) == 2
+    assert kernel._way_of(a)[0]
+    assert not kernel._way_of(np.asfortranarray(a))[0]
+    assert len(kernel._ways) == 2
 
 
 def test_small_and_overlapping_leaves():
@@ -239,11 +240,11 @@ def test_axes_of_one_element(dtype):
                     check_into(kind, x, axis)
                     check_into(kind, np.asfortranarray(x), axis, keepdims=True)
     big = reductions.SMALL_LEAF + 1
-    assert takes("max", np.zeros((big, 1)), 0, 1)  # dropped past the small-leaf size
-    assert not takes("max", np.zeros((big - 1, 1)), 0, 1)  # NumPy's call below it
-    assert not takes("max", np.zeros((big, 1)), None, ())  # whole
-    assert not takes("argmax", np.zeros((big, 1)), 0, 1, np.intp)  # NumPy's or arg_rows'
-    assert takes("sum", np.zeros((1, big, 1)), (0, 1), 1)
+    assert takes("max", np.zeros((big, 1)), 0)  # dropped past the small-leaf size
+    assert not takes("max", np.zeros((big - 1, 1)), 0)  # NumPy's call below it
+    assert not takes("max", np.zeros((big, 1)), None)  # whole
+    assert not takes("argmax", np.zeros((big, 1)), 0)  # NumPy's or arg_rows'
+    assert takes("sum", np.zeros((1, big, 1)), (0, 1))
     # every reduced axis of one element: the leaf itself, reduced over no axis
     x = values(np.random.default_rng(6), (70001, 1, 1), np.int32)
     for kind in ("sum", "max", "any", "mean", "prod"):

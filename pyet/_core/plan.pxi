@@ -3617,29 +3617,54 @@ cdef bint _rows_apart(cnp.ndarray dst, cnp.ndarray src, int k, pyet_intp *nrows,
 def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
     """A max or min (float32/64, int32/64) of a C-contiguous leaf over its axes from
     k on into contiguous ``dst`` (one element a row, src's dtype) on this
-    thread: each row one call of fold_flat's kernel from its first element,
-    without the pass's set-up and per-block folds ((3, 33333) float64 max
-    along axis 1: 1.42x NumPy through the pass).  Returns False, nothing
-    written, for anything else (_rows_apart's refusals)."""
+    thread: the rows folded by fold_short_rows' kernel, without the pass's
+    set-up and per-block folds ((3, 33333) float64 max along axis 1: 1.42x
+    NumPy through the pass).  Returns False, nothing written, for anything
+    else (_rows_apart's refusals)."""
     cdef int dt = array_dtype_code(src)
-    cdef pyet_intp nrows, inner, i
-    cdef double acc64  # (8 aligned bytes: the accumulator of any of the four)
-    cdef char *acc = <char *>&acc64
+    cdef pyet_intp nrows, inner
     cdef int isz = cnp.PyArray_ITEMSIZE(src)
     if (red != RED_MAX and red != RED_MIN) or dt == DT_BOOL \
             or not _rows_apart(dst, src, k, &nrows, &inner) or cnp.PyArray_SIZE(dst) != nrows:
         return False
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
-    cdef const char *row
+    cdef const char *rows = <const char *>cnp.PyArray_DATA(src)
     cdef bint quiet = invalid_unset()
     with nogil:
-        for i in range(nrows):
-            row = <const char *>cnp.PyArray_DATA(src) + i * inner * isz
-            memcpy(acc, row, isz)  # (max(x0, rest) is max(-inf, all), NaN too)
-            pyet_reduce_store(red, dt, inner - 1, acc, 0, 0, row + isz)
-            memcpy(out + i * isz, acc, isz)
+        pyet_fold_each_row(red, dt, nrows, inner, rows, inner * isz, out, isz)
     quiet_fold(quiet)
     return True
+
+
+cdef bint _kept_rows(cnp.ndarray dst, cnp.ndarray src, int axis, pyet_intp *nrows,
+                     pyet_intp *rs, pyet_intp *os) noexcept:
+    # src's axes but ``axis`` (and dst's, the kept axes' shape, in the same
+    # order) as one run of nrows rows, rs bytes apart in src and os in dst:
+    # each axis longer than 1 a whole number of the next one's steps in both.
+    # dst aligned, writeable and apart from src, src aligned and in native
+    # byte order, neither empty; False for anything else
+    cdef int nd = cnp.PyArray_NDIM(src), d, j = 0
+    cdef pyet_intp n
+    if not 0 <= axis < nd or cnp.PyArray_NDIM(dst) != nd - 1 \
+            or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISNOTSWAPPED(src) \
+            or cnp.PyArray_SIZE(src) == 0:
+        return False
+    nrows[0], rs[0], os[0] = 1, 0, 0
+    for d in range(nd):
+        if d == axis:
+            continue
+        n = cnp.PyArray_DIMS(src)[d]
+        if n != cnp.PyArray_DIMS(dst)[j]:
+            return False
+        if n > 1:
+            if nrows[0] > 1 and (rs[0] != cnp.PyArray_STRIDES(src)[d] * n
+                                 or os[0] != cnp.PyArray_STRIDES(dst)[j] * n):
+                return False
+            rs[0], os[0] = cnp.PyArray_STRIDES(src)[d], cnp.PyArray_STRIDES(dst)[j]
+            nrows[0] *= n
+        j += 1
+    return not _bounds_overlap(dst, src)
 
 
 def arg_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
@@ -3650,40 +3675,45 @@ def arg_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
     whose kept axes merge into one run of rows in both.  Returns False,
     nothing written, for anything else (dst overlapping src, misaligned,
     read-only, not int64)."""
-    cdef int nd = cnp.PyArray_NDIM(src), dt = array_dtype_code(src), d, j
-    cdef pyet_intp k, nrows = 1, rs = 0, os = 0, n
-    if (red != RED_ARGMAX and red != RED_ARGMIN) or not 0 <= axis < nd \
-            or cnp.PyArray_TYPE(dst) != cnp.NPY_INT64 or not cnp.PyArray_ISWRITEABLE(dst) \
-            or not cnp.PyArray_ISALIGNED(dst) or not cnp.PyArray_ISALIGNED(src) \
-            or not cnp.PyArray_ISNOTSWAPPED(src) or cnp.PyArray_NDIM(dst) != nd - 1:
-        return False
-    k = cnp.PyArray_DIMS(src)[axis]
-    if k < 1 or cnp.PyArray_SIZE(src) == 0:
-        return False
-    # the kept axes (src's, and dst's in the same order) as one run of rows:
-    # each longer than 1 a whole number of the next one's steps in both
-    j = 0
-    for d in range(nd):
-        if d == axis:
-            continue
-        n = cnp.PyArray_DIMS(src)[d]
-        if n != cnp.PyArray_DIMS(dst)[j]:
-            return False
-        if n > 1:
-            if nrows > 1 and (rs != cnp.PyArray_STRIDES(src)[d] * n
-                              or os != cnp.PyArray_STRIDES(dst)[j] * n):
-                return False
-            rs, os = cnp.PyArray_STRIDES(src)[d], cnp.PyArray_STRIDES(dst)[j]
-            nrows *= n
-        j += 1
-    if _bounds_overlap(dst, src):
+    cdef int dt = array_dtype_code(src)
+    cdef pyet_intp nrows, rs, os
+    if (red != RED_ARGMAX and red != RED_ARGMIN) or cnp.PyArray_TYPE(dst) != cnp.NPY_INT64 \
+            or not _kept_rows(dst, src, axis, &nrows, &rs, &os):
         return False
     cdef const char *data = <const char *>cnp.PyArray_DATA(src)
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
-    cdef pyet_intp cs = cnp.PyArray_STRIDES(src)[axis]
+    cdef pyet_intp k = cnp.PyArray_DIMS(src)[axis], cs = cnp.PyArray_STRIDES(src)[axis]
     with nogil:
         pyet_arg_rows(red, dt, nrows, k, data, rs, cs, out, os)
     return True
+
+
+def fold_short_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
+    """max, min, any or all of ``src`` along ``axis``, or an integer or bool
+    sum or product (``red``), into ``dst`` (the kept axes' shape; src's
+    dtype, bool for any/all, int64 for sums and products) on this thread:
+    each row one fold of its contiguous values (pyet_fold_each_row), where
+    NumPy calls its loop once a row.  ``axis`` contiguous in src (its step
+    the itemsize), the kept axes one run of rows in src and dst (any
+    strides).  Returns False, nothing written, for anything else."""
+    cdef int dt = array_dtype_code(src), done
+    cdef int want = cnp.PyArray_TYPE(src)
+    cdef pyet_intp nrows, rs, os
+    if red == RED_ANY or red == RED_ALL:
+        want = cnp.NPY_BOOL
+    elif red == RED_SUM or red == RED_PROD:
+        want = cnp.NPY_INT64
+    if cnp.PyArray_TYPE(dst) != want or not _kept_rows(dst, src, axis, &nrows, &rs, &os) \
+            or cnp.PyArray_STRIDES(src)[axis] != cnp.PyArray_ITEMSIZE(src):
+        return False
+    cdef const char *data = <const char *>cnp.PyArray_DATA(src)
+    cdef char *out = <char *>cnp.PyArray_DATA(dst)
+    cdef pyet_intp k = cnp.PyArray_DIMS(src)[axis]
+    cdef bint quiet = invalid_unset()
+    with nogil:
+        done = pyet_fold_each_row(red, dt, nrows, k, data, rs, out, os)
+    quiet_fold(quiet)
+    return done != 0
 
 
 def fold_rows(cnp.ndarray dst, cnp.ndarray src, int red, int k):

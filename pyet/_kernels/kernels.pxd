@@ -107,6 +107,8 @@ cdef extern from "kernels.h" nogil:
                          pyet_intp comp, const void *src, const int64_t *idx) noexcept
     void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k, const char *src,
                        pyet_intp rs, pyet_intp cs, char *out, pyet_intp os) noexcept
+    int pyet_fold_each_row(int red, int dt, pyet_intp nrows, pyet_intp k, const char *src,
+                           pyet_intp rs, char *out, pyet_intp os) noexcept
     void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
                            pyet_intp ss, pyet_intp n, int itemsize) noexcept
     void pyet_gather_rows(int k, char *const *dst, const char *const *src,

@@ -67,11 +67,11 @@ SMALL_LEAF = 1 << 16
 # of float64 2^18 on 2 threads 1.24x one, 2^20 0.94x, 2^22 0.65x
 ONE_CALL_BYTES = 1 << 22
 # max/min folding each row of a C-contiguous leaf whole: rows of at least
-# this many elements (core.fold_each_row: a kernel call a row)
+# this many elements (core.fold_each_row: its rows by fold_short_rows' kernel)
 EACH_ROW_MIN = 256
 # a leaf whose innermost axis in memory is shorter than this goes to NumPy's
 # loop for the reductions whose values do not depend on the order
-# (_short_inner), where Reduction._short_fold's passes do not take it
+# (_short_inner), where Reduction's own ways (_short_way) do not take it
 SHORT_INNER = 64
 # argmax/argmin of fewer elements take NumPy's loop: the pass's fold of values
 # with their indices costs ~20 us to set up (F-order float64 along axis 1,
@@ -89,6 +89,10 @@ SHORT_FOLD_MIN = 1 << 12
 # from this many rows (NumPy's loop costs 15-30 ns a row; the wide fold's set-up ~10 us)
 WIDE_ROWS = 1024
 WIDE_MIN_ROWS = 2048
+# argmax/argmin whose kept rows are contiguous in memory run in lanes of this
+# many rows or more (core.arg_rows), any length of the reduced axis: NumPy
+# copies the axis last first (float64 (16384, 16) over axis 0: 0.26x NumPy)
+ARG_LANES_MIN = 16
 
 
 def _small_leaf(kind, child):
@@ -106,7 +110,7 @@ def _rows_sum(array, dst):
             and core.fold_rows(dst, array, _FOLD["sum"], 1))
 
 
-def _numpy_kind(kind, child, axes, whole):
+def _numpy_kind(kind, array, axes, whole):
     """Whether NumPy's loops reduce this bare leaf faster than the pass, with
     the same values and bits (no tree to fuse: the same work).  Measured on
     one thread at 64^3 (pass / NumPy): argmax and argmin of bools (1-15x),
@@ -121,11 +125,13 @@ def _numpy_kind(kind, child, axes, whole):
     faster for them (argmax across rows 0.5-0.9x, bool sums and strided bool
     folds 0.1-0.9x, whole all/any, which stop once decided), float sums and
     means are more accurate, and float max and min have their own folds."""
-    if not (isinstance(child, core.Tensor) and child.size > 0 and child.ndim > 0):
+    if not (array.size > 0 and array.ndim > 0):
         return False
-    array = child._array
-    whole = whole or len(axes) == array.ndim  # (every axis named: axis=0 of a vector)
-    if kind in ("argmax", "argmin") and (child.dtype == _BOOL or whole
+    # every axis of more than one element named (axis=0 of a vector or a column)
+    # (this module's all() is pyet's)
+    whole = whole or math.prod([n for i, n in enumerate(array.shape) if i not in axes]) == 1
+    dtype = array.dtype
+    if kind in ("argmax", "argmin") and (dtype == _BOOL or whole
                                          or array.size < ARG_PASS_MIN):
         return True
     inner = _inner_axis(array)  # (once: the checks below all ask it)
@@ -135,16 +141,16 @@ def _numpy_kind(kind, child, axes, whole):
             return False
         return ((array.shape[axes[0]] > 1
                  and abs(array.strides[axes[0]]) == abs(array.strides[inner]))
-                or (child.dtype.itemsize <= 4 and not array.flags.c_contiguous) or short)
+                or (dtype.itemsize <= 4 and not array.flags.c_contiguous) or short)
     if not whole and short and (kind in ("max", "min", "any", "all") or (
-            kind in ("sum", "prod", "mean") and child.dtype.kind in "iub")):
+            kind in ("sum", "prod", "mean") and dtype.kind in "iub")):
         return True  # NumPy's values (integers wrap alike; their means are NumPy's)
     contiguous = array.flags.c_contiguous or array.flags.f_contiguous
-    if child.dtype == _BOOL:
+    if dtype == _BOOL:
         return kind in ("max", "min", "all", "any") and contiguous
     if kind in ("all", "any"):  # along the innermost axis in memory (C's last, F's first)
-        return contiguous and inner in axes and len(axes) < child.ndim
-    return (kind in ("max", "min") and child.dtype.kind == "i" and whole and contiguous)
+        return contiguous and inner in axes and len(axes) < array.ndim
+    return (kind in ("max", "min") and dtype.kind == "i" and whole and contiguous)
 
 
 def _short_inner(array):
@@ -191,8 +197,11 @@ def _fold_slices(kind, array, axis, dst):
     core.assign(dst, tree)
 
 
-# Reduction._short_fold's ways
-_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED = range(6)
+# Reduction's own ways for a leaf layout (_way_of); _ARG_ROWS and _EACH_ROW
+# may refuse a destination (core.arg_rows, core.fold_short_rows)
+_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED, _EACH_ROW = range(7)
+# whether NumPy's loop takes the leaf where no way of its own did
+_NUMPY_NO, _NUMPY_YES, _NUMPY_ONE_THREAD = range(3)
 
 # two slices' fold (_fold_slices)
 _SLICE_FOLD = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b,
@@ -240,12 +249,6 @@ def _fold_lead(reduce, rows, dtype):
     if rows.shape[1] < 16:
         return reduce(np.ascontiguousarray(rows.T), 1, dtype)
     return reduce(rows, 0, dtype)
-
-
-def _numpy_leaf(kind, child, axes, whole, nthreads):
-    # (up to ONE_CALL_BYTES the pass on two threads does not make up for it)
-    return _numpy_kind(kind, child, axes, whole) and (
-        nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES or _short_inner(child._array))
 
 
 def _numpy_reduction(kind, array, axis, keepdims, out=None):
@@ -412,13 +415,13 @@ class Reduction(Special):
 
     __slots__ = ("kind", "axes", "keepdims", "whole", "_numpy_axis", "_params",
                  "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first",
-                 "_short_ways", "_numpy_ways")
+                 "_ways")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
-        # a small leaf's reduction is NumPy's (into_leaves, into()'s first
-        # check): what it is called with, decided once.  (One axis as an int,
-        # as np.sum passes it: a tuple costs the ufunc ~0.4 us more)
+        # a leaf's reduction by NumPy's loop (into_leaves): what it is called
+        # with, decided once.  (One axis as an int, as np.sum passes it: a
+        # tuple costs the ufunc ~0.4 us more)
         self._numpy_axis = None if whole else axes[0] if len(axes) == 1 else axes
         arg = kind in ("argmax", "argmin")
         if arg and not axes:  # (a 0-d operand's axis 0: NumPy's argmax takes an int or None)
@@ -429,10 +432,9 @@ class Reduction(Special):
         # costs ~0.9 us); mean by _numpy_reduction
         self._leaf_reduce, self._leaf_dtype = _UFUNC_REDUCE.get(kind, (None, None))
         self._leaf_arg = getattr(np.ndarray, kind) if arg else None
-        self._short_ways = {}  # the leaf's strides -> _short_way's answer
-        # (the leaf's strides, threads) -> the result's dtype where NumPy's
-        # loop takes the leaf (_numpy_leaf), else False
-        self._numpy_ways = {}
+        # the leaf's strides -> (way, NumPy's loop after it): _way_of's answer
+        # for a layout (a kernel is _layout's, of one shape and dtype)
+        self._ways = {}
         # the largest leaf NumPy reduces (argmax's pass pays from ARG_PASS_MIN)
         self._leaf_max = ARG_PASS_MIN - 1 if arg else SMALL_LEAF
         # a sum over axis 0 folds rows first (_rows_sum)
@@ -446,16 +448,22 @@ class Reduction(Special):
         return self._params
 
     def into_leaves(self, dst, arrays):
-        """At the root over a leaf (the engine's into_directly, dst of the
-        result's dtype): a small non-empty leaf's reduction by NumPy's own
-        call straight into ``dst``, as into() does first, without its frame
-        and checks (argmax of (85, 3) into dst 2.2 -> 1.0 us, NumPy's
-        np.argmax 1.15); False, nothing written, otherwise."""
+        """At the root over a leaf (the engine's into_directly; into() and
+        value() first; dst of the result's dtype): the leaf's reduction by a
+        way of its own (_run) or NumPy's own call straight into ``dst``, as
+        _way_of decided for its layout, without into()'s frame and checks
+        (argmax of (85, 3) into dst 2.2 -> 1.0 us, NumPy's np.argmax 1.15);
+        False, nothing written, where the pass takes it."""
         a = arrays[0]
-        if not 0 < a.size <= self._leaf_max:
-            return False
-        if a.size >= SHORT_FOLD_MIN and self._short_fold(dst, a):
+        ways = self._ways.get(a.strides)
+        if ways is None:
+            ways = self._way_of(a)
+        way, numpy = ways
+        if way != _NO_WAY and self._run(way, dst, a):
             return True
+        if numpy == _NUMPY_NO or (numpy == _NUMPY_ONE_THREAD
+                                  and core.reduce_threads(a.size) > 1):
+            return False
         if self._rows_first and _rows_sum(a, dst):
             return True
         reduce = self._leaf_reduce
@@ -468,61 +476,86 @@ class Reduction(Special):
                              dst)
         return True
 
-    def _short_fold(self, dst, a, run=True):
-        """Leaf array ``a``'s reduction into ``dst`` where NumPy's loop runs
-        once per output element or per row: over one short axis (argmax and
-        argmin by core.arg_rows on any layout; the others by _fold_slices
-        along the innermost axis in memory) or over the leading axes of
-        short kept rows (_wide_rows, a C leaf or F's transpose), or without
-        its axes of one element (_squeezed, large leaves).  True,
-        written (``run``: False, only asked); False, nothing written.  The
-        way is decided once per layout, kept by its strides (_short_way
-        each call was ~0.4 us, a tenth of a 64^2 max's; a refusal now ~0.15)."""
-        key = a.strides  # (a kernel is _layout's, of one shape and dtype)
-        way = self._short_ways.get(key)
-        if way is None:
-            if len(self._short_ways) >= 16:
-                self._short_ways.clear()
-            way = self._short_ways[key] = self._short_way(a)
-        if way == _NO_WAY:
-            return False
+    def _way_of(self, a):
+        """(way, NumPy's) for leaf array ``a``'s layout, kept by its strides
+        (deciding was ~0.4-1 us a call, a tenth of a 64^2 max's).  NumPy's
+        loop takes a small leaf (up to _leaf_max) and, per _numpy_kind, a
+        larger one it reduces faster than the pass (on one thread past
+        ONE_CALL_BYTES, but for short rows); ways of its own (_short_way) go
+        first, from SHORT_FOLD_MIN elements."""
+        if len(self._ways) >= 16:
+            self._ways.clear()
+        if a.size == 0:
+            ways = (_NO_WAY, _NUMPY_NO)
+        elif a.size <= self._leaf_max:
+            ways = (self._short_way(a) if a.size >= SHORT_FOLD_MIN else _NO_WAY, _NUMPY_YES)
+        else:
+            way = self._short_way(a)
+            numpy = _numpy_kind(self.kind, a, self.axes, self.whole)
+            if numpy and way == _SQUEEZED:
+                way = _NO_WAY  # (NumPy's loop drops the ones itself)
+            ways = (way, _NUMPY_NO if not numpy else _NUMPY_YES if (
+                a.nbytes <= ONE_CALL_BYTES or _short_inner(a)) else _NUMPY_ONE_THREAD)
+        self._ways[a.strides] = ways
+        return ways
+
+    def _run(self, way, dst, a):
+        """Leaf array ``a``'s reduction into ``dst`` by a way of its own, where
+        NumPy's loop runs once per output element or per row: over one short
+        axis (argmax and argmin by core.arg_rows; the others by
+        _fold_slices along the innermost axis in memory), along contiguous
+        rows (core.fold_short_rows), over the leading axes of short kept
+        rows (_wide_rows, a C leaf or F's transpose), or without its axes of
+        one element (_squeezed).  True, written; False, nothing written."""
         axes = self.axes
-        if way == _ARG_ROWS:  # (asked only by running: arg_rows may refuse)
-            return run and core.arg_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
-                                         a, _FOLD[self.kind], axes[0])
-        if run:
-            if way == _SQUEEZED:
-                self._squeezed(dst, a)
-            elif way == _SLICES:
-                _fold_slices(self.kind, a, axes[0],
-                             np.squeeze(dst, axes[0]) if self.keepdims else dst)
-            elif way == _WIDE:
-                _wide_rows(self.kind, a, len(axes), dst)
-            else:  # an F leaf as its C transpose
-                _wide_rows(self.kind, a.T, len(axes), dst.T)
+        if way == _ARG_ROWS:
+            return core.arg_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
+                                 a, _FOLD[self.kind], axes[0])
+        if way == _EACH_ROW:
+            return core.fold_short_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
+                                        a, _FOLD[self.kind], axes[0])
+        if way == _SQUEEZED:
+            self._squeezed(dst, a)
+        elif way == _SLICES:
+            _fold_slices(self.kind, a, axes[0],
+                         np.squeeze(dst, axes[0]) if self.keepdims else dst)
+        elif way == _WIDE:
+            _wide_rows(self.kind, a, len(axes), dst)
+        else:  # an F leaf as its C transpose
+            _wide_rows(self.kind, a.T, len(axes), dst.T)
         return True
 
     def _short_way(self, a):
-        # which of _short_fold's ways a leaf of a's layout takes
+        # which of _run's ways a leaf of a's layout takes
         axes, nd, shape, strides = self.axes, a.ndim, a.shape, a.strides
         if len(axes) == nd:
             return _NO_WAY
-        if len(axes) == 1 and shape[axes[0]] < SHORT_INNER:
+        isz = a.itemsize
+        if len(axes) == 1:
             axis = axes[0]
+            k = shape[axis]
             if self._leaf_arg is not None:
                 # (rows of 32 or more in place: NumPy's SIMD loop a row wins,
-                # float64 (4161, 63) along axis 1 1.37x with arg_rows)
-                return (_ARG_ROWS if shape[axis] < 32 or abs(strides[axis]) != a.itemsize
-                        else _NO_WAY)
+                # float64 (4161, 63) along axis 1 1.37x with arg_rows; kept
+                # rows contiguous: lanes of them, any length)
+                inner = _inner_axis(a)
+                if (k < SHORT_INNER and (k < 32 or abs(strides[axis]) != isz)) or (
+                        inner >= 0 and inner != axis and abs(strides[inner]) == isz
+                        and a.size // k >= ARG_LANES_MIN):
+                    return _ARG_ROWS
+                return _NO_WAY
             # (across rows, large leaves: sums and products only, where the
             # pass folds row by row, F (87381, 3) float64 sum along axis 1
             # 1.11 -> 0.63x NumPy; its max and any lost 0.65 -> 0.96; one
             # element: a copy)
-            if shape[axis] < SHORT_AXIS and (
-                    (abs(strides[axis]) == a.itemsize and shape[axis] >= 2)
+            if k < SHORT_AXIS and (
+                    (abs(strides[axis]) == isz and k >= 2)
                     or (a.size > SMALL_LEAF
-                        and (shape[axis] == 1 or self.kind in ("sum", "mean", "prod")))):
+                        and (k == 1 or self.kind in ("sum", "mean", "prod")))):
                 return _SLICES
+            if strides[axis] == isz and k >= SHORT_AXIS and a.size > k \
+                    and self._each_row(a.dtype, k, a.nbytes):
+                return _EACH_ROW
         if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
                 and self._leaf_arg is None:
             return _SQUEEZED
@@ -531,7 +564,7 @@ class Reduction(Special):
                 or (self.kind in ("sum", "prod") and a.dtype.kind != "f")):
             return _NO_WAY
         # the kept rows innermost in memory: a C leaf's trailing axes, an F leaf's leading ones
-        isz, lead = a.itemsize, len(axes)
+        lead = len(axes)
         if strides[-1] == isz and nd - 1 not in axes:
             k, way = math.prod(shape[lead:]), _WIDE
             ok = axes == tuple(range(lead)) and a.flags.c_contiguous
@@ -541,6 +574,25 @@ class Reduction(Special):
         else:
             return _NO_WAY
         return way if ok and 2 <= k < SHORT_INNER and a.size // k >= WIDE_MIN_ROWS else _NO_WAY
+
+    def _each_row(self, dtype, k, nbytes):
+        """Whether rows of k contiguous values fold one by one
+        (core.fold_short_rows) rather than by NumPy's loop or the pass
+        (one thread: pyet_fold_each_row's vector of lanes a row; rows of
+        16/64/512/4096 at 2^18 elements, kernel / NumPy: float64 max
+        0.08/0.19/0.46/0.87 (the pass 0.54 from 64, 1.1-1.9 from 512 for
+        float32), int32 max 0.25/0.29/0.46/0.79, int32 sum
+        0.18/0.38/0.28/0.26, any 0.3-0.55, bool any 0.42/0.36/0.32 and 1.1
+        at 4096, where NumPy's byte loop stops once decided; past
+        ONE_CALL_BYTES the threads' pass gets rows of 64 or more)."""
+        kind = self.kind
+        if kind in ("sum", "prod"):
+            ok = dtype.kind != "f"
+        elif kind in ("max", "min", "any", "all"):
+            ok = dtype != _BOOL or k < 2048
+        else:
+            return False
+        return ok and (k < SHORT_INNER or nbytes <= ONE_CALL_BYTES)
 
     def _squeezed(self, dst, a):
         """A large leaf with axes of one element (an (n, 1) column; not
@@ -566,28 +618,9 @@ class Reduction(Special):
         if type(child) is not _Tensor:
             child = materialize(child)
         kind, axes = self.kind, self.axes
-        if isinstance(child, _Tensor) and (
-                self.into_leaves(dst, (child._array,))
-                or (child.size > self._leaf_max and self._short_fold(dst, child._array))):
-            # a small leaf: NumPy's own reduction, the same work with less
-            # set-up; a short axis or short kept rows: their own passes
-            return
+        if isinstance(child, _Tensor) and self.into_leaves(dst, (child._array,)):
+            return  # NumPy's loop or a way of its own (_way_of)
         nthreads = core.reduce_threads(child.size)
-        # NumPy's faster loops (_numpy_kind; out= of the result's dtype),
-        # decided once per leaf layout and thread count (~1 us a call)
-        key = (child._array.strides, nthreads) if type(child) is _Tensor else None
-        numpy = self._numpy_ways.get(key)  # (the result's dtype, or False)
-        if numpy is None:
-            numpy = _numpy_leaf(kind, child, axes, self.whole, nthreads) and _result_dtype(
-                kind, child.dtype)
-            if key is not None:
-                if len(self._numpy_ways) >= 16:
-                    self._numpy_ways.clear()
-                self._numpy_ways[key] = numpy
-        if numpy is not False and dst.dtype == numpy:
-            _numpy_reduction(kind, child._array, None if self.whole else axes, self.keepdims,
-                             dst)
-            return
         if kind in ("max", "min") and isinstance(child, core.Tensor) and (
                 nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES) \
                 and self._folded_without_pass(dst, child):
@@ -709,12 +742,8 @@ class Reduction(Special):
         if isinstance(child, _Tensor) and child.size:
             out = np.empty(_out_shape(self.kind, child.shape, self.axes, self.keepdims,
                                       self.whole), _result_dtype(self.kind, child.dtype))
-            if self.into_leaves(out, (child._array,)) or (
-                    child.size > self._leaf_max and self._short_fold(out, child._array)):
+            if self.into_leaves(out, (child._array,)):
                 return out
-        if _numpy_leaf(self.kind, child, self.axes, self.whole, core.reduce_threads(child.size)):
-            return np.asarray(_numpy_reduction(
-                self.kind, child._array, None if self.whole else self.axes, self.keepdims))
         if self.kind in ("argmax", "argmin"):
             return _arg_value(self.kind, child, self.axes, self.keepdims, self.whole)
         return _Fold(self, child, across_rows).result()
@@ -724,9 +753,10 @@ class Reduction(Special):
         replay): the accumulators and their views are made once."""
         child = materialize(args[0])
         kind, axes = self.kind, self.axes
-        if isinstance(child, _Tensor) and child.size >= SHORT_FOLD_MIN:  # (as into() takes them)
-            if self._short_fold(out, child._array, run=False):
-                return functools.partial(self._short_fold, out, child._array)
+        if isinstance(child, _Tensor) and child.size:
+            way = self._way_of(child._array)[0]
+            if way in (_SLICES, _WIDE, _WIDE_T, _SQUEEZED):  # (the others may refuse out)
+                return functools.partial(self._run, way, out, child._array)
         small = _small_leaf(kind, child)
         if small and self._rows_first and _rows_sum(child._array, out):
             # (out written: the replay writes it again)
@@ -739,8 +769,8 @@ class Reduction(Special):
             return functools.partial(_mean_into, child._array, None if self.whole else axes,
                                      self.keepdims, out,
                                      math.prod([child.shape[a] for a in axes]))
-        if small or kind in ("argmax", "argmin") or _numpy_kind(
-                kind, child, axes, self.whole):
+        if small or kind in ("argmax", "argmin") or (isinstance(child, _Tensor) and _numpy_kind(
+                kind, child._array, axes, self.whole)):
             return lambda: self.into(out, (child,))  # (NumPy's or not: into decides each time)
         across_rows = self._across_rows(child)
         fold = _Fold(self, child, across_rows)
