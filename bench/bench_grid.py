@@ -281,10 +281,14 @@ def special_cases(n, rng, pattern):
                     cases.append(reduction_case(
                         f"{red} axis={axis} {np.dtype(dt).name} ({n // 3}, 3) {order}", t, red,
                         axis))
-    # a column (axes of one element) and rows of 7 (NumPy's sum order up to 7)
+    # a column (axes of one element), rows of 7 (NumPy's sum order up to 7),
+    # contiguous rows of 16 and 64 (NumPy's loop once a row) and argmax over
+    # the long axis of 64 kept contiguous rows (NumPy copies the axis last)
     for dt in (np.int32, np.float64):
         for shape, red, axis in (((n, 1), "max", 0), ((n, 1), "sum", 0), ((n // 7, 7), "sum", 1),
-                                 ((n // 7, 7), "argmax", 1)):
+                                 ((n // 7, 7), "argmax", 1), ((n // 16, 16), "max", 1),
+                                 ((n // 16, 16), "any", 1), ((n // 64, 64), "sum", 1),
+                                 ((n // 64, 64), "argmax", 0)):
             t = (rng.random(shape) * 100).astype(dt)
             cases.append(reduction_case(f"{red} axis={axis} {np.dtype(dt).name} {shape}", t,
                                         red, axis))
