@@ -4669,9 +4669,11 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
     if (red == RED_ARGMAX) PYET_ARG_ROWS(T, v > a);                         \
     else PYET_ARG_ROWS(T, v < a)
 
-PYET_DISPATCH void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k,
-                                 const char *src, pyet_intp rs, pyet_intp cs, char *out,
-                                 pyet_intp os)
+/* (an AVX-512 clone too: its mask registers take the selects; int32 lanes
+ * over a long axis 0.76-0.89 -> 0.69x NumPy's time, (87381, 3) 0.20 -> 0.16) */
+PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k,
+                                      const char *src, pyet_intp rs, pyet_intp cs, char *out,
+                                      pyet_intp os)
 {
     PYET_SWITCH_DT(dt, PYET_ARG_ROWS_CASES)
 }
@@ -4685,25 +4687,33 @@ PYET_DISPATCH void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k,
  * row, then across, then its last k % L values one by one.  Returns 0, nothing
  * written, for a fold it does not do (float sums and products: NumPy's
  * pairwise order is theirs). */
-#define PYET_EACH_ROW_TAIL(T, TA, TO, L, CONV, F, ROW)                      \
+/* ACC = the fold of the N values at X: L lanes down them, then across,
+ * then the last N % L one by one */
+#define PYET_FOLD_RUN(T, TA, L, CONV, F, X, N, ACC)                         \
     do {                                                                    \
-        const T *x_ = (const T *)(src + (ROW) * rs);                        \
-        TA lane[L], acc;                                                    \
+        const T *x_ = (X);                                                  \
+        TA lane[L];                                                         \
         pyet_intp j = 0;                                                    \
-        if (k >= (L)) {                                                     \
+        if ((N) >= (L)) {                                                   \
             for (int l = 0; l < (L); l++) lane[l] = CONV(x_[l]);            \
-            for (j = (L); j + (L) <= k; j += (L))                           \
+            for (j = (L); j + (L) <= (N); j += (L))                         \
                 PYET_IVDEP for (int l = 0; l < (L); l++)                    \
                     lane[l] = F(lane[l], CONV(x_[j + l]));                  \
             for (int w = (L) / 2; w >= 1; w /= 2)                           \
                 for (int l = 0; l < w; l++)                                 \
                     lane[l] = F(lane[l], lane[l + w]);                      \
-            acc = lane[0];                                                  \
+            ACC = lane[0];                                                  \
         } else {                                                            \
-            acc = CONV(x_[0]);                                              \
+            ACC = CONV(x_[0]);                                              \
             j = 1;                                                          \
         }                                                                   \
-        for (; j < k; j++) acc = F(acc, CONV(x_[j]));                       \
+        for (; j < (N); j++) ACC = F(ACC, CONV(x_[j]));                     \
+    } while (0)
+
+#define PYET_EACH_ROW_TAIL(T, TA, TO, L, CONV, F, ROW)                      \
+    do {                                                                    \
+        TA acc;                                                             \
+        PYET_FOLD_RUN(T, TA, L, CONV, F, (const T *)(src + (ROW) * rs), k, acc); \
         *(TO *)(out + (ROW) * os) = (TO)acc;                                \
     } while (0)
 
@@ -4789,6 +4799,25 @@ PYET_DISPATCH void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k,
         }                                                                   \
     } while (0)
 
+/* any and all (and a bool max or min) of rows of 32 vectors or more: chunks
+ * of 32 vectors, each PYET_FOLD_RUN's loop, the row left once decided, as
+ * NumPy's bool loops leave it (bool any along rows of 4096 with 1% true:
+ * 1.07 -> 0.45x NumPy's time, float64 any 0.55 -> 0.05; float64 all where
+ * nothing stops it 0.54-0.69) */
+#define PYET_EACH_ROW_STOP(T, U, L, F, STOP)                                \
+    do {                                                                    \
+        for (pyet_intp i = 0; i < nrows; i++) {                             \
+            const T *row_ = (const T *)(src + i * rs);                      \
+            U acc = !(STOP), part;                                          \
+            for (pyet_intp c = 0; c < k && acc != (STOP); c += 32 * (L)) {  \
+                const pyet_intp n_ = k - c < 32 * (L) ? k - c : 32 * (L);   \
+                PYET_FOLD_RUN(T, U, L, PYET_NONZERO, F, row_ + c, n_, part); \
+                acc = F(acc, part);                                         \
+            }                                                               \
+            *(pyet_bool *)(out + i * os) = (pyet_bool)acc;                  \
+        }                                                                   \
+    } while (0)
+
 /* (any and all fold x != 0 as 0 or 1 in lanes of the values' width: bool
  * lanes beside float64 values measured 1.3x NumPy on rows of 16) */
 #define PYET_AS_IS(x) (x)
@@ -4803,8 +4832,14 @@ PYET_DISPATCH void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_intp k,
     switch (red) {                                                          \
     case RED_MAX: MINMAX(T, T, T, L, PYET_AS_IS, MAXF); return 1;           \
     case RED_MIN: MINMAX(T, T, T, L, PYET_AS_IS, MINF); return 1;           \
-    case RED_ANY: PYET_EACH_ROW(T, U, pyet_bool, L, PYET_NONZERO, PYET_OR); return 1; \
-    case RED_ALL: PYET_EACH_ROW(T, U, pyet_bool, L, PYET_NONZERO, PYET_AND); return 1; \
+    case RED_ANY:                                                           \
+        if (k >= 32 * (L)) PYET_EACH_ROW_STOP(T, U, L, PYET_OR, 1);           \
+        else PYET_EACH_ROW(T, U, pyet_bool, L, PYET_NONZERO, PYET_OR);      \
+        return 1;                                                           \
+    case RED_ALL:                                                           \
+        if (k >= 32 * (L)) PYET_EACH_ROW_STOP(T, U, L, PYET_AND, 0);          \
+        else PYET_EACH_ROW(T, U, pyet_bool, L, PYET_NONZERO, PYET_AND);     \
+        return 1;                                                           \
     }
 
 #define PYET_EACH_ROW_SUMS(T)                                               \
@@ -4820,6 +4855,8 @@ PYET_DISPATCH_WIDE int pyet_fold_each_row(int red, int dt, pyet_intp nrows, pyet
     if (nrows <= 0 || k <= 0) return 0;
     switch (dt) {
     case DT_BOOL:
+        if (red == RED_MAX) red = RED_ANY;  /* (the same values, the same early stop) */
+        else if (red == RED_MIN) red = RED_ALL;
         PYET_EACH_ROW_CASES(pyet_bool, pyet_bool, 32, pyet_max_b, pyet_min_b, PYET_EACH_ROW);
         PYET_EACH_ROW_SUMS(pyet_bool);
         break;

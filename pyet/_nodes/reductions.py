@@ -582,14 +582,15 @@ class Reduction(Special):
         16/64/512/4096 at 2^18 elements, kernel / NumPy: float64 max
         0.08/0.19/0.46/0.87 (the pass 0.54 from 64, 1.1-1.9 from 512 for
         float32), int32 max 0.25/0.29/0.46/0.79, int32 sum
-        0.18/0.38/0.28/0.26, any 0.3-0.55, bool any 0.42/0.36/0.32 and 1.1
-        at 4096, where NumPy's byte loop stops once decided; past
-        ONE_CALL_BYTES the threads' pass gets rows of 64 or more)."""
+        0.18/0.38/0.28/0.26, any/all 0.3-0.55 and, where the row is decided
+        early, 0.05 from rows of 32 vectors (NumPy's bool loop stops too:
+        bool any 0.42/0.36/0.35/0.45); past ONE_CALL_BYTES the threads'
+        pass gets rows of 64 or more)."""
         kind = self.kind
         if kind in ("sum", "prod"):
             ok = dtype.kind != "f"
         elif kind in ("max", "min", "any", "all"):
-            ok = dtype != _BOOL or k < 2048
+            ok = True
         else:
             return False
         return ok and (k < SHORT_INNER or nbytes <= ONE_CALL_BYTES)
