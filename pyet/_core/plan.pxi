@@ -3675,11 +3675,12 @@ def arg_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
     whose kept axes merge into one run of rows in both.  Returns False,
     nothing written, for anything else (dst overlapping src, misaligned,
     read-only, not int64)."""
-    cdef int dt = array_dtype_code(src)
+    cdef int dt
     cdef pyet_intp nrows, rs, os
     if (red != RED_ARGMAX and red != RED_ARGMIN) or cnp.PyArray_TYPE(dst) != cnp.NPY_INT64 \
             or not _kept_rows(dst, src, axis, &nrows, &rs, &os):
         return False
+    dt = array_dtype_code(src)  # (after _kept_rows: a byte-swapped src refused, not raised)
     cdef const char *data = <const char *>cnp.PyArray_DATA(src)
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
     cdef pyet_intp k = cnp.PyArray_DIMS(src)[axis], cs = cnp.PyArray_STRIDES(src)[axis]
@@ -3696,7 +3697,7 @@ def fold_short_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
     NumPy calls its loop once a row.  ``axis`` contiguous in src (its step
     the itemsize), the kept axes one run of rows in src and dst (any
     strides).  Returns False, nothing written, for anything else."""
-    cdef int dt = array_dtype_code(src), done
+    cdef int dt, done
     cdef int want = cnp.PyArray_TYPE(src)
     cdef pyet_intp nrows, rs, os
     if red == RED_ANY or red == RED_ALL:
@@ -3706,6 +3707,7 @@ def fold_short_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):
     if cnp.PyArray_TYPE(dst) != want or not _kept_rows(dst, src, axis, &nrows, &rs, &os) \
             or cnp.PyArray_STRIDES(src)[axis] != cnp.PyArray_ITEMSIZE(src):
         return False
+    dt = array_dtype_code(src)  # (after _kept_rows: a byte-swapped src refused, not raised)
     cdef const char *data = <const char *>cnp.PyArray_DATA(src)
     cdef char *out = <char *>cnp.PyArray_DATA(dst)
     cdef pyet_intp k = cnp.PyArray_DIMS(src)[axis]

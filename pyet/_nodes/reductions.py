@@ -173,6 +173,20 @@ def _inner_axis(array):
     return inner
 
 
+def _kept_run(array, axis):
+    """Whether ``array``'s axes but ``axis`` merge into one run of rows (each
+    longer than 1 a whole number of the next one's steps), as core.arg_rows
+    and core.fold_short_rows take them: else they refuse every call."""
+    step = None
+    for d, n in enumerate(array.shape):
+        if d == axis or n == 1:
+            continue
+        if step is not None and step != array.strides[d] * n:
+            return False
+        step = array.strides[d]
+    return True
+
+
 def _fold_slices(kind, array, axis, dst):
     """``kind`` over ``axis`` (of k < SHORT_AXIS elements) of ``array`` into
     ``dst`` (kept axes' shape) as one fused pass of the k slices, folded in
@@ -543,9 +557,9 @@ class Reduction(Special):
                 # float64 (4161, 63) along axis 1 1.37x with arg_rows; kept
                 # rows contiguous: lanes of them, any length)
                 inner = _inner_axis(a)
-                if (k < SHORT_INNER and (k < 32 or abs(strides[axis]) != isz)) or (
+                if ((k < SHORT_INNER and (k < 32 or abs(strides[axis]) != isz)) or (
                         inner >= 0 and inner != axis and abs(strides[inner]) == isz
-                        and a.size // k >= ARG_LANES_MIN):
+                        and a.size // k >= ARG_LANES_MIN)) and _kept_run(a, axis):
                     return _ARG_ROWS
                 return _NO_WAY
             # (across rows, large leaves: sums and products only, where the
@@ -558,7 +572,7 @@ class Reduction(Special):
                         and (k == 1 or self.kind in ("sum", "mean", "prod")))):
                 return _SLICES
             if strides[axis] == isz and k >= SHORT_AXIS and a.size > k \
-                    and self._each_row(a.dtype, k, a.nbytes):
+                    and self._each_row(a.dtype, k, a.nbytes) and _kept_run(a, axis):
                 return _EACH_ROW
         if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
                 and self._leaf_arg is None:
