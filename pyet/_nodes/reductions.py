@@ -519,10 +519,11 @@ class Reduction(Special):
 
     def _run(self, way, dst, a):
         """Leaf array ``a``'s reduction into ``dst`` by a way of its own, where
-        NumPy's loop runs once per output element or per row: over one short
-        axis (argmax and argmin by core.arg_rows; the others by
-        _fold_slices along the innermost axis in memory), along contiguous
-        rows (core.fold_short_rows), over the leading axes of short kept
+        NumPy's loop runs once per output element or per row: argmax and
+        argmin over a short axis or across 16+ contiguous kept rows
+        (core.arg_rows), the others over a short axis innermost in memory
+        (_fold_slices), along contiguous rows (core.fold_short_rows), over
+        the leading axes of short kept
         rows (_wide_rows, a C leaf or F's transpose), or without its axes of
         one element (_squeezed).  True, written; False, nothing written."""
         axes = self.axes
@@ -604,14 +605,10 @@ class Reduction(Special):
         early, 0.05 from rows of 32 vectors (NumPy's bool loop stops too:
         bool any 0.42/0.36/0.35/0.45); past ONE_CALL_BYTES the threads'
         pass gets rows of 64 or more)."""
-        kind = self.kind
-        if kind in ("sum", "prod"):
-            ok = dtype.kind != "f"
-        elif kind in ("max", "min", "any", "all"):
-            ok = True
-        else:
+        if self.kind not in ("max", "min", "any", "all", "sum", "prod") or (
+                self.kind in ("sum", "prod") and dtype.kind == "f"):  # (NumPy's pairwise order)
             return False
-        return ok and (k < SHORT_INNER or nbytes <= ONE_CALL_BYTES)
+        return k < SHORT_INNER or nbytes <= ONE_CALL_BYTES
 
     def _squeezed(self, dst, a):
         """A large leaf with axes of one element (an (n, 1) column; not
