@@ -570,3 +570,25 @@ def test_column_max_goes_to_numpy(calls):
         assert takes(kind, x, 0) == reductions._SQUEEZED
         check_api(kind, x, 0)
         check_api(kind, x, 0, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_trailing_axes_of_one_run_fold_each_row(dtype, calls):
+    # several trailing axes whose values are one contiguous run a row fold
+    # as one axis of their product; where they are not one run (a step, a
+    # reversed axis, leading axes), another way
+    rng = np.random.default_rng(5)
+    base = rows_of(rng, 1600, 16, dtype)
+    for x, axes in ((base.reshape(1600, 4, 4), (1, 2)), (base.reshape(400, 4, 4, 4), (1, 2, 3)),
+                    (base.reshape(800, 2, 4, 4), (2, 3)), (base.reshape(1600, 1, 4, 4), (1, 2, 3)),
+                    (base.reshape(1600, 4, 4)[::-1], (1, 2))):
+        for kind in kinds_of(dtype):
+            assert takes(kind, x, axes) == reductions._EACH_ROW, (kind, x.shape, axes)
+            check_api(kind, x, axes, calls=calls, kernel="fold_short_rows")
+            check_api(kind, x, axes, keepdims=True, calls=calls, kernel="fold_short_rows")
+    cube = base.reshape(1600, 4, 4)
+    for x, axes in ((cube[:, :, ::-1], (1, 2)), (cube[:, ::2], (1, 2)),
+                    (np.asfortranarray(cube), (1, 2)), (cube, (0, 1))):
+        for kind in kinds_of(dtype):
+            assert takes(kind, x, axes) != reductions._EACH_ROW, (kind, x.strides, axes)
+            check_api(kind, x, axes)

@@ -531,7 +531,9 @@ class Reduction(Special):
             return core.arg_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
                                  a, _FOLD[self.kind], axes[0])
         if way == _EACH_ROW:
-            return core.fold_short_rows(np.squeeze(dst, axes[0]) if self.keepdims else dst,
+            if len(axes) > 1:  # trailing axes of one run a row: as one axis (views)
+                a = a.reshape(a.shape[:axes[0]] + (-1,))
+            return core.fold_short_rows(np.squeeze(dst, axes) if self.keepdims else dst,
                                         a, _FOLD[self.kind], axes[0])
         if way == _SQUEEZED:
             self._squeezed(dst, a)
@@ -574,6 +576,14 @@ class Reduction(Special):
                 return _SLICES
             if strides[axis] == isz and k >= SHORT_AXIS and a.size > k \
                     and self._each_row(a.dtype, k, a.nbytes) and _kept_run(a, axis):
+                return _EACH_ROW
+        elif self._leaf_arg is None and axes == tuple(range(nd - len(axes), nd)) \
+                and a.strides[nd - len(axes):] == _c_strides(shape[nd - len(axes):], a.dtype):
+            # trailing axes whose values are one contiguous run a row (C (n, 4, 4)
+            # max over (1, 2): NumPy's loop 1.0x, the row fold of 16 0.1-0.3x)
+            k = math.prod(shape[nd - len(axes):])
+            if k >= SHORT_AXIS and a.size > k and self._each_row(a.dtype, k, a.nbytes) \
+                    and _kept_run(a.reshape(shape[:nd - len(axes)] + (k,)), nd - len(axes)):
                 return _EACH_ROW
         if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
                 and self._leaf_arg is None:
