@@ -4710,7 +4710,7 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
         for (; j < (N); j++) ACC = F(ACC, CONV(x_[j]));                     \
     } while (0)
 
-#define PYET_EACH_ROW_TAIL(T, TA, TO, L, CONV, F, ROW)                      \
+#define PYET_ONE_ROW(T, TA, TO, L, CONV, F, ROW)                            \
     do {                                                                    \
         TA acc;                                                             \
         PYET_FOLD_RUN(T, TA, L, CONV, F, (const T *)(src + (ROW) * rs), k, acc); \
@@ -4720,7 +4720,7 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
 #define PYET_EACH_ROW(T, TA, TO, L, CONV, F)                                \
     do {                                                                    \
         for (pyet_intp i = 0; i < nrows; i++)                               \
-            PYET_EACH_ROW_TAIL(T, TA, TO, L, CONV, F, i);                   \
+            PYET_ONE_ROW(T, TA, TO, L, CONV, F, i);                         \
     } while (0)
 
 /* float max and min: four rows at a time down their lanes, four independent
@@ -4795,7 +4795,7 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
             for (; j < k; j++) acc = F(acc, CONV(x_[j]));                   \
             *(TO *)(out + (ROW) * os) = (TO)acc;                            \
         } else {                                                            \
-            PYET_EACH_ROW_TAIL(T, TA, TO, L, CONV, F, ROW);                 \
+            PYET_ONE_ROW(T, TA, TO, L, CONV, F, ROW);                       \
         }                                                                   \
     } while (0)
 
