@@ -1,7 +1,7 @@
 """A leaf's max or min without the pass (Reduction._folded_without_pass):
 over the leading axes of a C-contiguous leaf (core.fold_rows: the first row
 copied, the others folded four, three or two at a time), over its trailing
-axes in long rows (core.fold_each_row), an F-contiguous leaf as its
+axes in long rows (core.fold_short_rows), an F-contiguous leaf as its
 transpose; and the row folds' kernel (pyet_reduce_rows) with every
 remainder of rows, through the pass too.  NumPy's values and bits: NaN,
 signed zeros, infinities; destinations between sentinels."""
@@ -50,18 +50,15 @@ def test_layouts_against_numpy(kind, dtype, shape, axis, order):
     assert np.asarray(got).tobytes() == kept.tobytes()
 
 
-def test_each_row_refuses_what_it_cannot_write():
+def test_rows_fold_refuses_what_it_cannot_write():
+    # (fold_short_rows' refusals: test_each_row_folds)
     x = np.arange(2 * 300, dtype=np.float64).reshape(2, 300)
-    assert not core.fold_each_row(np.empty(3), x, 3, 1)  # the wrong size
-    assert not core.fold_each_row(np.empty(4)[::2], x, 3, 1)  # not contiguous
-    assert not core.fold_each_row(np.empty(2, np.float32), x, 3, 1)  # another dtype
-    assert not core.fold_each_row(np.empty(2), x, 1, 1)  # a sum: not its fold
-    assert not core.fold_each_row(np.empty(2), np.asfortranarray(x), 3, 1)
-    assert not core.fold_each_row(x.reshape(-1)[300:302], x, 3, 1)  # inside src: a later row
-    assert not core.fold_rows(x.reshape(-1)[:300], x, 3, 1)
-    out = np.empty(2)
-    assert core.fold_each_row(out, x, 3, 1)
-    np.testing.assert_array_equal(out, x.max(axis=1))
+    assert not core.fold_rows(x.reshape(-1)[:300], x, 3, 1)  # inside src
+    assert not core.fold_rows(np.empty(300, np.float32), x, 3, 1)  # another dtype
+    assert not core.fold_rows(np.empty(600)[::2], x, 3, 1)  # not contiguous
+    out = np.empty(300)
+    assert core.fold_rows(out, x, 3, 1)
+    np.testing.assert_array_equal(out, x.max(axis=0))
 
 
 def test_a_column_of_negative_zeros_sums_to_zero():
@@ -121,3 +118,29 @@ def test_integers(kind, dtype, shape, axis, order):
     pyet.asarray(dst)[...] = getattr(pyet, kind)(pyet.asarray(x), axis=axis)
     np.testing.assert_array_equal(dst, want)
     assert (buf[[0, -1]] == -7).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_long_rows_without_a_way_fold_each_row(dtype, monkeypatch):
+    # rows no way of the leaf's layout takes (several leading axes of an
+    # F leaf; past ONE_CALL_BYTES on one thread) fold by fold_short_rows from
+    # _folded_without_pass, the axes as one
+    taken = []
+    real = core.fold_short_rows
+    monkeypatch.setattr(core, "fold_short_rows", lambda *a: taken.append(real(*a)) or taken[-1])
+    rng = np.random.default_rng(3)
+    pyet.set_num_threads(1)
+    try:
+        for x, axis in ((np.asfortranarray(values(rng, (64, 8, 300), np.float64)), (0, 1)),
+                        (values(rng, (1100, 520), np.float64), 1)):
+            x = x.astype(dtype) if dtype is np.float32 else (x * 1000).astype(dtype)
+            for kind in ("max", "min"):
+                taken.clear()
+                want = getattr(np, kind)(x, axis=axis)
+                buf, dst = into_sentinels(want)
+                pyet.asarray(dst)[...] = getattr(pyet, kind)(pyet.asarray(x), axis=axis)
+                assert dst.tobytes() == want.tobytes()
+                assert (buf[[0, -1]] == -7).all()
+                assert taken == [True], (x.shape, axis, taken)
+    finally:
+        pyet.set_num_threads(1)

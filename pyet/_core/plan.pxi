@@ -3597,7 +3597,7 @@ cdef bint _rows_apart(cnp.ndarray dst, cnp.ndarray src, int k, pyet_intp *nrows,
                       pyet_intp *inner) noexcept:
     # src's axes before k as rows of the rest's size (nrows, inner; both
     # nonzero, 1 <= k < ndim), src and dst of one dtype, aligned, C-contiguous,
-    # dst writeable and apart from src: what fold_rows and fold_each_row read
+    # dst writeable and apart from src: what fold_rows reads
     # and write; False for anything else
     cdef int nd = cnp.PyArray_NDIM(src), d
     if k < 1 or k >= nd or cnp.PyArray_TYPE(dst) != cnp.PyArray_TYPE(src) \
@@ -3614,57 +3614,51 @@ cdef bint _rows_apart(cnp.ndarray dst, cnp.ndarray src, int k, pyet_intp *nrows,
     return nrows[0] != 0 and inner[0] != 0 and not _bounds_overlap(dst, src)
 
 
-def fold_each_row(cnp.ndarray dst, cnp.ndarray src, int red, int k):
-    """A max or min (float32/64, int32/64) of a C-contiguous leaf over its axes from
-    k on into contiguous ``dst`` (one element a row, src's dtype) on this
-    thread: the rows folded by fold_short_rows' kernel, without the pass's
-    set-up and per-block folds ((3, 33333) float64 max along axis 1: 1.42x
-    NumPy through the pass).  Returns False, nothing written, for anything
-    else (_rows_apart's refusals)."""
-    cdef int dt = array_dtype_code(src)
-    cdef pyet_intp nrows, inner
-    cdef int isz = cnp.PyArray_ITEMSIZE(src)
-    if (red != RED_MAX and red != RED_MIN) or dt == DT_BOOL \
-            or not _rows_apart(dst, src, k, &nrows, &inner) or cnp.PyArray_SIZE(dst) != nrows:
-        return False
-    cdef char *out = <char *>cnp.PyArray_DATA(dst)
-    cdef const char *rows = <const char *>cnp.PyArray_DATA(src)
-    cdef bint quiet = invalid_unset()
-    with nogil:
-        pyet_fold_each_row(red, dt, nrows, inner, rows, inner * isz, out, isz)
-    quiet_fold(quiet)
+cdef bint _one_run(cnp.ndarray a, int skip, pyet_intp *nrows, pyet_intp *step) noexcept:
+    # a's axes but ``skip`` (-1: none) as one run of nrows rows ``step`` bytes
+    # apart: each longer than 1 a whole number of the next one's steps
+    cdef int d
+    cdef pyet_intp n
+    nrows[0], step[0] = 1, 0
+    for d in range(cnp.PyArray_NDIM(a)):
+        n = cnp.PyArray_DIMS(a)[d]
+        if d == skip or n == 1:
+            continue
+        if nrows[0] > 1 and step[0] != cnp.PyArray_STRIDES(a)[d] * n:
+            return False
+        step[0] = cnp.PyArray_STRIDES(a)[d]
+        nrows[0] *= n
     return True
+
+
+def kept_run(cnp.ndarray src, int axis):
+    """Whether ``src``'s axes but ``axis`` are one run of rows, as arg_rows
+    and fold_short_rows take them (asked once per layout: they refuse the
+    others on every call)."""
+    cdef pyet_intp nrows, step
+    return _one_run(src, axis, &nrows, &step)
 
 
 cdef bint _kept_rows(cnp.ndarray dst, cnp.ndarray src, int axis, pyet_intp *nrows,
                      pyet_intp *rs, pyet_intp *os) noexcept:
-    # src's axes but ``axis`` (and dst's, the kept axes' shape, in the same
-    # order) as one run of nrows rows, rs bytes apart in src and os in dst:
-    # each axis longer than 1 a whole number of the next one's steps in both.
-    # dst aligned, writeable and apart from src, src aligned and in native
-    # byte order, neither empty; False for anything else
+    # src's axes but ``axis`` and dst's (the kept axes' shape) each one run
+    # of nrows rows (_one_run), rs bytes apart in src and os in dst; dst
+    # aligned, writeable and apart from src, src aligned and in native byte
+    # order, neither empty; False for anything else
     cdef int nd = cnp.PyArray_NDIM(src), d, j = 0
-    cdef pyet_intp n
+    cdef pyet_intp drows
     if not 0 <= axis < nd or cnp.PyArray_NDIM(dst) != nd - 1 \
             or not cnp.PyArray_ISWRITEABLE(dst) or not cnp.PyArray_ISALIGNED(dst) \
             or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISNOTSWAPPED(src) \
             or cnp.PyArray_SIZE(src) == 0:
         return False
-    nrows[0], rs[0], os[0] = 1, 0, 0
     for d in range(nd):
-        if d == axis:
-            continue
-        n = cnp.PyArray_DIMS(src)[d]
-        if n != cnp.PyArray_DIMS(dst)[j]:
-            return False
-        if n > 1:
-            if nrows[0] > 1 and (rs[0] != cnp.PyArray_STRIDES(src)[d] * n
-                                 or os[0] != cnp.PyArray_STRIDES(dst)[j] * n):
+        if d != axis:
+            if cnp.PyArray_DIMS(src)[d] != cnp.PyArray_DIMS(dst)[j]:
                 return False
-            rs[0], os[0] = cnp.PyArray_STRIDES(src)[d], cnp.PyArray_STRIDES(dst)[j]
-            nrows[0] *= n
-        j += 1
-    return not _bounds_overlap(dst, src)
+            j += 1
+    return (_one_run(src, axis, nrows, rs) and _one_run(dst, -1, &drows, os)
+            and not _bounds_overlap(dst, src))
 
 
 def arg_rows(cnp.ndarray dst, cnp.ndarray src, int red, int axis):

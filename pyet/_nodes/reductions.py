@@ -67,7 +67,7 @@ SMALL_LEAF = 1 << 16
 # of float64 2^18 on 2 threads 1.24x one, 2^20 0.94x, 2^22 0.65x
 ONE_CALL_BYTES = 1 << 22
 # max/min folding each row of a C-contiguous leaf whole: rows of at least
-# this many elements (core.fold_each_row: its rows by fold_short_rows' kernel)
+# this many elements (core.fold_short_rows)
 EACH_ROW_MIN = 256
 # a leaf whose innermost axis in memory is shorter than this goes to NumPy's
 # loop for the reductions whose values do not depend on the order
@@ -171,20 +171,6 @@ def _inner_axis(array):
         if n > 1 and (inner < 0 or abs(array.strides[i]) < least):
             inner, least = i, abs(array.strides[i])
     return inner
-
-
-def _kept_run(array, axis):
-    """Whether ``array``'s axes but ``axis`` merge into one run of rows (each
-    longer than 1 a whole number of the next one's steps), as core.arg_rows
-    and core.fold_short_rows take them: else they refuse every call."""
-    step = None
-    for d, n in enumerate(array.shape):
-        if d == axis or n == 1:
-            continue
-        if step is not None and step != array.strides[d] * n:
-            return False
-        step = array.strides[d]
-    return True
 
 
 def _fold_slices(kind, array, axis, dst):
@@ -562,7 +548,7 @@ class Reduction(Special):
                 inner = _inner_axis(a)
                 if ((k < SHORT_INNER and (k < 32 or abs(strides[axis]) != isz)) or (
                         inner >= 0 and inner != axis and abs(strides[inner]) == isz
-                        and a.size // k >= ARG_LANES_MIN)) and _kept_run(a, axis):
+                        and a.size // k >= ARG_LANES_MIN)) and core.kept_run(a, axis):
                     return _ARG_ROWS
                 return _NO_WAY
             # (across rows, large leaves: sums and products only, where the
@@ -575,7 +561,7 @@ class Reduction(Special):
                         and (k == 1 or self.kind in ("sum", "mean", "prod")))):
                 return _SLICES
             if strides[axis] == isz and k >= SHORT_AXIS and a.size > k \
-                    and self._each_row(a.dtype, k, a.nbytes) and _kept_run(a, axis):
+                    and self._each_row(a.dtype, k, a.nbytes) and core.kept_run(a, axis):
                 return _EACH_ROW
         elif self._leaf_arg is None and axes == tuple(range(nd - len(axes), nd)) \
                 and a.strides[nd - len(axes):] == _c_strides(shape[nd - len(axes):], a.dtype):
@@ -583,7 +569,7 @@ class Reduction(Special):
             # max over (1, 2): NumPy's loop 1.0x, the row fold of 16 0.1-0.3x)
             k = math.prod(shape[nd - len(axes):])
             if k >= SHORT_AXIS and a.size > k and self._each_row(a.dtype, k, a.nbytes) \
-                    and _kept_run(a.reshape(shape[:nd - len(axes)] + (k,)), nd - len(axes)):
+                    and core.kept_run(a.reshape(shape[:nd - len(axes)] + (k,)), nd - len(axes)):
                 return _EACH_ROW
         if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
                 and self._leaf_arg is None:
@@ -685,8 +671,9 @@ class Reduction(Special):
         whole (core.fold_flat), over the leading axes of a C-contiguous leaf
         (core.fold_rows; float32 NumPy's loop: the row fold measured 1.2x its
         AVX-512 loop at 64^3 over axis 0, float64 0.78x), over its trailing
-        axes in rows of EACH_ROW_MIN or more (core.fold_each_row); an
-        F-contiguous leaf as its C-contiguous transpose.  False: not done."""
+        axes in rows of EACH_ROW_MIN or more (core.fold_short_rows, the
+        axes as one); an F-contiguous leaf as its C-contiguous transpose.
+        False: not done."""
         kind, axes, array, nd = self.kind, self.axes, child._array, child.ndim
         if len(axes) == nd:
             return core.fold_flat(dst, array, _FOLD[kind])
@@ -700,8 +687,11 @@ class Reduction(Special):
                 return True
             return core.fold_rows(out, array, _FOLD[kind], len(axes))
         k = nd - len(axes)
+        # (out C-contiguous: its reshape is a view)
         return (axes == tuple(range(k, nd)) and math.prod(array.shape[k:]) >= EACH_ROW_MIN
-                and core.fold_each_row(out, array, _FOLD[kind], k))
+                and out.flags.c_contiguous and core.fold_short_rows(
+                    out.reshape(array.shape[:k]), array.reshape(array.shape[:k] + (-1,)),
+                    _FOLD[kind], k))
 
     def _leaf_ordered(self, dst, child):
         """An array of dst's shape and dtype laid out as the leaf ``child``
