@@ -599,7 +599,7 @@ cdef void loop_matmul(integral *a, Py_ssize_t a0, Py_ssize_t a1, Py_ssize_t a2,
                 if integral is bool_t:
                     if x:
                         for j in range(n):
-                            c[t * c0 + i * c1 + j * c2] |= b[t * b0 + p * b1 + j * b2]
+                            c[t * c0 + i * c1 + j * c2] |= b[t * b0 + p * b1 + j * b2] != 0
                 else:
                     for j in range(n):
                         c[t * c0 + i * c1 + j * c2] += x * b[t * b0 + p * b1 + j * b2]

@@ -26,6 +26,10 @@ typedef ptrdiff_t pyet_intp;
 #define PYET_INLINE static inline
 #endif
 typedef unsigned char pyet_bool;
+/* a bool's value: any byte but 0 is true (NumPy's loops read x != 0) */
+#define PYET_AS_IS(x) (x)
+#define PYET_NONZERO(x) ((x) != 0)
+#define PYET_BOOL_I64(x) ((int64_t)((x) != 0))
 
 /* dtype codes, in NumPy's promotion order */
 enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5 };
@@ -870,20 +874,31 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
 }
 #endif
 
-/* bool: + and max are or, * and min are and (NumPy's ??->? loops). */
+/* bool: + and max are or, * and min are and (NumPy's ??->? loops).  A bool
+ * byte other than 0 or 1 (an array viewed from other bytes) is true, and
+ * every result is 0 or 1, as in NumPy's loops: each value is read as x != 0
+ * (one compare a vector; copies keep the bytes, as NumPy's do). */
 #define PYET_BOOL_CASES                                                     \
     case OP_add: case OP_maximum: case OP_bitwise_or:                       \
-        PYET_LOOP2(pyet_bool, pyet_bool, x | y); return 1;                  \
+        PYET_LOOP2(pyet_bool, pyet_bool, (x | y) != 0); return 1;           \
     case OP_multiply: case OP_minimum: case OP_bitwise_and:                 \
-        PYET_LOOP2(pyet_bool, pyet_bool, x & y); return 1;                  \
-    case OP_bitwise_xor: PYET_LOOP2(pyet_bool, pyet_bool, x ^ y); return 1; \
+        PYET_LOOP2(pyet_bool, pyet_bool, (x != 0) & (y != 0)); return 1;    \
+    case OP_bitwise_xor:                                                    \
+        PYET_LOOP2(pyet_bool, pyet_bool, (x != 0) ^ (y != 0)); return 1;    \
     case OP_invert: PYET_LOOP1(pyet_bool, pyet_bool, !x); return 1;         \
-    case OP_absolute: case OP_floor: case OP_ceil: case OP_trunc:           \
+    case OP_absolute: PYET_LOOP1(pyet_bool, pyet_bool, x != 0); return 1;   \
+    case OP_floor: case OP_ceil: case OP_trunc: /* NumPy's keep the bytes */\
         PYET_LOOP1(pyet_bool, pyet_bool, x); return 1;                      \
     case OP_isnan: case OP_isinf: PYET_LOOP1(pyet_bool, pyet_bool, 0);      \
         return 1;                                                           \
     case OP_isfinite: PYET_LOOP1(pyet_bool, pyet_bool, 1); return 1;        \
-    PYET_CMP_CASES(pyet_bool)                                               \
+    case OP_less: PYET_LOOP2(pyet_bool, pyet_bool, !x & (y != 0)); return 1; \
+    case OP_less_equal: PYET_LOOP2(pyet_bool, pyet_bool, !x | (y != 0)); return 1; \
+    case OP_greater: PYET_LOOP2(pyet_bool, pyet_bool, (x != 0) & !y); return 1; \
+    case OP_greater_equal:                                                  \
+        PYET_LOOP2(pyet_bool, pyet_bool, (x != 0) | !y); return 1;          \
+    case OP_equal: PYET_LOOP2(pyet_bool, pyet_bool, !x == !y); return 1;    \
+    case OP_not_equal: PYET_LOOP2(pyet_bool, pyet_bool, !x != !y); return 1; \
     PYET_COPY_CASES(pyet_bool)
 
 /* Fused patterns: arrays are contiguous blocks (or rows every steps[j]
@@ -3887,7 +3902,8 @@ PYET_DISPATCH int pyet_kernel_sx(int op, int dt, pyet_intp n, void *out, void *c
 #ifdef PYET_KERNELS_PART_NARROW512_REDUCE
 /* ------------------------------------------------------ data movement */
 
-#define PYET_CAST_FROM(TI)                                                  \
+/* VALUE(x): what an element means (a bool's x != 0: any byte but 0 is true) */
+#define PYET_CAST_LOOP(TI, VALUE)                                           \
     do {                                                                    \
         const TI *X_ = (const TI *)in;                                      \
         switch (dt_out) {                                                   \
@@ -3895,21 +3911,28 @@ PYET_DISPATCH int pyet_kernel_sx(int op, int dt, pyet_intp n, void *out, void *c
             for (pyet_intp i = 0; i < n; i++) ((pyet_bool *)out)[i] = X_[i] != 0; \
             break;                                                          \
         case DT_I32:                                                        \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((int32_t *)out)[i] = (int32_t)X_[i]; \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                ((int32_t *)out)[i] = (int32_t)VALUE(X_[i]);                \
             break;                                                          \
         case DT_I64:                                                        \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((int64_t *)out)[i] = (int64_t)X_[i]; \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                ((int64_t *)out)[i] = (int64_t)VALUE(X_[i]);                \
             break;                                                          \
         case DT_F32:                                                        \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((float *)out)[i] = (float)X_[i]; \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                ((float *)out)[i] = (float)VALUE(X_[i]);                    \
             break;                                                          \
         case DT_F64:                                                        \
-            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) ((double *)out)[i] = (double)X_[i]; \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++)                    \
+                ((double *)out)[i] = (double)VALUE(X_[i]);                  \
             break;                                                          \
         }                                                                   \
     } while (0)
 
-#define PYET_CAST_BODY PYET_SWITCH_DT(dt_in, PYET_CAST_FROM)
+#define PYET_CAST_FROM(TI) PYET_CAST_LOOP(TI, PYET_AS_IS)
+#define PYET_CAST_BODY                                                      \
+    if (dt_in == DT_BOOL) PYET_CAST_LOOP(pyet_bool, PYET_NONZERO);          \
+    else PYET_SWITCH_DT(dt_in, PYET_CAST_FROM)
 
 PYET_DISPATCH static void pyet_cast_narrow(int dt_in, int dt_out, pyet_intp n, void *out,
                                            const void *in)
@@ -4299,8 +4322,8 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_PROD = 2, RED_MAX = 3, RED_MIN = 4, RED_AL
     case RED_ANY: PYET_FOLD(T, (T)(a || b)); break;                         \
     }
 
-PYET_INLINE pyet_bool pyet_max_b(pyet_bool a, pyet_bool b) { return a | b; }
-PYET_INLINE pyet_bool pyet_min_b(pyet_bool a, pyet_bool b) { return a & b; }
+PYET_INLINE pyet_bool pyet_max_b(pyet_bool a, pyet_bool b) { return (a | b) != 0; }
+PYET_INLINE pyet_bool pyet_min_b(pyet_bool a, pyet_bool b) { return (a != 0) & (b != 0); }
 
 /* NumPy's pairwise summation (pairwise_sum in its loops): 8 lanes over
  * chunks of 128, then the chunk sums combined pairwise (a binary counter),
@@ -4573,7 +4596,7 @@ int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, c
 
 #define PYET_ARG_STEP(T, GT, V, J, A, AJ)                                  \
     do {                                                                    \
-        const T v = (V), a = (A);                                           \
+        const T v = PYET_ARG_VALUE(T, V), a = PYET_ARG_VALUE(T, A);         \
         const int64_t j = (J), aj = (AJ);                                   \
         const int w = PYET_ARG_WINS(GT, v, j, a, aj);                       \
         (A) = w ? v : a;                                                    \
@@ -4616,6 +4639,10 @@ int pyet_reduce_rows(int red, int dt, pyet_intp nrows, pyet_intp n, char *dst, c
     if (red == RED_ARGMAX) PYET_ARG_FOLD(T, v > a);                         \
     else PYET_ARG_FOLD(T, v < a)
 
+/* what a value compares as: a bool's any byte but 0 is 1 (NumPy's bool
+ * argmax finds the first nonzero byte) */
+#define PYET_ARG_VALUE(T, x) ((T)(sizeof(T) == 1 ? (x) != 0 : (x)))
+
 PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet_intp ds,
                                    pyet_intp comp, const void *src, const int64_t *idx)
 {
@@ -4638,12 +4665,13 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
             T lv[16];                                                       \
             int64_t lj[16];                                                 \
             for (int l = 0; l < 16; l++) {                                  \
-                lv[l] = *(const T *)(src + (i + l) * rs);                   \
+                lv[l] = PYET_ARG_VALUE(T, *(const T *)(src + (i + l) * rs)); \
                 lj[l] = 0;                                                  \
             }                                                               \
             for (pyet_intp j = 1; j < k; j++)                               \
                 PYET_IVDEP for (int l = 0; l < 16; l++) {                   \
-                    const T v = *(const T *)(src + (i + l) * rs + j * cs), a = lv[l]; \
+                    const T v = PYET_ARG_VALUE(T, *(const T *)(src + (i + l) * rs + j * cs)); \
+                    const T a = lv[l];                                      \
                     const int w = PYET_ARG_TAKES(GT, v, a);                 \
                     lv[l] = w ? v : a;                                      \
                     lj[l] = w ? j : lj[l];                                  \
@@ -4653,10 +4681,10 @@ PYET_DISPATCH void pyet_reduce_arg(int red, int dt, pyet_intp n, char *dst, pyet
         }                                                                   \
         for (; i < nrows; i++) {                                            \
             const char *row = src + i * rs;                                 \
-            T a = *(const T *)row;                                          \
+            T a = PYET_ARG_VALUE(T, *(const T *)row);                       \
             int64_t aj = 0;                                                 \
             for (pyet_intp j = 1; j < k; j++) {                             \
-                const T v = *(const T *)(row + j * cs);                     \
+                const T v = PYET_ARG_VALUE(T, *(const T *)(row + j * cs));  \
                 const int w = PYET_ARG_TAKES(GT, v, a);                     \
                 a = w ? v : a;                                              \
                 aj = w ? j : aj;                                            \
@@ -4820,9 +4848,7 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
 
 /* (any and all fold x != 0 as 0 or 1 in lanes of the values' width: bool
  * lanes beside float64 values measured 1.3x NumPy on rows of 16) */
-#define PYET_AS_IS(x) (x)
 #define PYET_AS_I64(x) ((int64_t)(x))
-#define PYET_NONZERO(x) ((x) != 0)
 #define PYET_OR(a, b) ((a) | (b))
 #define PYET_AND(a, b) ((a) & (b))
 #define PYET_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))  /* wraps, as NumPy's */
@@ -4842,10 +4868,10 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
         return 1;                                                           \
     }
 
-#define PYET_EACH_ROW_SUMS(T)                                               \
+#define PYET_EACH_ROW_SUMS(T, CONV)                                         \
     switch (red) {                                                          \
-    case RED_SUM: PYET_EACH_ROW(T, int64_t, int64_t, 8, PYET_AS_I64, PYET_ADD); return 1; \
-    case RED_PROD: PYET_EACH_ROW(T, int64_t, int64_t, 8, PYET_AS_I64, PYET_MUL); return 1; \
+    case RED_SUM: PYET_EACH_ROW(T, int64_t, int64_t, 8, CONV, PYET_ADD); return 1; \
+    case RED_PROD: PYET_EACH_ROW(T, int64_t, int64_t, 8, CONV, PYET_MUL); return 1; \
     }
 
 PYET_DISPATCH_WIDE int pyet_fold_each_row(int red, int dt, pyet_intp nrows, pyet_intp k,
@@ -4858,15 +4884,15 @@ PYET_DISPATCH_WIDE int pyet_fold_each_row(int red, int dt, pyet_intp nrows, pyet
         if (red == RED_MAX) red = RED_ANY;  /* (the same values, the same early stop) */
         else if (red == RED_MIN) red = RED_ALL;
         PYET_EACH_ROW_CASES(pyet_bool, pyet_bool, 32, pyet_max_b, pyet_min_b, PYET_EACH_ROW);
-        PYET_EACH_ROW_SUMS(pyet_bool);
+        PYET_EACH_ROW_SUMS(pyet_bool, PYET_BOOL_I64);
         break;
     case DT_I32:
         PYET_EACH_ROW_CASES(int32_t, uint32_t, 16, pyet_max_i32, pyet_min_i32, PYET_EACH_ROW);
-        PYET_EACH_ROW_SUMS(int32_t);
+        PYET_EACH_ROW_SUMS(int32_t, PYET_AS_I64);
         break;
     case DT_I64:
         PYET_EACH_ROW_CASES(int64_t, uint64_t, 8, pyet_max_i64, pyet_min_i64, PYET_EACH_ROW);
-        PYET_EACH_ROW_SUMS(int64_t);
+        PYET_EACH_ROW_SUMS(int64_t, PYET_AS_I64);
         break;
     case DT_F32: PYET_EACH_ROW_CASES(float, uint32_t, 16, pyet_fmax_f32, pyet_fmin_f32, PYET_EACH_ROW4); break;
     case DT_F64: PYET_EACH_ROW_CASES(double, uint64_t, 8, pyet_fmax_f64, pyet_fmin_f64, PYET_EACH_ROW4); break;

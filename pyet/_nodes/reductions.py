@@ -185,7 +185,8 @@ def _fold_slices(kind, array, axis, dst):
         cols.append(core.tensor(array[tuple(key)]))
     acc_dtype = _result_dtype(kind, array.dtype)
     if kind in ("any", "all"):
-        cols = cols if array.dtype == _BOOL else [c != 0 for c in cols]
+        # (bools' | and & read any byte but 0 as true; one slice alone is not folded)
+        cols = cols if array.dtype == _BOOL and len(cols) > 1 else [c != 0 for c in cols]
     elif kind in ("sum", "prod", "mean") and cols[0].dtype != acc_dtype:
         cols[0] = cols[0].astype(acc_dtype)
     fold = _SLICE_FOLD[kind]
