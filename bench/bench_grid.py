@@ -43,7 +43,7 @@ from timing import bench, cpu_model, use_cpu_time  # noqa: E402
 import pyet  # noqa: E402
 from pyet._core.ops import OPS  # noqa: E402
 
-FLOATS, INTS = (np.float32, np.float64), (np.int32, np.int64)
+FLOATS, INTS, BOOL = (np.float32, np.float64), (np.int32, np.int64), (np.bool_,)
 
 
 def layouts(n, rng):
@@ -51,6 +51,8 @@ def layouts(n, rng):
     side = int(n ** 0.5)
 
     def base(shape, dt):
+        if np.dtype(dt).kind == "b":
+            return rng.random(shape) < 0.5
         if np.dtype(dt).kind == "f":
             return (rng.random(shape) * 4 + 0.25).astype(dt)
         return rng.integers(-1000, 1000, shape).astype(dt)
@@ -95,9 +97,10 @@ def elementwise_ops():
         ("a**3", FLOATS + INTS, 1, lambda a: a ** 3, lambda a, out: np.power(a, 3, out=out)),
         ("a**b", FLOATS, 2, lambda a, b: a ** b, np.power),
         ("a<b", FLOATS + INTS, 2, lambda a, b: a < b, np.less),
+        ("a==b", BOOL, 2, lambda a, b: a == b, np.equal),
         ("where", FLOATS, 2, lambda a, b: pyet.where(a > b, a, b),
          lambda a, b, out: np.where(a > b, a, b)),
-        ("cast->f64", (np.float32, np.int32), 1, lambda a: a,
+        ("cast->f64", (np.float32, np.int32, np.bool_), 1, lambda a: a,
          lambda a, out: np.add(a, 0, out=out, dtype=np.float64)),
         ("exp", FLOATS, 1, pyet.exp, np.exp),
         ("expm1+1", FLOATS, 1, lambda a: pyet.expm1(a) + 1,
@@ -109,9 +112,10 @@ def elementwise_ops():
         ("sqrt", FLOATS, 1, pyet.sqrt, np.sqrt),
         ("abs", FLOATS + INTS, 1, abs, np.abs),
         ("maximum", FLOATS, 2, pyet.maximum, np.maximum),
-        ("a&b", INTS, 2, lambda a, b: a & b, np.bitwise_and),
-        ("a^b", INTS, 2, lambda a, b: a ^ b, np.bitwise_xor),
-        ("~a", INTS, 1, lambda a: ~a, np.invert),
+        ("a&b", INTS + BOOL, 2, lambda a, b: a & b, np.bitwise_and),
+        ("a|b", BOOL, 2, lambda a, b: a | b, np.bitwise_or),
+        ("a^b", INTS + BOOL, 2, lambda a, b: a ^ b, np.bitwise_xor),
+        ("~a", INTS + BOOL, 1, lambda a: ~a, np.invert),
     ]
     return ops
 
@@ -174,10 +178,10 @@ def elementwise_cases(n, rng, pattern):
                 def f_numpy(arrs=arrs, fn=fn, out=out_np):
                     return fn(*arrs, out=out)
 
-                tol = 0.0 if oname in ("a+b", "a<b", "where", "a//7", "a%7", "a//-3", "a//b",
-                                       "a&b", "a^b", "~a", "abs", "maximum", "a**2", "a**-1",
-                                       "a**0.5", "cast->f64", "a/b", "a//2.0", "a-2.5*b",
-                                       "a*b+c", "sqrt") or dt in INTS else 1e-5
+                tol = 0.0 if oname in ("a+b", "a<b", "a==b", "a|b", "where", "a//7", "a%7",
+                                       "a//-3", "a//b", "a&b", "a^b", "~a", "abs", "maximum",
+                                       "a**2", "a**-1", "a**0.5", "cast->f64", "a/b", "a//2.0",
+                                       "a-2.5*b", "a*b+c", "sqrt") or dt in INTS + BOOL else 1e-5
                 cases.append(Case(f"{oname:9s} {np.dtype(dt).name:7s} {lname}", f_pyet,
                                   f_numpy, lambda out=out_pe: out, tol=tol))
     # a flat operand plus a broadcast column, short rows (packed blocks)
@@ -273,9 +277,12 @@ def special_cases(n, rng, pattern):
                 lambda red=red, axis=axis, out2=out2: getattr(np, red)(a3, axis=axis, out=out2),
                 lambda out=out: out, tol=1e-12))
     # a short innermost axis in memory, kept or reduced (rows of 3 folded one by one)
-    for dt in (np.int32, np.float64):
+    def values(shape, dt):  # (bools: half true)
+        return rng.random(shape) < 0.5 if dt == np.bool_ else (rng.random(shape) * 100).astype(dt)
+
+    for dt in (np.int32, np.float64, np.bool_):
         for order in ("C", "F"):
-            t = np.asarray((rng.random((n // 3, 3)) * 100).astype(dt), order=order)
+            t = np.asarray(values((n // 3, 3), dt), order=order)
             for red in ("sum", "max", "any", "argmax"):
                 for axis in (0, 1):
                     cases.append(reduction_case(
@@ -284,12 +291,12 @@ def special_cases(n, rng, pattern):
     # a column (axes of one element), rows of 7 (NumPy's sum order up to 7),
     # contiguous rows of 16 and 64 (NumPy's loop once a row) and argmax over
     # the long axis of 64 kept contiguous rows (NumPy copies the axis last)
-    for dt in (np.int32, np.float64):
+    for dt in (np.int32, np.float64, np.bool_):
         for shape, red, axis in (((n, 1), "max", 0), ((n, 1), "sum", 0), ((n // 7, 7), "sum", 1),
                                  ((n // 7, 7), "argmax", 1), ((n // 16, 16), "max", 1),
                                  ((n // 16, 16), "any", 1), ((n // 64, 64), "sum", 1),
                                  ((n // 64, 64), "argmax", 0)):
-            t = (rng.random(shape) * 100).astype(dt)
+            t = values(shape, dt)
             cases.append(reduction_case(f"{red} axis={axis} {np.dtype(dt).name} {shape}", t,
                                         red, axis))
     m = int(n ** 0.5) // 2

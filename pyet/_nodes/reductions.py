@@ -93,6 +93,14 @@ WIDE_MIN_ROWS = 2048
 # many rows or more (core.arg_rows), any length of the reduced axis: NumPy
 # copies the axis last first (float64 (16384, 16) over axis 0: 0.26x NumPy)
 ARG_LANES_MIN = 16
+# argmax/argmin along contiguous rows of this many bytes or more take NumPy's
+# loop a row: its SIMD loops start there (float64 and int64 rows of 32, 4-byte
+# rows of 64); shorter, core.arg_rows' lanes (int32 rows of 48 0.49x NumPy,
+# float32 0.21x).  Bool rows (a byte scan for the first deciding byte: random
+# rows of 3-63 0.28-0.77x) stop short of NumPy's SIMD search for rows that do
+# not decide: all false 1.2-1.6x from 256 (argmax), all true from 28 (argmin).
+ARG_SIMD_BYTES = 256
+BOOL_ARG_ROW_MAX = {"argmax": 64, "argmin": 24}
 
 
 def _small_leaf(kind, child):
@@ -543,13 +551,18 @@ class Reduction(Special):
             axis = axes[0]
             k = shape[axis]
             if self._leaf_arg is not None:
-                # (rows of 32 or more in place: NumPy's SIMD loop a row wins,
-                # float64 (4161, 63) along axis 1 1.37x with arg_rows; kept
-                # rows contiguous: lanes of them, any length)
+                # (contiguous rows: ARG_SIMD_BYTES; float64 (4161, 63) along
+                # axis 1 1.37x with arg_rows; kept rows contiguous: lanes of
+                # them, any length)
+                if abs(strides[axis]) != isz:
+                    short = k < SHORT_INNER
+                elif a.dtype == _BOOL:
+                    short = strides[axis] == 1 and k < BOOL_ARG_ROW_MAX[self.kind]
+                else:
+                    short = k * isz < ARG_SIMD_BYTES
                 inner = _inner_axis(a)
-                if ((k < SHORT_INNER and (k < 32 or abs(strides[axis]) != isz)) or (
-                        inner >= 0 and inner != axis and abs(strides[inner]) == isz
-                        and a.size // k >= ARG_LANES_MIN)) and core.kept_run(a, axis):
+                if (short or (inner >= 0 and inner != axis and abs(strides[inner]) == isz
+                              and a.size // k >= ARG_LANES_MIN)) and core.kept_run(a, axis):
                     return _ARG_ROWS
                 return _NO_WAY
             # (across rows, large leaves: sums and products only, where the

@@ -1,0 +1,136 @@
+"""argmax/argmin along contiguous rows: bool rows by pyet_arg_rows' byte scan (the first
+nonzero byte for argmax, the first zero for argmin, eight bytes a word), and the
+ARG_SIMD_BYTES / BOOL_ARG_ROW_MAX routing between core.arg_rows and NumPy's loop.
+NumPy's indices for every row length 1-70, every position of the deciding byte, rows that
+never decide, bytes other than 0 and 1, strided and reversed rows, and rows that end at
+the last byte of their memory (a read past it would fault: the page after is unmapped)."""
+
+import ctypes
+import mmap
+import sys
+
+import numpy as np
+import pytest
+
+import pyet
+from pyet._core import core
+from pyet._nodes import reductions
+from pyet._nodes.reductions import _ARG_ROWS, _FOLD
+
+KINDS = ["argmax", "argmin"]
+
+
+def scan(kind, src):
+    """core.arg_rows along the last axis of 2-D src, into a sentinel-framed int64 row."""
+    buf = np.full(src.shape[0] + 2, -7, np.int64)
+    assert core.arg_rows(buf[1:-1], src, _FOLD[kind], 1)
+    assert buf[0] == -7 and buf[-1] == -7
+    return buf[1:-1]
+
+
+def patterns(k, rng):
+    """Rows of k bytes: all zero, all one, all 255, one deciding byte at each position
+    (as 1 and as 200), random with bytes 2-255, random half."""
+    rows = [np.zeros(k, np.uint8), np.ones(k, np.uint8), np.full(k, 255, np.uint8)]
+    for j in range(k):
+        for v in (1, 200):
+            r = np.zeros(k, np.uint8)
+            r[j] = v
+            rows.append(r)
+            rows.append(np.where(np.arange(k) == j, 0, v).astype(np.uint8))
+    rows.append(rng.integers(0, 256, k).astype(np.uint8))
+    rows.append((rng.random(k) < 0.5).astype(np.uint8) * 77)
+    return np.array(rows).view(np.bool_)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k", list(range(1, 71)))
+def test_every_position_and_length(kind, k):
+    rows = patterns(k, np.random.default_rng(k))
+    np.testing.assert_array_equal(scan(kind, rows), getattr(np, kind)(rows, axis=1))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k", [1, 3, 7, 8, 9, 16, 23, 40])
+def test_strided_and_reversed_rows(kind, k):
+    rng = np.random.default_rng(100 + k)
+    raw = rng.integers(0, 256, (300, 3 * k + 5)).astype(np.uint8)
+    raw[rng.random(raw.shape) < 0.6] = 0
+    base = raw.view(np.bool_)
+    for src in (base[:, 2:2 + k], base[::-1, 1:1 + k], base[::3, :k], base[7:8, -k:]):
+        np.testing.assert_array_equal(scan(kind, src), getattr(np, kind)(src, axis=1))
+
+
+def guarded_bytes(n):
+    """n bytes ending at a page whose next page is PROT_NONE (Linux), as a uint8 array."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = mmap.PAGESIZE
+    size = 2 * page + ((n + page - 1) // page) * page
+    region = mmap.mmap(-1, size, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    guard = addr + size - page
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    assert libc.mprotect(ctypes.c_void_p(guard), page, 0) == 0  # PROT_NONE
+    arr = np.frombuffer(region, np.uint8, count=n, offset=size - page - n)
+    return arr, region
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect: Linux")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 9, 15])
+def test_rows_ending_at_the_last_readable_byte(kind, k):
+    nrows = 37
+    arr, region = guarded_bytes(nrows * k)
+    arr[...] = np.random.default_rng(k).integers(0, 3, nrows * k)  # 0, 1 and 2
+    src = arr.view(np.bool_).reshape(nrows, k)
+    try:
+        np.testing.assert_array_equal(scan(kind, src), getattr(np, kind)(src, axis=1))
+        rev = src[::-1]  # the first row in memory is the last one scanned
+        np.testing.assert_array_equal(scan(kind, rev), getattr(np, kind)(rev, axis=1))
+    finally:
+        del src, rev, arr
+        region.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_routing_bounds(kind):
+    """Which contiguous rows arg_rows takes: bool up to BOOL_ARG_ROW_MAX (forward rows),
+    other dtypes under ARG_SIMD_BYTES a row; the rest NumPy's loop."""
+    top = reductions.BOOL_ARG_ROW_MAX[kind]
+    cases = [(np.bool_, top - 1, True), (np.bool_, top, False),
+             (np.int32, reductions.ARG_SIMD_BYTES // 4 - 1, True),
+             (np.float32, reductions.ARG_SIMD_BYTES // 4 - 1, True),
+             (np.float64, reductions.ARG_SIMD_BYTES // 8 - 1, True),
+             (np.float64, reductions.ARG_SIMD_BYTES // 8, False),
+             (np.int32, reductions.ARG_SIMD_BYTES // 4, False)]
+    for dtype, k, takes in cases:
+        x = np.zeros((5000, k), dtype)
+        r = reductions._layout(kind, x.shape, core.tensor(x)._dt, 1, False)[0]
+        assert (r._way_of(x)[0] == _ARG_ROWS) == takes, (dtype, k)
+    rev = np.zeros((5000, top - 1), np.bool_)[:, ::-1]  # reversed bool rows: NumPy's
+    r = reductions._layout(kind, rev.shape, 0, 1, False)[0]
+    assert r._way_of(rev)[0] != _ARG_ROWS
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float32", "float64"])
+def test_api_on_both_sides_of_the_bounds(dtype, kind, threads):
+    rng = np.random.default_rng(7)
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(threads)
+    try:
+        for k in (3, 16, 23, 24, 31, 32, 48, 63, 64, 65):
+            if dtype == "bool":
+                raw = rng.integers(0, 256, (8192 // k + 5, k)).astype(np.uint8)
+                raw[rng.random(raw.shape) < (0.97 if kind == "argmax" else 0.03)] = 0
+                x = raw.view(np.bool_)
+            else:
+                x = rng.integers(-3, 3, (8192 // k + 5, k)).astype(dtype)  # ties
+                if dtype != "int32":
+                    x.flat[5::13] = np.nan
+            want = getattr(np, kind)(x, axis=1)
+            got = pyet.evaluate(getattr(pyet, kind)(pyet.asarray(x), axis=1))
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(k))
+    finally:
+        pyet.set_num_threads(before)
