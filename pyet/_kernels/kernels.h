@@ -4187,6 +4187,37 @@ pyet_tile_lines_avx2(char *dst, pyet_intp drow, const char *src, pyet_intp ss, p
 }
 #endif
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* pyet_copy_tile's bytes (srow 1, rows a multiple of 8): 8 x 8 blocks
+ * transposed in registers (three rounds of unpacks), eight 8-byte stores a
+ * block where a byte at a time took 64 (bool F-order a & b into C at 64^2
+ * 1.47x NumPy's time, int32 0.57x).  Returns the x done (n & -8). */
+static pyet_intp pyet_tile_bytes_sse2(char *dst, pyet_intp drow, const char *src,
+                                      pyet_intp ss, pyet_intp rows, pyet_intp n)
+{
+    pyet_intp x = 0;
+    for (; x + 8 <= n; x += 8)
+        for (pyet_intp t = 0; t < rows; t += 8) {
+            const char *s0 = src + x * ss + t;
+            __m128i r[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm_loadl_epi64((const __m128i *)(s0 + i * ss));
+            const __m128i a = _mm_unpacklo_epi8(r[0], r[1]), b = _mm_unpacklo_epi8(r[2], r[3]);
+            const __m128i c = _mm_unpacklo_epi8(r[4], r[5]), d = _mm_unpacklo_epi8(r[6], r[7]);
+            const __m128i e = _mm_unpacklo_epi16(a, b), f = _mm_unpackhi_epi16(a, b);
+            const __m128i g = _mm_unpacklo_epi16(c, d), h = _mm_unpackhi_epi16(c, d);
+            const __m128i o[4] = {_mm_unpacklo_epi32(e, g), _mm_unpackhi_epi32(e, g),
+                                  _mm_unpacklo_epi32(f, h), _mm_unpackhi_epi32(f, h)};
+            char *d0 = dst + t * drow + x;
+            for (int i = 0; i < 4; i++) {  /* rows t + 2i and t + 2i + 1 */
+                _mm_storel_epi64((__m128i *)(d0 + 2 * i * drow), o[i]);
+                _mm_storel_epi64((__m128i *)(d0 + (2 * i + 1) * drow), _mm_unpackhi_epi64(o[i], o[i]));
+            }
+        }
+    return x;
+}
+#endif
+
 /* rows rows of n elements into contiguous rows drow bytes apart: row t from
  * src + t * srow, element x at x * ss.  For an operand read across its memory
  * order (A.T in a C-ordered pass: |srow| below a cache line) each source line
@@ -4223,6 +4254,14 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
         const pyet_intp done = pyet_tile_lines_avx2(dst, drow, src, ss, n, itemsize,
                                                     (int)(rows * itemsize), prefetch);
         dst += done * itemsize;
+        src += done * ss;
+        n -= done;
+    }
+#endif
+#ifdef __SSE2__
+    if (itemsize == 1 && srow == 1 && rows % 8 == 0 && n >= 8) {
+        const pyet_intp done = pyet_tile_bytes_sse2(dst, drow, src, ss, rows, n);
+        dst += done;
         src += done * ss;
         n -= done;
     }
