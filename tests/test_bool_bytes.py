@@ -146,7 +146,6 @@ REDUCE_KINDS = ["sum", "prod", "max", "min", "any", "all", "mean", "argmax", "ar
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape", REDUCE_SHAPES, ids=str)
 def test_reductions_every_axis(shape, threads):
-    a = raw_bools(shape, 11)
     before = pyet.get_num_threads()
     pyet.set_num_threads(threads)
     try:

@@ -29,7 +29,6 @@ typedef unsigned char pyet_bool;
 /* a bool's value: any byte but 0 is true (NumPy's loops read x != 0) */
 #define PYET_AS_IS(x) (x)
 #define PYET_NONZERO(x) ((x) != 0)
-#define PYET_BOOL_I64(x) ((int64_t)((x) != 0))
 
 /* dtype codes, in NumPy's promotion order */
 enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5 };
@@ -658,13 +657,15 @@ PYET_FLOAT_FUNCS(double, f64, PYET_M64)
 
 /* ------------------------------------------------------ op families */
 
-#define PYET_CMP_CASES(T)                                                   \
-    case OP_less: PYET_LOOP2(T, pyet_bool, x < y); return 1;                \
-    case OP_less_equal: PYET_LOOP2(T, pyet_bool, x <= y); return 1;         \
-    case OP_greater: PYET_LOOP2(T, pyet_bool, x > y); return 1;             \
-    case OP_greater_equal: PYET_LOOP2(T, pyet_bool, x >= y); return 1;      \
-    case OP_equal: PYET_LOOP2(T, pyet_bool, x == y); return 1;              \
-    case OP_not_equal: PYET_LOOP2(T, pyet_bool, x != y); return 1;
+/* comparisons of VALUE(x) and VALUE(y) (a bool's: x != 0) */
+#define PYET_CMP_CASES_OF(T, VALUE)                                         \
+    case OP_less: PYET_LOOP2(T, pyet_bool, VALUE(x) < VALUE(y)); return 1;  \
+    case OP_less_equal: PYET_LOOP2(T, pyet_bool, VALUE(x) <= VALUE(y)); return 1; \
+    case OP_greater: PYET_LOOP2(T, pyet_bool, VALUE(x) > VALUE(y)); return 1; \
+    case OP_greater_equal: PYET_LOOP2(T, pyet_bool, VALUE(x) >= VALUE(y)); return 1; \
+    case OP_equal: PYET_LOOP2(T, pyet_bool, VALUE(x) == VALUE(y)); return 1; \
+    case OP_not_equal: PYET_LOOP2(T, pyet_bool, VALUE(x) != VALUE(y)); return 1;
+#define PYET_CMP_CASES(T) PYET_CMP_CASES_OF(T, PYET_AS_IS)
 
 #define PYET_COPY_CASES(T)                                                  \
     case OP_copy: case OP_positive: PYET_LOOP1(T, T, x); return 1;
@@ -892,13 +893,7 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
     case OP_isnan: case OP_isinf: PYET_LOOP1(pyet_bool, pyet_bool, 0);      \
         return 1;                                                           \
     case OP_isfinite: PYET_LOOP1(pyet_bool, pyet_bool, 1); return 1;        \
-    case OP_less: PYET_LOOP2(pyet_bool, pyet_bool, !x & (y != 0)); return 1; \
-    case OP_less_equal: PYET_LOOP2(pyet_bool, pyet_bool, !x | (y != 0)); return 1; \
-    case OP_greater: PYET_LOOP2(pyet_bool, pyet_bool, (x != 0) & !y); return 1; \
-    case OP_greater_equal:                                                  \
-        PYET_LOOP2(pyet_bool, pyet_bool, (x != 0) | !y); return 1;          \
-    case OP_equal: PYET_LOOP2(pyet_bool, pyet_bool, !x == !y); return 1;    \
-    case OP_not_equal: PYET_LOOP2(pyet_bool, pyet_bool, !x != !y); return 1; \
+    PYET_CMP_CASES_OF(pyet_bool, PYET_NONZERO)                              \
     PYET_COPY_CASES(pyet_bool)
 
 /* Fused patterns: arrays are contiguous blocks (or rows every steps[j]
@@ -4941,6 +4936,7 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
 /* (any and all fold x != 0 as 0 or 1 in lanes of the values' width: bool
  * lanes beside float64 values measured 1.3x NumPy on rows of 16) */
 #define PYET_AS_I64(x) ((int64_t)(x))
+#define PYET_BOOL_I64(x) ((int64_t)((x) != 0))
 #define PYET_OR(a, b) ((a) | (b))
 #define PYET_AND(a, b) ((a) & (b))
 #define PYET_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))  /* wraps, as NumPy's */
