@@ -203,6 +203,19 @@ def set_row_broadcasts_once(bint on):
     ROW_BROADCASTS_ONCE = on
 
 
+# every leaf a column along dst's rows: the rows' first elements computed, the
+# rest of each row filled from them (fill_rows)
+cdef bint COLUMNS_ONCE = True
+
+
+def set_columns_once(bint on):
+    """Compute a tree whose leaves are all broadcast along the destination's
+    rows once a row and fill the rows, or run it element by element as before
+    (a knob for measuring and testing; default on)."""
+    global COLUMNS_ONCE
+    COLUMNS_ONCE = on
+
+
 # same_kind casting, as NumPy's ufunc out= (rows: from, columns: to)
 cdef bint CAN_CAST[5][5]
 for _i in range(DT_COUNT):
@@ -2586,6 +2599,41 @@ cdef bint rows_with_broadcast(Run *r) noexcept nogil:
     return any_row
 
 
+cdef bint columns_only(Run *r) noexcept nogil:
+    # no leaf moves along the fastest dimension of a single destination
+    cdef int k
+    if r.ndst != 1 or r.red != RED_NONE or r.shape[r.nd - 1] < 2:
+        return False
+    for k in range(r.ndst, r.nops):
+        if r.strides[k * MAXD + r.nd - 1] != 0:
+            return False
+    return True
+
+
+cdef void fill_rows(char *base, int nd, const pyet_intp *shape, const pyet_intp *strides,
+                    pyet_intp n, pyet_intp step, int isz) noexcept nogil:
+    # each row's n elements (step bytes apart) set to its first: rows at
+    # base + the odometer over shape/strides (dst's outer dimensions)
+    cdef pyet_intp idx[MAXD]
+    cdef int d
+    cdef char *row = base
+    for d in range(nd):
+        idx[d] = 0
+    while True:
+        pyet_copy_strided(row + step, step, row, 0, n - 1, isz)
+        d = nd - 1
+        while d >= 0:
+            idx[d] += 1
+            row += strides[d]
+            if idx[d] < shape[d]:
+                break
+            row -= strides[d] * shape[d]
+            idx[d] = 0
+            d -= 1
+        if d < 0:
+            return
+
+
 cdef pyet_intp tile_lead(Run *r) noexcept nogil:
     # rows the tiles are moved back by so that they start on the first tiled
     # leaf's cache lines: NumPy's large arrays start 16 bytes into a line, and
@@ -2711,6 +2759,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef uint64_t inplace
     cdef int ngather, ntiled
     cdef pyet_intp tile
+    cdef pyet_intp fill_n, fill_step  # columns_only: rows of fill_n filled after the pass
+    cdef pyet_intp fill_shape[MAXD]
+    cdef pyet_intp fill_strides[MAXD]
+    cdef int fill_nd = 0
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
@@ -2770,6 +2822,24 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.nops = nops
         r.ndst = ndst
         r.red = red
+        # leaves that are all columns along dst's rows (np.broadcast_to of an
+        # (n, 1), 0-d tensors): one element a row computed, the rows filled
+        # after the pass (bool ~a of a (512, 1) column into (512, 512): a
+        # kernel call a row, 1.47x NumPy's time)
+        fill_n = 0
+        if COLUMNS_ONCE and columns_only(&r):
+            fill_n = r.shape[r.nd - 1]
+            fill_step = r.strides[r.nd - 1]
+            r.nd -= 1
+            fill_nd = r.nd
+            for d in range(r.nd):
+                fill_shape[d] = r.shape[d]
+                fill_strides[d] = r.strides[d]
+            if r.nd == 0:  # one element, every row's
+                r.nd = 1
+                r.shape[0] = 1
+                for k in range(nops):
+                    r.strides[k * MAXD] = 0
         r.red_stride = red_stride
         r.red_comp = red_comp
         r.red_units = 0
@@ -3021,7 +3091,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # so 1.1-1.6x the loop's time: float64 ceil, reversed abs, 2^17-2^19)
             if (prog.whole_fn is not None or (prog.whole_loop != NULL and (
                     nthreads == 1 or r.total * pass_itemsizes(&r) < LOOP_THREADS_BYTES))) \
-                    and whole_wanted(&r, prog):
+                    and not fill_n and whole_wanted(&r, prog):
                 if prog.whole_loop != NULL:
                     rc = run_loop_rows(&r, prog)
                     if rc >= 0:
@@ -3076,6 +3146,14 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             raise RuntimeError("pyet: an elementwise pass failed")
         if r.fpflags:  # np.errstate's answer to the pass's floating-point errors
             report_fp(r.fpflags)
+        if fill_n:
+            if fill_n * r.total <= GIL_HELD_PASS:
+                fill_rows(r.base[0], fill_nd, fill_shape, fill_strides, fill_n, fill_step,
+                          r.itemsize[0])
+            else:
+                with nogil:
+                    fill_rows(r.base[0], fill_nd, fill_shape, fill_strides, fill_n,
+                              fill_step, r.itemsize[0])
         return nsets if red else 0
     finally:
         if mem != <char *>small_meta:

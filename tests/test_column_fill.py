@@ -1,0 +1,237 @@
+"""Trees whose leaves are all columns along the destination's rows (an (n, 1)
+broadcast to (n, m), 0-d tensors) compute one element a row and fill each row
+from it (plan.pxi columns_only, fill_rows).  Values against NumPy, bit for bit
+against the same passes run element by element (core.set_columns_once(False)),
+sentinel bytes around every destination."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyet
+from pyet._core import core
+
+from conftest import pyet_threads
+
+DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
+SENTINEL = 0xA5
+
+
+def _values(rng, shape, dtype):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(-50, 50, shape).astype(dtype)
+
+
+def _framed(shape, dtype, layout):
+    # a destination of shape inside a sentinel-filled buffer: (buffer, view)
+    isz = np.dtype(dtype).itemsize
+    n = int(np.prod(shape)) if shape else 1
+    buf = np.full((4 * n + 64) * isz, SENTINEL, np.uint8)
+    body = buf[32 * isz:32 * isz + n * isz].view(dtype)
+    if layout == "C":
+        view = body.reshape(shape)
+    elif layout == "F":
+        view = body.reshape(shape[::-1]).T
+    elif layout == "step2":  # every other element of a buffer twice as long
+        body = buf[32 * isz:32 * isz + 2 * n * isz].view(dtype)[::2]
+        view = body.reshape(shape)
+    elif layout == "reversed":
+        view = body.reshape(shape)[..., ::-1]
+    else:
+        raise ValueError(layout)
+    return buf, view
+
+
+def _run(expr_fn, shape, dtype, layout):
+    buf, out = _framed(shape, dtype, layout)
+    pyet.asarray(out)[...] = expr_fn()
+    return buf, out
+
+
+def _both_ways(expr_fn, shape, dtype, layout):
+    buf, out = _run(expr_fn, shape, dtype, layout)
+    core.set_columns_once(False)
+    try:
+        ref_buf, ref = _run(expr_fn, shape, dtype, layout)
+    finally:
+        core.set_columns_once(True)
+    return buf, out, ref_buf
+
+
+def _check_frame(buf, out):
+    # every byte of buf outside out's elements is still the sentinel
+    mask = np.ones(buf.size, bool)
+    lo = out.__array_interface__["data"][0] - buf.__array_interface__["data"][0]
+    isz = out.dtype.itemsize
+    idx = np.indices(out.shape).reshape(out.ndim, -1) if out.ndim else np.zeros((0, 1), int)
+    offs = lo + (np.asarray(out.strides)[:, None] * idx).sum(0) if out.ndim else np.array([lo])
+    for b in range(isz):
+        mask[offs + b] = False
+    assert (buf[mask] == SENTINEL).all()
+
+
+SHAPES = [((512, 512), (512, 1)), ((3, 4, 5), (3, 4, 1)), ((3, 4, 5), (1, 4, 1)),
+          ((3, 4, 5), (3, 1, 1)), ((7,), (1,)), ((2, 3), (1, 1)), ((5, 600), (5, 1)),
+          ((1000, 2), (1000, 1)), ((6, 1), (6, 1)), ((2, 3, 4, 5), (2, 1, 4, 1))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,col", SHAPES)
+@pytest.mark.parametrize("layout", ["C", "F", "step2", "reversed"])
+def test_column_trees_equal_numpy_and_element_by_element(dtype, shape, col, layout):
+    rng = np.random.default_rng(0)
+    a, b = _values(rng, col, dtype), _values(rng, col, dtype)
+    A, B = pyet.asarray(np.broadcast_to(a, shape)), pyet.asarray(np.broadcast_to(b, shape))
+    if dtype == np.bool_:
+        def expr():
+            return (A & ~B) | (A ^ B)
+        want = (a & ~b) | (a ^ b)
+    else:
+        def expr():
+            return A * B - A
+        want = a * b - a
+    buf, out, ref_buf = _both_ways(expr, shape, dtype, layout)
+    np.testing.assert_array_equal(out, np.broadcast_to(want, shape))
+    np.testing.assert_array_equal(buf, ref_buf)
+    _check_frame(buf, out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_column_assigned_into_wider_destination(dtype):
+    # dst[...] = col * 2 with col (n, 1): the assignment broadcasts the leaf
+    rng = np.random.default_rng(1)
+    col = _values(rng, (300, 1), dtype)
+    C = pyet.asarray(col)
+    buf, out = _run(lambda: C * 2 if dtype != np.bool_ else ~C, (300, 70), dtype, "C")
+    want = col * 2 if dtype != np.bool_ else ~col
+    np.testing.assert_array_equal(out, np.broadcast_to(want, (300, 70)))
+    _check_frame(buf, out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (9,), (4096,), (3, 700), (2, 2, 2)])
+def test_zero_d_tensors_fill_the_destination(dtype, shape):
+    rng = np.random.default_rng(2)
+    s, t = _values(rng, (), dtype), _values(rng, (), dtype)
+    S, T = pyet.asarray(np.asarray(s)), pyet.asarray(np.asarray(t))
+    if dtype == np.bool_:
+        def expr():
+            return pyet.maximum(S, T) ^ T
+        want = np.maximum(s, t) ^ t
+    else:
+        def expr():
+            return pyet.maximum(S, T) - S
+        want = np.maximum(s, t) - s
+    buf, out, ref_buf = _both_ways(expr, shape, dtype, "step2")
+    np.testing.assert_array_equal(out, np.broadcast_to(want, shape))
+    np.testing.assert_array_equal(buf, ref_buf)
+    _check_frame(buf, out)
+
+
+def test_bool_bytes_beyond_one_read_as_true():
+    # bool columns viewed from bytes 2-255: the filled rows hold NumPy's 0/1
+    raw = np.array([0, 1, 2, 200, 255, 0, 7], np.uint8).reshape(7, 1)
+    a = raw.view(np.bool_)
+    A = pyet.asarray(np.broadcast_to(a, (7, 40)))
+    buf, out = _run(lambda: A | A, (7, 40), np.bool_, "C")
+    want = np.broadcast_to(a, (7, 40)) | np.broadcast_to(a, (7, 40))
+    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    _check_frame(buf, out)
+
+
+def test_user_function_called_once_a_row():
+    # F(fn, column) sees one element a row, not the row's width
+    seen = []
+
+    def fn(x):
+        seen.append(x.size)
+        return np.sin(x)
+
+    col = np.linspace(0, 1, 200).reshape(200, 1)
+    C = pyet.asarray(np.broadcast_to(col, (200, 300)))
+    out = np.empty((200, 300))
+    pyet.asarray(out)[...] = pyet.F(fn, C) + 1.0
+    np.testing.assert_allclose(out, np.broadcast_to(np.sin(col) + 1.0, (200, 300)))
+    assert sum(seen) == 200
+
+
+def test_destination_read_as_a_column_of_itself():
+    # a leaf reading dst's first column is copied before dst is written
+    d = np.arange(40.0).reshape(8, 5)
+    want = np.broadcast_to(d[:, :1], (8, 5)) * 2 + 1
+    D = pyet.asarray(d)
+    D[...] = pyet.asarray(np.broadcast_to(d[:, :1], (8, 5))) * 2 + 1
+    np.testing.assert_array_equal(d, want)
+    e = np.arange(40.0).reshape(8, 5)
+    want = np.broadcast_to(e[:, 3:4], (8, 5)) - 1
+    pyet.asarray(e)[...] = pyet.asarray(np.broadcast_to(e[:, 3:4], (8, 5))) - 1
+    np.testing.assert_array_equal(e, want)
+
+
+def test_floating_point_errors_reported_once_per_pass():
+    col = np.array([[1.0], [0.0], [-1.0]])
+    C = pyet.asarray(np.broadcast_to(col, (3, 50)))
+    out = np.empty((3, 50))
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            pyet.asarray(out)[...] = 1.0 / C
+    with np.errstate(divide="ignore"):
+        pyet.asarray(out)[...] = 1.0 / C
+    np.testing.assert_array_equal(out, np.broadcast_to(1.0 / col, (3, 50)))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.float64])
+def test_two_threads_fill_equal_one(dtype):
+    rng = np.random.default_rng(3)
+    col = _values(rng, (3000, 1), dtype)
+    C = pyet.asarray(np.broadcast_to(col, (3000, 900)))
+    expr = (lambda: ~C) if dtype == np.bool_ else (lambda: C * C + 1)
+    want = np.broadcast_to(~col if dtype == np.bool_ else col * col + 1, (3000, 900))
+    for n in (1, 2):
+        with pyet_threads(n):
+            buf, out = _run(expr, (3000, 900), dtype, "C")
+        np.testing.assert_array_equal(out, want)
+        _check_frame(buf, out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+       data=st.data(),
+       dtype=st.sampled_from(DTYPES),
+       layout=st.sampled_from(["C", "F", "step2", "reversed"]))
+def test_random_broadcasts(shape, data, dtype, layout):
+    # leaves broadcast along random axes (the last always): the fill where
+    # the fastest dimension is broadcast in every leaf, NumPy's values always
+    shape = tuple(shape)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    leaves, arrays = [], []
+    for _ in range(data.draw(st.integers(1, 3))):
+        keep = [data.draw(st.booleans()) for _ in shape[:-1]] + [False]
+        lshape = tuple(n if k else 1 for n, k in zip(shape, keep))
+        a = _values(rng, lshape, dtype)
+        arrays.append(np.broadcast_to(a, shape))
+        leaves.append(pyet.asarray(arrays[-1]))
+    if dtype == np.bool_:
+        def expr():
+            e = leaves[0]
+            for x in leaves[1:]:
+                e = e ^ x
+            return ~e
+        want = ~np.bitwise_xor.reduce(arrays) if len(arrays) > 1 else ~arrays[0]
+    else:
+        def expr():
+            e = leaves[0]
+            for x in leaves[1:]:
+                e = e * 3 - x
+            return e
+        want = arrays[0]
+        for x in arrays[1:]:
+            want = want * 3 - x
+    buf, out, ref_buf = _both_ways(expr, shape, dtype, layout)
+    np.testing.assert_array_equal(out, want.astype(dtype))
+    np.testing.assert_array_equal(buf, ref_buf)
+    _check_frame(buf, out)
