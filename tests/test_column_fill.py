@@ -6,13 +6,12 @@ sentinel bytes around every destination."""
 
 import numpy as np
 import pytest
+from conftest import pyet_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyet
 from pyet._core import core
-
-from conftest import pyet_threads
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
 SENTINEL = 0xA5
@@ -172,6 +171,36 @@ def test_destination_read_as_a_column_of_itself():
     np.testing.assert_array_equal(e, want)
 
 
+@pytest.mark.parametrize("shape", [(1,), (9,), (4096,), (10000,), (3, 700)])
+@pytest.mark.parametrize("layout", ["C", "step2"])
+def test_zero_d_tree_errors_leave_the_destination_untouched(shape, layout):
+    # as NumPy's 0-d temporary: the value's error raised before dst is written
+    s = pyet.asarray(np.array(1.0))
+    z = pyet.asarray(np.array(0.0))
+    buf, out = _framed(shape, np.float64, layout)
+    out[...] = 7.0
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        pyet.asarray(out)[...] = (s + z) / z
+    assert (out == 7.0).all()
+    _check_frame(buf, out)
+    with np.errstate(divide="ignore"):
+        pyet.asarray(out)[...] = (s + z) / z
+    assert np.isposinf(out).all()
+
+
+def test_column_errors_raised_after_every_row_is_written():
+    # as NumPy's ufunc into out=: the whole destination written, then raised
+    col = np.array([[1.0], [0.0], [2.0]])
+    C = pyet.asarray(np.broadcast_to(col, (3, 5)))
+    out, want = np.full((3, 5), 7.0), np.full((3, 5), 7.0)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            np.divide(1.0, np.broadcast_to(col, (3, 5)), out=want)
+        with pytest.raises(FloatingPointError):
+            pyet.asarray(out)[...] = 1.0 / C
+    np.testing.assert_array_equal(out, want)
+
+
 def test_floating_point_errors_reported_once_per_pass():
     col = np.array([[1.0], [0.0], [-1.0]])
     C = pyet.asarray(np.broadcast_to(col, (3, 50)))
@@ -211,7 +240,7 @@ def test_random_broadcasts(shape, data, dtype, layout):
     leaves, arrays = [], []
     for _ in range(data.draw(st.integers(1, 3))):
         keep = [data.draw(st.booleans()) for _ in shape[:-1]] + [False]
-        lshape = tuple(n if k else 1 for n, k in zip(shape, keep))
+        lshape = tuple(n if k else 1 for n, k in zip(shape, keep, strict=True))
         a = _values(rng, lshape, dtype)
         arrays.append(np.broadcast_to(a, shape))
         leaves.append(pyet.asarray(arrays[-1]))

@@ -1,7 +1,8 @@
 """Trees whose value is one number (0-d operands only) broadcast over a
-destination: one instruction on scalars runs as a fill (repeat_first, long
-blocks); a 0-d tree of several ops over 8192 elements or more is computed
-once, then filled.  Against NumPy, destinations between sentinels."""
+destination: the value computed once, its errors raised before dst is
+written, then filled (plan.pxi columns_only, fill_rows); isnan, isinf and
+isfinite of integers and bools are such a constant when built
+(INTEGER_CONSTANTS).  Against NumPy, destinations between sentinels."""
 
 import numpy as np
 import pytest
@@ -70,3 +71,43 @@ def test_a_zero_d_tree_with_a_view_of_the_destination():
     first = pyet.asarray(out[3:4].reshape(()))
     pyet.asarray(out)[...] = first * 2 + 1
     assert (out == 7.0).all()
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite"])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.int64])
+@pytest.mark.parametrize("layout", ["C", "step3", "reversed", "F"])
+def test_integer_predicates_are_constants(name, dtype, layout):
+    base = (np.arange(600) % 7 - 3).astype(dtype)
+    a = {"C": base.reshape(20, 30), "step3": base[::3].reshape(10, 20),
+         "reversed": base[::-1].reshape(20, 30), "F": base.reshape(30, 20).T}[layout]
+    A = pyet.asarray(a)
+    for e in (getattr(pyet, name)(A), getattr(np, name)(A)):
+        assert e.dtype == np.bool_ and e.shape == a.shape
+        # a constant leaf: one element, every stride 0, nothing of a read
+        arr = e.numpy()
+        assert isinstance(e, pyet.Tensor) and arr.strides == (0, 0)
+        raw, out = _framed(a.size, np.bool_, 2)
+        out = out.reshape(a.shape)
+        pyet.asarray(out)[...] = e
+        np.testing.assert_array_equal(out, getattr(np, name)(a))
+        np.testing.assert_array_equal(arr, getattr(np, name)(a))
+        assert (raw[:64] == SENTINEL).all() and (raw[-64:] == SENTINEL).all()
+        assert (raw[65:64 + 2 * a.size:2] == SENTINEL).all()
+    # inside a tree, and reduced
+    np.testing.assert_array_equal(pyet.evaluate(getattr(pyet, name)(A) | (A > 0)).numpy(),
+                                  getattr(np, name)(a) | (a > 0))
+    assert pyet.evaluate(getattr(pyet, name)(A).sum()).numpy() == getattr(np, name)(a).sum()
+
+
+def test_zero_d_bool_bytes_read_as_numpy_does():
+    # a 0-d bool viewed from byte 2 or 200 is True (store_scalar's byte read)
+    for byte in (2, 200):
+        s = pyet.asarray(np.array(byte, np.uint8).view(np.bool_))
+        t = pyet.asarray(np.array(1, np.uint8).view(np.bool_))
+        for n in (1, 9, 5000):
+            raw, out = _framed(n, np.bool_)
+            pyet.asarray(out)[...] = s & t
+            assert out.view(np.uint8).tolist() == [1] * n
+            pyet.asarray(out)[...] = s ^ t
+            assert out.view(np.uint8).tolist() == [0] * n
+            assert (raw[:64] == SENTINEL).all() and (raw[64 + n:] == SENTINEL).all()

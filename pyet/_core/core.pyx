@@ -44,6 +44,7 @@ from pyet._core.rewrite import (
     COSTLY_OPS,
     FAST_MATH_FOLDS,
     GEMM_EPILOGUES,
+    INTEGER_CONSTANTS,
     INVOLUTIONS,
     NEUTRAL_FOLDS,
     PASS_RULES,

@@ -74,14 +74,6 @@ def evaluated(Expr e):
 cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_PYFUNC and hoist_pyfunc(d, e, dst_dt):
         return
-    if not e.shape and e._depth > 1 and cnp.PyArray_SIZE(d) >= 8192 \
-            and not e._flags & HAS_PYFUNC and _recorder() is None:
-        # a 0-d tree of several ops broadcast over dst: its value computed
-        # once, then filled (float32 s*2 + s: 2^18 2.1 -> 0.87x NumPy's fill,
-        # computed per block before; at 4096 the extra pass lost, 1.16 -> 1.41 us)
-        one = np.empty((), DTYPES[e._dt])
-        assign_elementwise(one, e, e._dt)
-        e = wrap(one)
     cdef Program prog = get_program(e, dst_dt)
     cdef list leaves = [], scalars = [], pyfuncs = []
     collect(e, leaves, scalars, pyfuncs)

@@ -139,6 +139,14 @@ NEUTRAL_FOLDS = (
     ("subtract", 1, 0),   # x - 0 -> x (-0.0 - 0 is -0.0; x + 0 is not a fold: -0.0 + 0 = 0.0)
 )
 INVOLUTIONS = ("negative", "invert")  # -(-x) -> x, ~~x -> x (integers wrap back)
+# Ops whose answer on integers and bools is one value whatever the values
+# (NumPy's too): the node is that constant, broadcast, and reads nothing.
+# Rows: (op, its value)
+INTEGER_CONSTANTS = (
+    ("isnan", False),     # no integer is NaN
+    ("isinf", False),     # nor infinite
+    ("isfinite", True),   # so every one is finite
+)
 
 # Folds of an op over a special node, applied when the node is built.  The
 # result is the same function of the input, computed by a better kernel: it
