@@ -3305,15 +3305,16 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
         if s < 0 and not (prog.whole_backwards or prog.whole_far):
             return False
         if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
-                2 if r.itemsize[k] == 8 and (r.itemsize[0] == 8 or r.from_memory) else 3)
+                2 if r.itemsize[k] == 8 else 3)
                 * r.itemsize[k] or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
             strided = True
         elif s != 0 and s != r.itemsize[k]:
             strided = strided or prog.whole_near
             near = True
     # (near: int32 a ^ b on a[::2], NumPy's strided loop took 2x pyet's blocks;
-    # 8-byte rows stepping 2 items into a narrower result (a < b) too, but
-    # from memory: 1448^2 float64 a < b on a[:, ::2] 1.4-1.7 -> 0.98-1.01;
+    # 8-byte rows stepping 2 items take NumPy's loop into any result: into
+    # bool (a < b) pyet's blocks were 1.04-1.48x it at 2^18 and 1448^2
+    # float64 a < b on a[:, ::2] from memory 1.4-1.7x, 0.98-1.01 with the loop;
     # bcast: NumPy's loops take rows of stride-0 inputs in their scalar loop,
     # where its own calls buffer them: ~a and abs of an int32 column broadcast
     # to 1448^2 2.3x and 2.0x np.invert's and np.abs's time, 0.80-0.88 in
