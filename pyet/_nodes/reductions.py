@@ -211,6 +211,7 @@ def _fold_slices(kind, array, axis, dst):
 _NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED, _EACH_ROW = range(7)
 # whether NumPy's loop takes the leaf where no way of its own did
 _NUMPY_NO, _NUMPY_YES, _NUMPY_ONE_THREAD = range(3)
+assert _NO_WAY == _NUMPY_NO == 0  # (Reduction.into_leaves tests them as false)
 
 # two slices' fold (_fold_slices)
 _SLICE_FOLD = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b,
@@ -469,21 +470,23 @@ class Reduction(Special):
             if ways is None:
                 ways = self._way_of(a)
             way, numpy = ways
-            if way != _NO_WAY and self._run(way, dst, a):
+            # (_NO_WAY and _NUMPY_NO are 0: tested as such, no global lookups)
+            if way and self._run(way, dst, a):
                 return True
-            if numpy == _NUMPY_NO or (numpy == _NUMPY_ONE_THREAD
-                                      and core.reduce_threads(a.size) > 1):
+            if not numpy or (numpy == _NUMPY_ONE_THREAD and core.reduce_threads(a.size) > 1):
                 return False
+        arg = self._leaf_arg
+        if arg is not None:  # (argmax/argmin first: their calls are the smallest)
+            if self.keepdims:
+                arg(a, self._numpy_axis, dst, keepdims=True)
+            else:  # (a keyword costs the call ~0.05 us)
+                arg(a, self._numpy_axis, dst)
+            return True
         if self._rows_first and _rows_sum(a, dst):
             return True
         reduce = self._leaf_reduce
         if reduce is not None:
             reduce(a, self._numpy_axis, self._leaf_dtype, dst, self.keepdims)
-        elif self._leaf_arg is not None:
-            if self.keepdims:
-                self._leaf_arg(a, self._numpy_axis, dst, keepdims=True)
-            else:  # (a keyword costs the call ~0.05 us)
-                self._leaf_arg(a, self._numpy_axis, dst)
         else:
             _numpy_reduction(self.kind, a, None if self.whole else self.axes, self.keepdims,
                              dst)
@@ -879,17 +882,7 @@ _NUMPY_NAMES = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "mini
 
 def reduction(kind, e, axis=None, keepdims=False):
     """A lazy reduction node (MShadow's kComplex) of ``kind`` over ``axis``."""
-    x = e if type(e) is _Tensor else core.as_expr(e)
-    if type(x) is _Scalar:
-        x = core.tensor(np.asarray(x._value, dtype=x.dtype))
-    # cached for plain int axes only (a cache key would take True for 1, and
-    # a list is unhashable); (this module's all() is pyet's)
-    layout = (_layout if axis is None or type(axis) is int or (
-        type(axis) is tuple and not [a for a in axis if type(a) is not int])
-        else _layout.__wrapped__)
-    kernel, shape, dtype = layout(kind, x.shape, x._dt, axis,
-                                  keepdims if keepdims is False else bool(keepdims))
-    return _special(kernel, (x,), shape, dtype)
+    return _REDUCERS[kind](e, axis, keepdims)
 
 
 _special = core.special  # (node() without its tuple() conversions)
@@ -990,13 +983,29 @@ def _arg_fold(kind, child, k):
 
 
 def _make(kind):
+    # the node's whole build in one frame (the public functions' call: a
+    # frame more through reduction() was ~0.05 us of a tiny argmax's ~1.3)
     def reduce(e, axis=None, keepdims=False):
-        return reduction(kind, e, axis, keepdims)
+        x = e if type(e) is _Tensor else core.as_expr(e)
+        if type(x) is _Scalar:
+            x = core.tensor(np.asarray(x._value, dtype=x.dtype))
+        # cached for plain int axes only (a cache key would take True for 1,
+        # and a list is unhashable); (this module's all() is pyet's)
+        layout = (_layout if axis is None or type(axis) is int or (
+            type(axis) is tuple and not [a for a in axis if type(a) is not int])
+            else _layout.__wrapped__)
+        kernel, shape, dtype = layout(kind, x.shape, x._dt, axis,
+                                      keepdims if keepdims is False else bool(keepdims))
+        return _special(kernel, (x,), shape, dtype)
 
     reduce.__name__ = reduce.__qualname__ = kind
     reduce.__doc__ = (f"Lazy ``{kind}`` over ``axis`` (None: all axes), as NumPy's "
                       f"``np.{kind}``; usable anywhere inside a tree.")
+    _REDUCERS[kind] = reduce
     return reduce
+
+
+_REDUCERS = {}  # kind -> its public function (_make), which reduction() calls
 
 
 sum = _make("sum")  # noqa: A001  (NumPy's names)
