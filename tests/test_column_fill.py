@@ -264,3 +264,21 @@ def test_random_broadcasts(shape, data, dtype, layout):
     np.testing.assert_array_equal(out, want.astype(dtype))
     np.testing.assert_array_equal(buf, ref_buf)
     _check_frame(buf, out)
+
+
+def test_fields_of_a_packed_structured_array():
+    # destinations whose strides are not a multiple of their itemsize
+    # (misaligned float64 and int32 fields): the rows filled, the other bytes kept
+    dt = np.dtype([("c", "u1"), ("x", "<f8"), ("y", "<i4")], align=False)
+    s = np.zeros((6, 7), dt)
+    s["c"] = 0xA5
+    col = np.arange(6.0).reshape(6, 1)
+    C = pyet.asarray(np.broadcast_to(col, (6, 7)))
+    pyet.asarray(s["x"])[...] = C * 2 + 1
+    np.testing.assert_array_equal(s["x"], np.broadcast_to(col * 2 + 1, (6, 7)))
+    icol = np.arange(6, dtype=np.int32).reshape(6, 1)
+    pyet.asarray(s["y"])[...] = pyet.asarray(np.broadcast_to(icol, (6, 7))) + 3
+    np.testing.assert_array_equal(s["y"], np.broadcast_to(icol + 3, (6, 7)))
+    pyet.asarray(s["x"])[...] = pyet.asarray(np.array(2.5)) * 2  # a 0-d value
+    assert (s["x"] == 5.0).all()
+    assert (s["c"] == 0xA5).all()
