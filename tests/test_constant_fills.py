@@ -100,8 +100,20 @@ def test_integer_predicates_are_constants(name, dtype, layout):
 
 
 def test_zero_d_bool_bytes_read_as_numpy_does():
-    # a 0-d bool viewed from byte 2 or 200 is True (store_scalar's byte read)
+    # a 0-d bool viewed from byte 2 or 200 is True to the operators and kept
+    # by copies and floor, as NumPy keeps it (store_scalar's bytes)
     for byte in (2, 200):
+        v = np.array(byte, np.uint8).view(np.bool_)
+        V = pyet.asarray(v)
+        for n in (1, 9, 5000):
+            for expr, want in ((V, np.broadcast_to(v, n)),
+                               (pyet.floor(V), np.floor(np.broadcast_to(v, n)))):
+                raw, out = _framed(n, np.bool_)
+                pyet.asarray(out)[...] = expr
+                ref = np.zeros(n, bool)
+                ref[...] = want
+                assert out.view(np.uint8).tolist() == ref.view(np.uint8).tolist() == [byte] * n
+                assert (raw[:64] == SENTINEL).all() and (raw[64 + n:] == SENTINEL).all()
         s = pyet.asarray(np.array(byte, np.uint8).view(np.bool_))
         t = pyet.asarray(np.array(1, np.uint8).view(np.bool_))
         for n in (1, 9, 5000):
