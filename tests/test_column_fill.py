@@ -1,8 +1,10 @@
 """Trees whose leaves are all columns along the destination's rows (an (n, 1)
 broadcast to (n, m), 0-d tensors) compute one element a row and fill each row
-from it (plan.pxi columns_only, fill_rows).  Values against NumPy, bit for bit
-against the same passes run element by element (core.set_columns_once(False)),
-sentinel bytes around every destination."""
+from it (plan.pxi columns_only, fill_rows); trees whose leaves are all rows
+along its outer dimensions (exp(b) of a row b into a matrix) compute the first
+block and copy it to the others (broadcast_lead, copy_blocks).  Values against
+NumPy, bit for bit against the same passes run element by element
+(core.set_columns_once(False)), sentinel bytes around every destination."""
 
 import numpy as np
 import pytest
@@ -282,3 +284,109 @@ def test_fields_of_a_packed_structured_array():
     pyet.asarray(s["x"])[...] = pyet.asarray(np.array(2.5)) * 2  # a 0-d value
     assert (s["x"] == 5.0).all()
     assert (s["c"] == 0xA5).all()
+
+
+ROW_SHAPES = [((512, 512), (512,)), ((1000, 3), (3,)), ((3, 4, 5), (4, 5)), ((3, 4, 5), (1, 1, 5)),
+              ((3, 4, 5), (1, 4, 1)), ((2, 3, 4, 5), (4, 5)), ((2, 3, 4, 5), (1, 3, 1, 5)),
+              ((7, 1), (1,)), ((600, 40), (1, 40))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,row", ROW_SHAPES)
+@pytest.mark.parametrize("layout", ["C", "F", "step2", "reversed"])
+def test_row_trees_equal_numpy_and_element_by_element(dtype, shape, row, layout):
+    rng = np.random.default_rng(4)
+    a, b = _values(rng, row, dtype), _values(rng, row, dtype)
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    if dtype == np.bool_:
+        def expr():
+            return (A & ~B) | (A ^ B)
+        want = (a & ~b) | (a ^ b)
+    else:
+        def expr():
+            return A * B - A
+        want = a * b - a
+    buf, out, ref_buf = _both_ways(expr, shape, dtype, layout)
+    np.testing.assert_array_equal(out, np.broadcast_to(want, shape))
+    np.testing.assert_array_equal(buf, ref_buf)
+    _check_frame(buf, out)
+
+
+def test_row_of_a_costly_op_computed_once():
+    # F(fn, row) into a matrix sees the row's elements once, not every row's
+    seen = []
+
+    def fn(x):
+        seen.append(x.size)
+        return np.exp(x)
+
+    b = np.linspace(0, 1, 300)
+    out = np.empty((200, 300))
+    pyet.asarray(out)[...] = pyet.F(fn, pyet.asarray(b)) * 2 + 1
+    np.testing.assert_allclose(out, np.broadcast_to(np.exp(b) * 2 + 1, (200, 300)))
+    assert sum(seen) == 300
+
+
+def test_row_errors_raised_after_every_block_is_written():
+    b = np.array([1.0, 0.0, 2.0])
+    out, want = np.full((4, 3), 7.0), np.full((4, 3), 7.0)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            np.divide(1.0, np.broadcast_to(b, (4, 3)), out=want)
+        with pytest.raises(FloatingPointError):
+            pyet.asarray(out)[...] = 1.0 / pyet.asarray(b)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.float64])
+def test_two_threads_rows_equal_one(dtype):
+    rng = np.random.default_rng(5)
+    row = _values(rng, (900,), dtype)
+    R = pyet.asarray(row)
+    expr = (lambda: ~R) if dtype == np.bool_ else (lambda: R * R + 1)
+    want = np.broadcast_to(~row if dtype == np.bool_ else row * row + 1, (3000, 900))
+    for n in (1, 2):
+        with pyet_threads(n):
+            buf, out = _run(expr, (3000, 900), dtype, "C")
+        np.testing.assert_array_equal(out, want)
+        _check_frame(buf, out)
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+       data=st.data(),
+       dtype=st.sampled_from(DTYPES),
+       layout=st.sampled_from(["C", "F", "step2", "reversed"]))
+def test_random_broadcasts_over_any_axes(shape, data, dtype, layout):
+    # leaves broadcast along random axes, the leading ones often shared by
+    # all: the row copy, the column fill, both or neither
+    shape = tuple(shape)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    lead = data.draw(st.integers(0, len(shape)))
+    leaves, arrays = [], []
+    for _ in range(data.draw(st.integers(1, 3))):
+        keep = [i >= lead and data.draw(st.booleans()) for i in range(len(shape))]
+        lshape = tuple(n if k else 1 for n, k in zip(shape, keep, strict=True))
+        a = _values(rng, lshape, dtype)
+        arrays.append(np.broadcast_to(a, shape))
+        leaves.append(pyet.asarray(arrays[-1]))
+    if dtype == np.bool_:
+        def expr():
+            e = leaves[0]
+            for x in leaves[1:]:
+                e = e ^ x
+            return ~e
+        want = ~np.bitwise_xor.reduce(arrays) if len(arrays) > 1 else ~arrays[0]
+    else:
+        def expr():
+            e = leaves[0]
+            for x in leaves[1:]:
+                e = e * 3 - x
+            return e
+        want = arrays[0]
+        for x in arrays[1:]:
+            want = want * 3 - x
+    buf, out, ref_buf = _both_ways(expr, shape, dtype, layout)
+    np.testing.assert_array_equal(out, want.astype(dtype))
+    np.testing.assert_array_equal(buf, ref_buf)
+    _check_frame(buf, out)

@@ -204,14 +204,16 @@ def set_row_broadcasts_once(bint on):
 
 
 # every leaf a column along dst's rows: the rows' first elements computed, the
-# rest of each row filled from them (fill_rows)
+# rest of each row filled from them (fill_rows); every leaf broadcast along
+# dst's leading dimensions: the first block computed, then copied (copy_blocks)
 cdef bint COLUMNS_ONCE = True
 
 
 def set_columns_once(bint on):
     """Compute a tree whose leaves are all broadcast along the destination's
-    rows once a row and fill the rows, or run it element by element as before
-    (a knob for measuring and testing; default on)."""
+    rows once a row and fill the rows, and one whose leaves are all broadcast
+    along its outer dimensions once and copy the block, or run them element
+    by element (a knob for measuring and testing; default on)."""
     global COLUMNS_ONCE
     COLUMNS_ONCE = on
 
@@ -2613,6 +2615,102 @@ cdef bint columns_only(Run *r) noexcept nogil:
     return True
 
 
+DEF COPY_BLOCK_MIN = 256  # bytes: the smallest block copy_blocks copies one by one
+DEF COPY_RUN_BYTES = 8192  # side-by-side blocks: the run copied again once this long
+
+
+cdef int broadcast_lead(Run *r) noexcept nogil:
+    # the leading (outer) dimensions no leaf moves along, the last kept
+    cdef int k, d = 0
+    while d < r.nd - 1:
+        for k in range(r.ndst, r.nops):
+            if r.strides[k * MAXD + d] != 0:
+                return d
+        d += 1
+    return d
+
+
+cdef struct BlockCopy:
+    # copy_blocks' arguments: the block at base (nin dimensions ishape/istrides)
+    # copied to every other index of the outer dimensions oshape/ostrides
+    char *base
+    int nout, nin, isz
+    pyet_intp nreps, nchunks  # outer indices (the block's own, 0, included); chunks
+    pyet_intp oshape[MAXD]
+    pyet_intp ostrides[MAXD]
+    pyet_intp ishape[MAXD]
+    pyet_intp istrides[MAXD]
+
+
+cdef void copy_blocks(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
+    # outer indices lo..hi-1 (row-major over oshape), each the block's copy
+    cdef pyet_intp oidx[MAXD]
+    cdef pyet_intp iidx[MAXD]
+    cdef pyet_intp off, i = lo
+    cdef char *blk = b.base
+    cdef int d, e, nin = b.nin
+    cdef bint flat = nin == 1 and b.istrides[0] == b.isz
+    cdef pyet_intp size = b.ishape[0] * b.isz, have, c, run
+    if flat and b.nout == 1 and b.ostrides[0] == size:
+        # blocks side by side (a row into a C matrix): copied in doubling
+        # runs, log2(hi - lo) calls (a call a row of 2 float64 was 6.7x the
+        # pass computing them)
+        # (runs growing to COPY_RUN_BYTES, then that run again: a source
+        # still in L1, where doubling to the end read its own megabytes back:
+        # float64 512^2 1.46x the pass, 0.9 with the run)
+        blk = b.base + lo * size
+        memmove(blk, b.base, size)
+        have = run = 1
+        while have < hi - lo:
+            c = min(run, hi - lo - have)
+            memmove(blk + have * size, blk, c * size)
+            have += c
+            if run * size < COPY_RUN_BYTES:
+                run = have
+        return
+    for d in range(b.nout - 1, -1, -1):  # lo's index and block, once
+        oidx[d] = i % b.oshape[d]
+        i //= b.oshape[d]
+        blk += oidx[d] * b.ostrides[d]
+    for i in range(lo, hi):
+        if flat:
+            memmove(blk, b.base, b.ishape[0] * b.isz)
+        else:
+            for e in range(nin):
+                iidx[e] = 0
+            off = 0
+            while True:  # the block's rows, each one strided copy
+                pyet_copy_strided(blk + off, b.istrides[nin - 1], b.base + off,
+                                  b.istrides[nin - 1], b.ishape[nin - 1], b.isz)
+                e = nin - 2
+                while e >= 0:
+                    iidx[e] += 1
+                    off += b.istrides[e]
+                    if iidx[e] < b.ishape[e]:
+                        break
+                    off -= b.istrides[e] * b.ishape[e]
+                    iidx[e] = 0
+                    e -= 1
+                if e < 0:
+                    break
+        d = b.nout - 1  # the next outer index
+        while d >= 0:
+            oidx[d] += 1
+            blk += b.ostrides[d]
+            if oidx[d] < b.oshape[d]:
+                break
+            blk -= b.ostrides[d] * b.oshape[d]
+            oidx[d] = 0
+            d -= 1
+
+
+cdef int copy_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # chunk c of outer indices 1..nreps-1 (run_chunks' callback)
+    cdef BlockCopy *b = <BlockCopy *>ctx
+    copy_blocks(b, 1 + c * (b.nreps - 1) // b.nchunks, 1 + (c + 1) * (b.nreps - 1) // b.nchunks)
+    return 0
+
+
 cdef void fill_rows(char *base, int nd, const pyet_intp *shape, const pyet_intp *strides,
                     pyet_intp n, pyet_intp step, int isz, const char *src) noexcept nogil:
     # rows of n elements (step bytes apart) at base + the odometer over
@@ -2784,6 +2882,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef char *fill_src = NULL  # fill_one when the rows are filled from it
     cdef bint value_once
     cdef char *fill_base = NULL  # dst's first row (merge_dims may move it)
+    cdef int lead = 0  # broadcast_lead: outer dimensions the first block is copied over
+    cdef BlockCopy bc
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
@@ -2852,10 +2952,6 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             fill_n = r.shape[r.nd - 1]
             fill_step = r.strides[r.nd - 1]
             r.nd -= 1
-            fill_nd = r.nd
-            for d in range(r.nd):
-                fill_shape[d] = r.shape[d]
-                fill_strides[d] = r.strides[d]
             value_once = True
             for k in range(ndst, nops):
                 for d in range(r.nd):
@@ -2864,6 +2960,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             if value_once:
                 # a 0-d tree's value: computed aside, its errors raised
                 # before dst is written (as NumPy's 0-d temporary), then filled
+                fill_nd = r.nd
+                for d in range(r.nd):
+                    fill_shape[d] = r.shape[d]
+                    fill_strides[d] = r.strides[d]
                 fill_src = <char *>fill_one
                 fill_base = r.base[0]
                 r.base[0] = fill_src
@@ -2871,6 +2971,45 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 r.shape[0] = 1
                 for k in range(nops):
                     r.strides[k * MAXD] = 0
+        # leaves that are all rows along dst's outer dimensions (exp(b) of a
+        # row b into a matrix, 3.8-6.5x NumPy's ``out[...] = np.exp(b)*2 + 1``,
+        # which computes the row once): the first block computed, then
+        # copied to the others (copy_blocks)
+        lead = 0
+        if COLUMNS_ONCE and fill_src == NULL and r.ndst == 1 and not red:
+            lead = broadcast_lead(&r)
+            if lead and not (lead == 1 and r.nd == 2 and not fill_n
+                             and r.strides[0] == r.shape[1] * r.itemsize[0]
+                             and r.strides[1] == r.itemsize[0]):
+                # other than side by side, a block is a call (or a call a row):
+                # blocks of 256 bytes and more (float64 rows of 16 were 1.16x
+                # the pass computing them, of 64 0.67; bool rows of 64 2.7x)
+                s = r.itemsize[0] * (fill_n if fill_n else 1)
+                for d in range(lead, r.nd):
+                    s *= r.shape[d]
+                if s < COPY_BLOCK_MIN:
+                    lead = 0
+            bc.nout, bc.nreps = lead, 1
+            for d in range(lead):
+                bc.oshape[d], bc.ostrides[d] = r.shape[d], r.strides[d]
+                bc.nreps *= r.shape[d]
+            bc.nin = r.nd - lead  # the block's dimensions, the filled column's too
+            for d in range(bc.nin):
+                bc.ishape[d], bc.istrides[d] = r.shape[lead + d], r.strides[lead + d]
+            if fill_n:
+                bc.ishape[bc.nin], bc.istrides[bc.nin] = fill_n, fill_step
+                bc.nin += 1
+            if lead:
+                r.nd -= lead
+                for d in range(r.nd):
+                    r.shape[d] = r.shape[lead + d]
+                    for k in range(nops):
+                        r.strides[k * MAXD + d] = r.strides[k * MAXD + lead + d]
+        if fill_n and fill_src == NULL:  # the block's rows, filled after the pass
+            fill_nd = r.nd
+            for d in range(r.nd):
+                fill_shape[d] = r.shape[d]
+                fill_strides[d] = r.strides[d]
         r.red_stride = red_stride
         r.red_comp = red_comp
         r.red_units = 0
@@ -3122,7 +3261,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # so 1.1-1.6x the loop's time: float64 ceil, reversed abs, 2^17-2^19)
             if (prog.whole_fn is not None or (prog.whole_loop != NULL and (
                     nthreads == 1 or r.total * pass_itemsizes(&r) < LOOP_THREADS_BYTES))) \
-                    and not fill_n and whole_wanted(&r, prog):
+                    and not fill_n and not lead and whole_wanted(&r, prog):
                 if prog.whole_loop != NULL:
                     rc = run_loop_rows(&r, prog)
                     if rc >= 0:
@@ -3187,6 +3326,16 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 with nogil:
                     fill_rows(r.base[0], fill_nd, fill_shape, fill_strides, fill_n,
                               fill_step, r.itemsize[0], fill_src)
+        if lead:
+            bc.base, bc.isz = r.base[0], r.itemsize[0]
+            s = r.total * (fill_n if fill_n else 1) * bc.nreps  # elements written
+            nthreads = 1 if s <= GIL_HELD_PASS else threads_for(s, bc.nreps - 1)
+            if nthreads <= 1 and s <= GIL_HELD_PASS:
+                copy_blocks(&bc, 1, bc.nreps)
+            else:
+                bc.nchunks = 1 if nthreads <= 1 else min(bc.nreps - 1, 8 * nthreads)
+                with nogil:
+                    run_chunks(copy_chunk, &bc, bc.nchunks, nthreads, &rc)
         if r.fpflags and fill_src == NULL:  # np.errstate's answer to the pass's errors
             report_fp(r.fpflags)
         return nsets if red else 0
