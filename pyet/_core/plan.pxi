@@ -2617,6 +2617,7 @@ cdef bint columns_only(Run *r) noexcept nogil:
 
 DEF COPY_BLOCK_MIN = 256  # bytes: the smallest block copy_blocks copies one by one
 DEF COPY_RUN_BYTES = 8192  # side-by-side blocks: the run copied again once this long
+DEF COPY_BYTES_PER_ELEMENT = 16  # bytes copied that count as one element of threads_for's work
 
 
 cdef int broadcast_lead(Run *r) noexcept nogil:
@@ -3329,7 +3330,10 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         if lead:
             bc.base, bc.isz = r.base[0], r.itemsize[0]
             s = r.total * (fill_n if fill_n else 1) * bc.nreps  # elements written
-            nthreads = 1 if s <= GIL_HELD_PASS else threads_for(s, bc.nreps - 1)
+            # (threads by bytes: a copy's element is cheaper than a kernel's;
+            # bool 512^2 on two threads by elements took 1.3x one's time)
+            nthreads = 1 if s <= GIL_HELD_PASS else threads_for(
+                s * bc.isz // COPY_BYTES_PER_ELEMENT, bc.nreps - 1)
             if nthreads <= 1 and s <= GIL_HELD_PASS:
                 copy_blocks(&bc, 1, bc.nreps)
             else:
