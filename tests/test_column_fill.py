@@ -390,3 +390,23 @@ def test_random_broadcasts_over_any_axes(shape, data, dtype, layout):
     np.testing.assert_array_equal(out, want.astype(dtype))
     np.testing.assert_array_equal(buf, ref_buf)
     _check_frame(buf, out)
+
+
+def test_kept_plan_replays_fills_and_copies_with_the_values_of_the_time():
+    # EvalPlan.run(keep=True) records the passes and replays them: a column
+    # fill, a row copy and a 0-d value, each reading its leaf's current values
+    col, row, one = np.arange(4.0).reshape(4, 1), np.arange(300.0) / 100, np.array(2.0)
+    out_c, out_r, out_s = np.empty((4, 300)), np.empty((300, 300)), np.empty((3, 7))
+    wide = np.broadcast_to(row, (300, 300))
+    plan = pyet.EvalPlan()
+    plan.assign(out_c, pyet.asarray(col) * 3 - 1)
+    plan.assign(out_r, pyet.asarray(wide) * 0.5 + 1)
+    plan.assign(out_s, pyet.asarray(one) * 2 + 1)
+    for _ in range(3):
+        plan.run(keep=True)
+        np.testing.assert_array_equal(out_c, np.broadcast_to(col * 3 - 1, out_c.shape))
+        np.testing.assert_array_equal(out_r, wide * 0.5 + 1)
+        np.testing.assert_array_equal(out_s, np.full(out_s.shape, one * 2 + 1))
+        col += 1
+        row += 0.5  # (wide's memory)
+        one += 1
