@@ -75,15 +75,21 @@ def _check_frame(buf, out):
     assert (buf[mask] == SENTINEL).all()
 
 
+# (destination shape, leaf shape): columns, every leaf's last axis broadcast
 SHAPES = [((512, 512), (512, 1)), ((3, 4, 5), (3, 4, 1)), ((3, 4, 5), (1, 4, 1)),
           ((3, 4, 5), (3, 1, 1)), ((7,), (1,)), ((2, 3), (1, 1)), ((5, 600), (5, 1)),
           ((1000, 2), (1000, 1)), ((6, 1), (6, 1)), ((2, 3, 4, 5), (2, 1, 4, 1))]
+# rows: the leading axes broadcast
+ROWS = [((512, 512), (512,)), ((1000, 3), (3,)), ((3, 4, 5), (4, 5)), ((3, 4, 5), (1, 1, 5)),
+        ((3, 4, 5), (1, 4, 1)), ((2, 3, 4, 5), (4, 5)), ((2, 3, 4, 5), (1, 3, 1, 5)),
+        ((7, 1), (1,)), ((600, 40), (1, 40))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,col", SHAPES)
+@pytest.mark.parametrize("shape,col", SHAPES + ROWS)
 @pytest.mark.parametrize("layout", ["C", "F", "step2", "reversed"])
-def test_column_trees_equal_numpy_and_element_by_element(dtype, shape, col, layout):
+def test_broadcast_trees_equal_numpy_and_element_by_element(dtype, shape, col, layout):
+    # columns (the fill) and rows (the block copy) of every leaf
     rng = np.random.default_rng(0)
     a, b = _values(rng, col, dtype), _values(rng, col, dtype)
     A, B = pyet.asarray(np.broadcast_to(a, shape)), pyet.asarray(np.broadcast_to(b, shape))
@@ -102,10 +108,12 @@ def test_column_trees_equal_numpy_and_element_by_element(dtype, shape, col, layo
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_column_assigned_into_wider_destination(dtype):
-    # dst[...] = col * 2 with col (n, 1): the assignment broadcasts the leaf
+@pytest.mark.parametrize("leaf_shape", [(300, 1), (70,)])
+def test_leaf_assigned_into_wider_destination(dtype, leaf_shape):
+    # dst[...] = col * 2 with col (n, 1) or a row (m,): the assignment
+    # broadcasts the leaf
     rng = np.random.default_rng(1)
-    col = _values(rng, (300, 1), dtype)
+    col = _values(rng, leaf_shape, dtype)
     C = pyet.asarray(col)
     buf, out = _run(lambda: C * 2 if dtype != np.bool_ else ~C, (300, 70), dtype, "C")
     want = col * 2 if dtype != np.bool_ else ~col
@@ -216,12 +224,13 @@ def test_floating_point_errors_reported_once_per_pass():
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.float64])
-def test_two_threads_fill_equal_one(dtype):
+@pytest.mark.parametrize("leaf_shape", [(3000, 1), (900,)])
+def test_two_threads_equal_one(dtype, leaf_shape):
     rng = np.random.default_rng(3)
-    col = _values(rng, (3000, 1), dtype)
-    C = pyet.asarray(np.broadcast_to(col, (3000, 900)))
-    expr = (lambda: ~C) if dtype == np.bool_ else (lambda: C * C + 1)
-    want = np.broadcast_to(~col if dtype == np.bool_ else col * col + 1, (3000, 900))
+    v = _values(rng, leaf_shape, dtype)
+    V = pyet.asarray(np.broadcast_to(v, (3000, 900)))
+    expr = (lambda: ~V) if dtype == np.bool_ else (lambda: V * V + 1)
+    want = np.broadcast_to(~v if dtype == np.bool_ else v * v + 1, (3000, 900))
     for n in (1, 2):
         with pyet_threads(n):
             buf, out = _run(expr, (3000, 900), dtype, "C")
@@ -229,23 +238,9 @@ def test_two_threads_fill_equal_one(dtype):
         _check_frame(buf, out)
 
 
-@settings(max_examples=60, deadline=None)
-@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=4),
-       data=st.data(),
-       dtype=st.sampled_from(DTYPES),
-       layout=st.sampled_from(["C", "F", "step2", "reversed"]))
-def test_random_broadcasts(shape, data, dtype, layout):
-    # leaves broadcast along random axes (the last always): the fill where
-    # the fastest dimension is broadcast in every leaf, NumPy's values always
-    shape = tuple(shape)
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
-    leaves, arrays = [], []
-    for _ in range(data.draw(st.integers(1, 3))):
-        keep = [data.draw(st.booleans()) for _ in shape[:-1]] + [False]
-        lshape = tuple(n if k else 1 for n, k in zip(shape, keep, strict=True))
-        a = _values(rng, lshape, dtype)
-        arrays.append(np.broadcast_to(a, shape))
-        leaves.append(pyet.asarray(arrays[-1]))
+def _check_tree_of(leaves, arrays, shape, dtype, layout):
+    # a tree over every leaf (xor for bools, x*3 - y otherwise) against NumPy's
+    # and the element-by-element pass, sentinels kept
     if dtype == np.bool_:
         def expr():
             e = leaves[0]
@@ -286,32 +281,6 @@ def test_fields_of_a_packed_structured_array():
     assert (s["c"] == 0xA5).all()
 
 
-ROW_SHAPES = [((512, 512), (512,)), ((1000, 3), (3,)), ((3, 4, 5), (4, 5)), ((3, 4, 5), (1, 1, 5)),
-              ((3, 4, 5), (1, 4, 1)), ((2, 3, 4, 5), (4, 5)), ((2, 3, 4, 5), (1, 3, 1, 5)),
-              ((7, 1), (1,)), ((600, 40), (1, 40))]
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,row", ROW_SHAPES)
-@pytest.mark.parametrize("layout", ["C", "F", "step2", "reversed"])
-def test_row_trees_equal_numpy_and_element_by_element(dtype, shape, row, layout):
-    rng = np.random.default_rng(4)
-    a, b = _values(rng, row, dtype), _values(rng, row, dtype)
-    A, B = pyet.asarray(a), pyet.asarray(b)
-    if dtype == np.bool_:
-        def expr():
-            return (A & ~B) | (A ^ B)
-        want = (a & ~b) | (a ^ b)
-    else:
-        def expr():
-            return A * B - A
-        want = a * b - a
-    buf, out, ref_buf = _both_ways(expr, shape, dtype, layout)
-    np.testing.assert_array_equal(out, np.broadcast_to(want, shape))
-    np.testing.assert_array_equal(buf, ref_buf)
-    _check_frame(buf, out)
-
-
 def test_row_of_a_costly_op_computed_once():
     # F(fn, row) into a matrix sees the row's elements once, not every row's
     seen = []
@@ -338,22 +307,8 @@ def test_row_errors_raised_after_every_block_is_written():
     np.testing.assert_array_equal(out, want)
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.float64])
-def test_two_threads_rows_equal_one(dtype):
-    rng = np.random.default_rng(5)
-    row = _values(rng, (900,), dtype)
-    R = pyet.asarray(row)
-    expr = (lambda: ~R) if dtype == np.bool_ else (lambda: R * R + 1)
-    want = np.broadcast_to(~row if dtype == np.bool_ else row * row + 1, (3000, 900))
-    for n in (1, 2):
-        with pyet_threads(n):
-            buf, out = _run(expr, (3000, 900), dtype, "C")
-        np.testing.assert_array_equal(out, want)
-        _check_frame(buf, out)
-
-
-@settings(max_examples=80, deadline=None)
-@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+@settings(max_examples=120, deadline=None)
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=4),
        data=st.data(),
        dtype=st.sampled_from(DTYPES),
        layout=st.sampled_from(["C", "F", "step2", "reversed"]))
@@ -366,30 +321,12 @@ def test_random_broadcasts_over_any_axes(shape, data, dtype, layout):
     leaves, arrays = [], []
     for _ in range(data.draw(st.integers(1, 3))):
         keep = [i >= lead and data.draw(st.booleans()) for i in range(len(shape))]
+        keep[-1] = keep[-1] and data.draw(st.booleans())  # (a column: half as often)
         lshape = tuple(n if k else 1 for n, k in zip(shape, keep, strict=True))
         a = _values(rng, lshape, dtype)
         arrays.append(np.broadcast_to(a, shape))
         leaves.append(pyet.asarray(arrays[-1]))
-    if dtype == np.bool_:
-        def expr():
-            e = leaves[0]
-            for x in leaves[1:]:
-                e = e ^ x
-            return ~e
-        want = ~np.bitwise_xor.reduce(arrays) if len(arrays) > 1 else ~arrays[0]
-    else:
-        def expr():
-            e = leaves[0]
-            for x in leaves[1:]:
-                e = e * 3 - x
-            return e
-        want = arrays[0]
-        for x in arrays[1:]:
-            want = want * 3 - x
-    buf, out, ref_buf = _both_ways(expr, shape, dtype, layout)
-    np.testing.assert_array_equal(out, want.astype(dtype))
-    np.testing.assert_array_equal(buf, ref_buf)
-    _check_frame(buf, out)
+    _check_tree_of(leaves, arrays, shape, dtype, layout)
 
 
 def test_kept_plan_replays_fills_and_copies_with_the_values_of_the_time():
