@@ -1140,8 +1140,14 @@ cdef object _constant_fold(int op, tuple args, int dt):
             return None
     if not any_constant:
         return None
-    with np.errstate(all="ignore"):  # warnings belong to evaluation, not to building
-        value = np.asarray(ufunc(*values)).astype(DTYPES[dt], copy=False).reshape(())
+    try:
+        # a value that raises a floating-point error is not folded: the error
+        # belongs to the evaluation, which reports it by np.errstate's rules
+        # (folded quietly, 1.0 / Fill(0.0, n) reported nothing at all)
+        with np.errstate(all="raise"):
+            value = np.asarray(ufunc(*values)).astype(DTYPES[dt], copy=False).reshape(())
+    except FloatingPointError:
+        return None
     return wrap(broadcast_view(value, broadcast_all(args)))
 
 
