@@ -169,7 +169,8 @@ def test_user_function_called_once_a_row():
 
 
 def test_destination_read_as_a_column_of_itself():
-    # a leaf reading dst's first column is copied before dst is written
+    # dst read through a broadcast view of one of its own columns: NumPy's
+    # values (what the pass reads is read before the fill writes over it)
     d = np.arange(40.0).reshape(8, 5)
     want = np.broadcast_to(d[:, :1], (8, 5)) * 2 + 1
     D = pyet.asarray(d)
@@ -211,16 +212,19 @@ def test_column_errors_raised_after_every_row_is_written():
     np.testing.assert_array_equal(out, want)
 
 
-def test_floating_point_errors_reported_once_per_pass():
-    col = np.array([[1.0], [0.0], [-1.0]])
-    C = pyet.asarray(np.broadcast_to(col, (3, 50)))
-    out = np.empty((3, 50))
-    with np.errstate(divide="raise"):
-        with pytest.raises(FloatingPointError):
-            pyet.asarray(out)[...] = 1.0 / C
+@pytest.mark.parametrize("leaf", [np.array([[1.0], [0.0], [-1.0]]),
+                                  np.array([1.0, 0.0, -1.0] * 100), np.array(0.0)])
+def test_floating_point_errors_reported_once_per_pass(leaf):
+    # a column fill, a row copy (blocks of 2400 bytes) and a 0-d value: the
+    # pass's division by zero reported once, through np.errstate's callback
+    calls = []
+    L = pyet.asarray(np.broadcast_to(leaf, (3, 300)))
+    out = np.empty((3, 300))
+    with np.errstate(divide="call", call=lambda kind, flag: calls.append(kind)):
+        pyet.asarray(out)[...] = 1.0 / L
+    assert calls == ["divide by zero"]
     with np.errstate(divide="ignore"):
-        pyet.asarray(out)[...] = 1.0 / C
-    np.testing.assert_array_equal(out, np.broadcast_to(1.0 / col, (3, 50)))
+        np.testing.assert_array_equal(out, np.broadcast_to(1.0 / leaf, (3, 300)))
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.float64])

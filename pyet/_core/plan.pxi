@@ -2604,15 +2604,23 @@ cdef bint rows_with_broadcast(Run *r) noexcept nogil:
 
 
 cdef bint columns_only(Run *r) noexcept nogil:
-    # no leaf moves along the fastest dimension of a single destination (a
-    # dimension of 1 only where dst is one element: merge_dims drops them)
+    # no leaf moves along dst's fastest dimension (a dimension of 1 only where
+    # dst is one element: merge_dims drops them)
     cdef int k
-    if r.ndst != 1 or r.red != RED_NONE:
-        return False
     for k in range(r.ndst, r.nops):
         if r.strides[k * MAXD + r.nd - 1] != 0:
             return False
     return True
+
+
+cdef int broadcast_lead(Run *r, int nd) noexcept nogil:
+    # how many of the first nd dimensions, from the outermost, no leaf moves along
+    cdef int k, d
+    for d in range(nd):
+        for k in range(r.ndst, r.nops):
+            if r.strides[k * MAXD + d] != 0:
+                return d
+    return nd
 
 
 DEF COPY_BLOCK_MIN = 256  # bytes: the smallest block copy_blocks copies one by one
@@ -2620,15 +2628,20 @@ DEF COPY_RUN_BYTES = 8192  # side-by-side blocks: the run copied again once this
 DEF COPY_BYTES_PER_ELEMENT = 16  # bytes copied that count as one element of threads_for's work
 
 
-cdef int broadcast_lead(Run *r) noexcept nogil:
-    # the leading (outer) dimensions no leaf moves along, the last kept
-    cdef int k, d = 0
-    while d < r.nd - 1:
-        for k in range(r.ndst, r.nops):
-            if r.strides[k * MAXD + d] != 0:
-                return d
-        d += 1
-    return d
+cdef inline bint next_index(pyet_intp *idx, const pyet_intp *shape, const pyet_intp *strides,
+                            int nd, pyet_intp *off) noexcept nogil:
+    # an odometer over shape (the last dimension fastest), *off moved by
+    # strides; False once it has passed the last index
+    cdef int d = nd - 1
+    while d >= 0:
+        idx[d] += 1
+        off[0] += strides[d]
+        if idx[d] < shape[d]:
+            return True
+        off[0] -= strides[d] * shape[d]
+        idx[d] = 0
+        d -= 1
+    return False
 
 
 cdef struct BlockCopy:
@@ -2637,28 +2650,25 @@ cdef struct BlockCopy:
     char *base
     int nout, nin, isz
     pyet_intp nreps, nchunks  # outer indices (the block's own, 0, included); chunks
-    pyet_intp oshape[MAXD]
-    pyet_intp ostrides[MAXD]
-    pyet_intp ishape[MAXD]
-    pyet_intp istrides[MAXD]
+    const pyet_intp *oshape
+    const pyet_intp *ostrides
+    const pyet_intp *ishape
+    const pyet_intp *istrides
 
 
 cdef void copy_blocks(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
     # outer indices lo..hi-1 (row-major over oshape), each the block's copy
     cdef pyet_intp oidx[MAXD]
     cdef pyet_intp iidx[MAXD]
-    cdef pyet_intp off, i = lo
-    cdef char *blk = b.base
-    cdef int d, e, nin = b.nin
-    cdef bint flat = nin == 1 and b.istrides[0] == b.isz
+    cdef pyet_intp at = 0, off, i = lo
+    cdef int d, nin = b.nin
     cdef pyet_intp size = b.ishape[0] * b.isz, have, c, run
-    if flat and b.nout == 1 and b.ostrides[0] == size:
-        # blocks side by side (a row into a C matrix): copied in doubling
-        # runs, log2(hi - lo) calls (a call a row of 2 float64 was 6.7x the
-        # pass computing them)
-        # (runs growing to COPY_RUN_BYTES, then that run again: a source
-        # still in L1, where doubling to the end read its own megabytes back:
-        # float64 512^2 1.46x the pass, 0.9 with the run)
+    cdef char *blk
+    if nin == 1 and b.istrides[0] == b.isz and b.nout == 1 and b.ostrides[0] == size:
+        # blocks side by side (a row into a C matrix): runs growing to
+        # COPY_RUN_BYTES, then that run again, a source still in L1 (a call a
+        # row of 2 float64 was 6.7x the pass computing them; doubling to the
+        # end read its own megabytes back: float64 512^2 1.46x, 0.9 with the run)
         blk = b.base + lo * size
         memmove(blk, b.base, size)
         have = run = 1
@@ -2672,37 +2682,17 @@ cdef void copy_blocks(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
     for d in range(b.nout - 1, -1, -1):  # lo's index and block, once
         oidx[d] = i % b.oshape[d]
         i //= b.oshape[d]
-        blk += oidx[d] * b.ostrides[d]
+        at += oidx[d] * b.ostrides[d]
     for i in range(lo, hi):
-        if flat:
-            memmove(blk, b.base, b.ishape[0] * b.isz)
-        else:
-            for e in range(nin):
-                iidx[e] = 0
-            off = 0
-            while True:  # the block's rows, each one strided copy
-                pyet_copy_strided(blk + off, b.istrides[nin - 1], b.base + off,
-                                  b.istrides[nin - 1], b.ishape[nin - 1], b.isz)
-                e = nin - 2
-                while e >= 0:
-                    iidx[e] += 1
-                    off += b.istrides[e]
-                    if iidx[e] < b.ishape[e]:
-                        break
-                    off -= b.istrides[e] * b.ishape[e]
-                    iidx[e] = 0
-                    e -= 1
-                if e < 0:
-                    break
-        d = b.nout - 1  # the next outer index
-        while d >= 0:
-            oidx[d] += 1
-            blk += b.ostrides[d]
-            if oidx[d] < b.oshape[d]:
+        for d in range(nin):
+            iidx[d] = 0
+        off = 0
+        while True:  # the block's rows, each one strided copy
+            pyet_copy_strided(b.base + at + off, b.istrides[nin - 1], b.base + off,
+                              b.istrides[nin - 1], b.ishape[nin - 1], b.isz)
+            if not next_index(iidx, b.ishape, b.istrides, nin - 1, &off):
                 break
-            blk -= b.ostrides[d] * b.oshape[d]
-            oidx[d] = 0
-            d -= 1
+        next_index(oidx, b.oshape, b.ostrides, b.nout, &at)
 
 
 cdef int copy_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
@@ -2718,8 +2708,9 @@ cdef void fill_rows(char *base, int nd, const pyet_intp *shape, const pyet_intp 
     # shape/strides (dst's outer dimensions), each set to *src, or with src
     # NULL, the rest of each row to its first element
     cdef pyet_intp idx[MAXD]
+    cdef pyet_intp off = 0
     cdef int d
-    cdef char *row = base
+    cdef char *row
     # a value of one repeated byte (bools, zeros) set by memset where rows
     # are contiguous (isnan of an int 2^18 into bool: 3.2 -> 2.6 us, NumPy's
     # memset 2.8)
@@ -2729,6 +2720,7 @@ cdef void fill_rows(char *base, int nd, const pyet_intp *shape, const pyet_intp 
     for d in range(nd):
         idx[d] = 0
     while True:
+        row = base + off
         if same:
             memset(row, src[0], n * isz)
         elif src == NULL and isz == 1 and step == 1:
@@ -2737,16 +2729,7 @@ cdef void fill_rows(char *base, int nd, const pyet_intp *shape, const pyet_intp 
             pyet_copy_strided(row + step, step, row, 0, n - 1, isz)
         else:
             pyet_copy_strided(row, step, src, 0, n, isz)
-        d = nd - 1
-        while d >= 0:
-            idx[d] += 1
-            row += strides[d]
-            if idx[d] < shape[d]:
-                break
-            row -= strides[d] * shape[d]
-            idx[d] = 0
-            d -= 1
-        if d < 0:
+        if not next_index(idx, shape, strides, nd, &off):
             return
 
 
@@ -2875,15 +2858,17 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef uint64_t inplace
     cdef int ngather, ntiled
     cdef pyet_intp tile
-    cdef pyet_intp fill_n, fill_step  # columns_only: rows of fill_n filled after the pass
-    cdef pyet_intp fill_shape[MAXD]
-    cdef pyet_intp fill_strides[MAXD]
-    cdef int fill_nd = 0
-    cdef pyet_intp fill_one[2]  # a 0-d tree's value (16 bytes, aligned for every dtype)
-    cdef char *fill_src = NULL  # fill_one when the rows are filled from it
-    cdef bint value_once
-    cdef char *fill_base = NULL  # dst's first row (merge_dims may move it)
-    cdef int lead = 0  # broadcast_lead: outer dimensions the first block is copied over
+    # leaves broadcast along dst's dimensions (columns_only, broadcast_lead):
+    # col, the last dimension (rows filled after the pass); lead, the leading
+    # ones (the first block copied); value_once, all (one value, computed into
+    # fill_one); full_*: dst's merged dimensions before the pass drops them
+    cdef bint col = False, value_once = False
+    cdef int lead = 0, full_nd = 0
+    cdef pyet_intp full_shape[MAXD]
+    cdef pyet_intp full_strides[MAXD]
+    cdef pyet_intp fill_one[2]  # (16 bytes, aligned for every dtype)
+    cdef char *dst_base = NULL  # (merge_dims may have moved it from dst's data)
+    cdef pyet_intp written = 1  # elements of the block the pass writes, filled
     cdef BlockCopy bc
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
@@ -2944,73 +2929,49 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
         r.nops = nops
         r.ndst = ndst
         r.red = red
-        # leaves that are all columns along dst's rows (np.broadcast_to of an
-        # (n, 1), 0-d tensors): one element a row computed, the rows filled
-        # after the pass (bool ~a of a (512, 1) column into (512, 512): a
-        # kernel call a row, 1.47x NumPy's time)
-        fill_n = 0
-        if COLUMNS_ONCE and columns_only(&r):
-            fill_n = r.shape[r.nd - 1]
-            fill_step = r.strides[r.nd - 1]
-            r.nd -= 1
-            value_once = True
-            for k in range(ndst, nops):
-                for d in range(r.nd):
-                    if r.strides[k * MAXD + d] != 0:
-                        value_once = False
+        # leaves broadcast along dst's rows (np.broadcast_to of an (n, 1), 0-d
+        # tensors: bool ~a of a (512, 1) column into 512^2, a kernel call a
+        # row, was 1.47x NumPy's time) or its outer dimensions (exp(b) of a row
+        # b into a matrix, every element computed: 3.8-6.5x NumPy's
+        # out[...] = np.exp(b)*2 + 1, which computes the row once): the pass
+        # computes one element a row of the first block; the rows are filled,
+        # the block copied, after it.  A 0-d tree's value is computed aside,
+        # its errors raised before dst is written (as NumPy's 0-d temporary).
+        if COLUMNS_ONCE and ndst == 1 and not red:
+            col = columns_only(&r)
+            lead = broadcast_lead(&r, r.nd - col)
+            value_once = col and lead == r.nd - 1
             if value_once:
-                # a 0-d tree's value: computed aside, its errors raised
-                # before dst is written (as NumPy's 0-d temporary), then filled
-                fill_nd = r.nd
-                for d in range(r.nd):
-                    fill_shape[d] = r.shape[d]
-                    fill_strides[d] = r.strides[d]
-                fill_src = <char *>fill_one
-                fill_base = r.base[0]
-                r.base[0] = fill_src
-                r.nd = 1
-                r.shape[0] = 1
-                for k in range(nops):
-                    r.strides[k * MAXD] = 0
-        # leaves that are all rows along dst's outer dimensions (exp(b) of a
-        # row b into a matrix, 3.8-6.5x NumPy's ``out[...] = np.exp(b)*2 + 1``,
-        # which computes the row once): the first block computed, then
-        # copied to the others (copy_blocks)
-        lead = 0
-        if COLUMNS_ONCE and fill_src == NULL and r.ndst == 1 and not red:
-            lead = broadcast_lead(&r)
-            if lead and not (lead == 1 and r.nd == 2 and not fill_n
-                             and r.strides[0] == r.shape[1] * r.itemsize[0]
-                             and r.strides[1] == r.itemsize[0]):
+                lead = 0
+            elif lead and not (lead == 1 and r.nd == 2 and not col
+                               and r.strides[0] == r.shape[1] * r.itemsize[0]
+                               and r.strides[1] == r.itemsize[0]):
                 # other than side by side, a block is a call (or a call a row):
                 # blocks of 256 bytes and more (float64 rows of 16 were 1.16x
                 # the pass computing them, of 64 0.67; bool rows of 64 2.7x)
-                s = r.itemsize[0] * (fill_n if fill_n else 1)
+                s = r.itemsize[0]
                 for d in range(lead, r.nd):
                     s *= r.shape[d]
                 if s < COPY_BLOCK_MIN:
                     lead = 0
-            bc.nout, bc.nreps = lead, 1
-            for d in range(lead):
-                bc.oshape[d], bc.ostrides[d] = r.shape[d], r.strides[d]
-                bc.nreps *= r.shape[d]
-            bc.nin = r.nd - lead  # the block's dimensions, the filled column's too
-            for d in range(bc.nin):
-                bc.ishape[d], bc.istrides[d] = r.shape[lead + d], r.strides[lead + d]
-            if fill_n:
-                bc.ishape[bc.nin], bc.istrides[bc.nin] = fill_n, fill_step
-                bc.nin += 1
-            if lead:
-                r.nd -= lead
+            if col or lead:
+                full_nd, dst_base = r.nd, r.base[0]
                 for d in range(r.nd):
-                    r.shape[d] = r.shape[lead + d]
+                    full_shape[d], full_strides[d] = r.shape[d], r.strides[d]
+                for d in range(lead, r.nd):
+                    written *= r.shape[d]
+                if value_once:
+                    r.base[0] = <char *>fill_one
+                    r.nd = 1
+                    r.shape[0] = 1
                     for k in range(nops):
-                        r.strides[k * MAXD + d] = r.strides[k * MAXD + lead + d]
-        if fill_n and fill_src == NULL:  # the block's rows, filled after the pass
-            fill_nd = r.nd
-            for d in range(r.nd):
-                fill_shape[d] = r.shape[d]
-                fill_strides[d] = r.strides[d]
+                        r.strides[k * MAXD] = 0
+                else:
+                    r.nd -= col + lead
+                    for d in range(r.nd):
+                        r.shape[d] = r.shape[lead + d]
+                        for k in range(nops):
+                            r.strides[k * MAXD + d] = r.strides[k * MAXD + lead + d]
         r.red_stride = red_stride
         r.red_comp = red_comp
         r.red_units = 0
@@ -3262,7 +3223,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # so 1.1-1.6x the loop's time: float64 ceil, reversed abs, 2^17-2^19)
             if (prog.whole_fn is not None or (prog.whole_loop != NULL and (
                     nthreads == 1 or r.total * pass_itemsizes(&r) < LOOP_THREADS_BYTES))) \
-                    and not fill_n and not lead and whole_wanted(&r, prog):
+                    and not col and not lead and whole_wanted(&r, prog):
                 if prog.whole_loop != NULL:
                     rc = run_loop_rows(&r, prog)
                     if rc >= 0:
@@ -3315,21 +3276,27 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             if errors:
                 raise errors[0]
             raise RuntimeError("pyet: an elementwise pass failed")
-        if r.fpflags and fill_src != NULL:  # (the 0-d value's: dst untouched)
+        if value_once and r.fpflags:  # (the 0-d value's: dst untouched)
             report_fp(r.fpflags)
-        if fill_n:
-            if fill_src != NULL:
-                r.base[0] = fill_base
-            if fill_n * r.total <= GIL_HELD_PASS:
-                fill_rows(r.base[0], fill_nd, fill_shape, fill_strides, fill_n, fill_step,
-                          r.itemsize[0], fill_src)
+        if col:
+            if written <= GIL_HELD_PASS:
+                fill_rows(dst_base, full_nd - 1 - lead, full_shape + lead, full_strides + lead,
+                          full_shape[full_nd - 1], full_strides[full_nd - 1], r.itemsize[0],
+                          <char *>fill_one if value_once else NULL)
             else:
                 with nogil:
-                    fill_rows(r.base[0], fill_nd, fill_shape, fill_strides, fill_n,
-                              fill_step, r.itemsize[0], fill_src)
+                    fill_rows(dst_base, full_nd - 1 - lead, full_shape + lead,
+                              full_strides + lead, full_shape[full_nd - 1],
+                              full_strides[full_nd - 1], r.itemsize[0],
+                              <char *>fill_one if value_once else NULL)
         if lead:
-            bc.base, bc.isz = r.base[0], r.itemsize[0]
-            s = r.total * (fill_n if fill_n else 1) * bc.nreps  # elements written
+            bc.base, bc.isz, bc.nout, bc.nin = dst_base, r.itemsize[0], lead, full_nd - lead
+            bc.oshape, bc.ostrides = full_shape, full_strides
+            bc.ishape, bc.istrides = full_shape + lead, full_strides + lead
+            bc.nreps = 1
+            for d in range(lead):
+                bc.nreps *= full_shape[d]
+            s = written * bc.nreps
             # (threads by bytes: a copy's element is cheaper than a kernel's;
             # bool 512^2 on two threads by elements took 1.3x one's time)
             nthreads = 1 if s <= GIL_HELD_PASS else threads_for(
@@ -3340,7 +3307,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 bc.nchunks = 1 if nthreads <= 1 else min(bc.nreps - 1, 8 * nthreads)
                 with nogil:
                     run_chunks(copy_chunk, &bc, bc.nchunks, nthreads, &rc)
-        if r.fpflags and fill_src == NULL:  # np.errstate's answer to the pass's errors
+        if r.fpflags and not value_once:  # np.errstate's answer to the pass's errors
             report_fp(r.fpflags)
         return nsets if red else 0
     finally:
@@ -3469,7 +3436,8 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # bcast: NumPy's loops take rows of stride-0 inputs in their scalar loop,
     # where its own calls buffer them: ~a and abs of an int32 column broadcast
     # to 1448^2 2.3x and 2.0x np.invert's and np.abs's time, 0.80-0.88 in
-    # pyet's blocks; one stride-0 input beside a contiguous one is their SIMD
+    # pyet's blocks (one destination: the column fill first, this is a
+    # multi-output pass's); one stride-0 input beside a contiguous one is their SIMD
     # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept)
     if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
             and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
