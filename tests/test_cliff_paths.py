@@ -280,8 +280,8 @@ def test_zero_d_leaves_as_numpy(dt, other):
 
 @pytest.mark.parametrize("n", [1, 15, 63, 64, 65, 127, 128, 129, 511, 512, 513, 2000])
 def test_small_pass_scratch_on_stack_as_numpy(n):
-    # execute_group keeps small passes' metadata and scratch on the stack,
-    # larger ones on the heap: both sides of each size, strided (gathered)
+    # small passes keep their metadata (execute_group) and scratch (run_pass) on the
+    # stack, larger ones on the heap: both sides of each size, strided (gathered)
     # operands, many leaves, and a destination that is an operand
     rng = np.random.default_rng(n)
     xs = [rng.standard_normal(2 * n)[::2] for _ in range(7)]

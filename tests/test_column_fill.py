@@ -1,6 +1,6 @@
 """Trees whose leaves are all columns along the destination's rows (an (n, 1)
 broadcast to (n, m), 0-d tensors) compute one element a row and fill each row
-from it (plan.pxi columns_only, fill_rows); trees whose leaves are all rows
+from it (passes.pxi plan_once, fill_rows); trees whose leaves are all rows
 along its outer dimensions (exp(b) of a row b into a matrix) compute the first
 block and copy it to the others (broadcast_lead, copy_blocks).  Values against
 NumPy, bit for bit against the same passes run element by element

@@ -1,6 +1,6 @@
 """Trees whose value is one number (0-d operands only) broadcast over a
 destination: the value computed once, its errors raised before dst is
-written, then filled (plan.pxi columns_only, fill_rows); isnan, isinf and
+written, then filled (passes.pxi plan_once, fill_rows); isnan, isinf and
 isfinite of integers and bools are such a constant when built
 (INTEGER_CONSTANTS).  Against NumPy, destinations between sentinels."""
 

@@ -1,6 +1,6 @@
 """One-op exact passes (add, abs, maximum, ~, compares...) on contiguous rows
 run NumPy's C loop, on one thread, where pyet's memory-bound loops stay at 256
-bits (not Intel; plan.pxi CONTIG_LOOPS, knob core.set_contiguous_loops).  The
+bits (not Intel; loops.pxi CONTIG_LOOPS, knob core.set_contiguous_loops).  The
 loop is taken only where it gives pyet's kernel's bits on a probe, so either
 way the values, the floating-point errors and the destination's neighbours
 are the same; short rows, threads and fused trees keep pyet's blocks."""

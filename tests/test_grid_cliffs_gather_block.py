@@ -1,4 +1,4 @@
-"""Short blocks for gathered leaves (plan.pxi execute_group, GATHER_BLOCK): a pass that
+"""Short blocks for gathered leaves (passes.pxi plan_blocks, GATHER_BLOCK): a pass that
 gathers strided leaves (two items or more a cache line) spanning GATHER_BLOCK_BYTES or
 more, whose lines and blocks overflow L1, runs in blocks of GATHER_BLOCK elements.
 Forced here on small operands (core.set_gather_block with low byte thresholds and odd

@@ -1,4 +1,4 @@
-"""Flat tiles (plan.pxi run_tiles_flat): a pass whose leaves are read across
+"""Flat tiles (blocks.pxi run_tiles_flat): a pass whose leaves are read across
 their rows (A.T, Fortran arrays into a C destination) with rows short enough
 runs a tile of whole rows as one block, the leaves copied a tile at a time into
 contiguous buffers.  Checked against NumPy bit for bit on the layouts it serves

@@ -1,5 +1,5 @@
 """A pass's scratch beyond the stack's (gathered strided rows, block registers)
-is kept from one pass to the next (plan.pxi take_scratch): malloc'd and freed
+is kept from one pass to the next (passes.pxi take_scratch): malloc'd and freed
 each pass, glibc gave it back to the system whenever its heap was trimmed or it
 was mapped alone, and every pass faulted its pages in again (float32 exp2 of
 a[::3] at 2^18: 65 page faults a pass, 0.58 -> 1.08x NumPy's time).  One buffer:

@@ -1,5 +1,5 @@
 """A pass that is one kernel from leaves straight into the destination keeps no
-block register, so it runs on long blocks (execute_group: 8192 elements, not
+block register, so it runs on long blocks (plan_blocks: 8192 elements, not
 BLOCK): its values on every layout and around the block edges, against NumPy."""
 
 import numpy as np

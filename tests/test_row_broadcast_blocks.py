@@ -1,6 +1,6 @@
 """Rows with a row broadcast (a bias ``z + b``) beside flat operands run packed
 in blocks of whole rows, the broadcast gathered once per chunk of blocks
-(plan.pxi rows_with_broadcast).  Values against NumPy, and bit for bit against
+(blocks.pxi rows_with_broadcast).  Values against NumPy, and bit for bit against
 the same passes run row by row (core.set_row_broadcasts_once(False))."""
 
 import numpy as np

@@ -203,7 +203,7 @@ def test_plan_into_transposed_destinations(tiles):
     np.testing.assert_array_equal(d2, a * 3.0)
 
 
-# --- tiles moved to start on a leaf's cache lines (plan.pxi tile_lead)
+# --- tiles moved to start on a leaf's cache lines (blocks.pxi tile_lead)
 
 
 @pytest.fixture

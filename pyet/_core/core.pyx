@@ -1,15 +1,23 @@
 """pyet's core: node types, lowering and the evaluation engine.
 
 One compiled module, written as the layers it is made of (each an included
-file, lower layers first; a layer uses only those above it in this list):
+file, in the order a tree goes through them):
 
 - ``nodes.pxi``: the node types (MShadow's Exp) with typed fields, NumPy 2's
   dtype rules and broadcasting, structure keys; building a tree computes its
   shape, dtype and key once and evaluates nothing.
 - ``products.pxi``: matrix products (MShadow's DotExp): nodes, shapes, dtypes,
   and their evaluation through BLAS (``pyet._kernels.blas``).
-- ``plan.pxi``: lowering an elementwise tree into a program of block kernels
-  (rewrite rules applied), cached by structure; the block runner and threads.
+- ``lower.pxi``: lowering an elementwise tree into a program of block
+  kernels (rewrite rules applied), cached by structure.
+- ``loops.pxi``: the loops an instruction calls besides pyet's kernels:
+  NumPy's ufunc loops, pyet's kernels as whole loops, user functions.
+- ``blocks.pxi``: running a program over a pass's blocks (rows, packed rows,
+  tiles) on the pool's threads with the GIL released.
+- ``passes.pxi``: one pass: the call's operands bound, dimensions merged,
+  blocks and threads chosen, the program run; trees broadcast along dst
+  computed once, then filled or copied.
+- ``folds.pxi``: reductions' folds into accumulators and NumPy's row folds.
 - ``engine.pxi``: how a root is written -- a root form (one gemm with alpha,
   beta and D), a special node straight into the destination, or the
   elementwise program -- and special nodes computed into scratch first.
@@ -64,7 +72,11 @@ cnp.import_array()
 
 include "nodes.pxi"
 include "products.pxi"
-include "plan.pxi"
+include "lower.pxi"
+include "loops.pxi"
+include "blocks.pxi"
+include "passes.pxi"
+include "folds.pxi"
 include "engine.pxi"
 include "schedules.pxi"
 

@@ -6,7 +6,7 @@
 # 1. a root form (rewrite.ROOT_FORMS): ``[D ±] alpha * dot(A, B)`` as one gemm
 #    straight into dst, alpha and beta folded in (MShadow's DotExp engine);
 # 2. a special node of dst's shape and dtype straight into dst (Special.into);
-# 3. the elementwise program (plan.pxi), after every special node below the
+# 3. the elementwise program (lower.pxi, passes.pxi), after every special node below the
 #    root has been computed into scratch (it then stands in the tree as a leaf).
 #
 # Trees deeper than MAX_DEPTH or with more than MAX_LEAVES leaves are cut into

@@ -1213,7 +1213,7 @@ static int pyet_use_narrow512(void)
 #ifdef PYET_KERNELS_PART_ELEMENTWISE
 /* Run one op over n elements.  in[k] points at a contiguous block, or at
  * one value when bit k of sflags is set; an op whose operands are all one
- * value is run with n = 1 (the engine repeats the result: plan.pxi
+ * value is run with n = 1 (the engine repeats the result: blocks.pxi
  * run_block), so unary kernels read blocks only.  Returns 0 when (op, dt) has no
  * kernel, so the planner can refuse it before anything runs; with n == 0
  * it only answers that question.  Not itself cloned: a clone's calls to
@@ -2808,7 +2808,7 @@ pyet_exp8_dd(__m512d t, __m512d tl)
  * within 0.86 ulp (SciPy's, cephes's, 2.6).  At a = 6 the result rounds
  * to 1 (inf clamps there); the sign is x's; NaN gives SciPy's NaN
  * (positive, quiet) without a flag.  Underflow on tiny x (a^2) is one of
- * erf's quiet flags (plan.pxi). */
+ * erf's quiet flags (blocks.pxi QUIET_FLAGS). */
 #define PYET_ERF_AVX512 1
 
 /* row j: the coefficients of u^(8-j), lanes [0, 0.84375), [0.84375, 1.25),
@@ -3739,7 +3739,7 @@ int pyet_kernel_in_lanes(int op)
 
 /* 1 where pyet_kernel runs its memory-bound loops at 512 bits (Intel: see
  * pyet_kernel_narrow512); elsewhere they stay at 256 and NumPy's AVX-512
- * loops can be faster (the engine's choice, plan.pxi CONTIG_LOOPS) */
+ * loops can be faster (the engine's choice, loops.pxi CONTIG_LOOPS) */
 int pyet_kernel_wide512(void)
 {
 #ifdef PYET_NARROW512
@@ -3750,7 +3750,7 @@ int pyet_kernel_wide512(void)
 }
 
 /* 1 on Intel CPUs, where the engine's software prefetch was measured to help
- * (plan.pxi PREFETCH_BYTES); on AMD Zen 4 it cost 1.15-2.5x */
+ * (blocks.pxi PREFETCH_BYTES); on AMD Zen 4 it cost 1.15-2.5x */
 int pyet_cpu_intel(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -4231,7 +4231,7 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
 /* a cache line of R adjacent elements per x: a fixed count the compiler unrolls;
  * the lines PYET_TILE_AHEAD further on are prefetched (each is on another page,
  * where the hardware prefetchers do not follow) in passes from memory only
- * (prefetch: plan.pxi's r.from_memory): with the operands in L2/L3 the
+ * (prefetch: passes.pxi's r.from_memory): with the operands in L2/L3 the
  * prefetches cost more than they hid (512^2 float64 A.T copy 0.29 -> 0.20-0.23x
  * NumPy without them, float32 -A 0.16 -> 0.11-0.13; 181^2 the same) */
 #define PYET_TILE_AHEAD 16

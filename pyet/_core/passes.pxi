@@ -1,0 +1,1431 @@
+# One pass (MShadow's MapPlan): a call's operands bound to the program (leaves
+# prepared, scalars stored), dimensions merged, the blocks, packing, tiles and
+# threads chosen, the program run, and trees broadcast along dst's rows or
+# outer dimensions computed once and filled or copied after it.
+
+DEF SMALL_META = 8192    # execute_group's per-call metadata up to this: on the stack
+DEF SMALL_SCRATCH = 4096  # and its scratch (one thread)
+DEF KEPT_SCRATCH = 8 << 20  # larger scratch kept between passes up to this (take_scratch)
+DEF GIL_HELD_PASS = 1024  # one-thread passes of at most this many elements keep the GIL
+# (NumPy keeps it up to 500 elements; releasing and retaking it cost 1.54x -> 1.26x
+# NumPy on a 257-element a+b)
+
+# a pass gathering leaves whose rows span GATHER_BLOCK_BYTES or more (their
+# steps summed, times the items) runs in blocks of GATHER_BLOCK (plan_blocks)
+cdef pyet_intp GATHER_BLOCK = 128
+cdef pyet_intp GATHER_BLOCK_BYTES = 1 << 23
+# a core's L1 data cache (AMD Zen 4, Intel before Ice Lake: 32 KiB)
+cdef pyet_intp GATHER_L1_BYTES = 32768
+
+
+def set_gather_block(pyet_intp n, pyet_intp min_bytes=1 << 23, pyet_intp l1_bytes=32768):
+    """Passes gathering strided leaves over at least ``min_bytes``, whose
+    blocks and lines exceed ``l1_bytes``, run in blocks of ``n`` elements (a
+    tuning knob; ``n = 0`` turns it off)."""
+    global GATHER_BLOCK, GATHER_BLOCK_BYTES, GATHER_L1_BYTES
+    if n < 0:
+        raise ValueError("the block length must be positive, or 0 (off)")
+    GATHER_BLOCK = n if n else BLOCK
+    GATHER_BLOCK_BYTES = min_bytes if n else (<pyet_intp>1) << 62
+    GATHER_L1_BYTES = l1_bytes
+
+
+# passes moving this many bytes or more (from memory) read reversed rows and
+# 4-byte rows stepping 2 items where they lie too (sx_strided): copied into
+# blocks an operand at a time, each copy waited on its own stream's misses
+# (one thread, 1448^2, pyet/NumPy: float64 a*b + c reversed 1.92 -> 0.76,
+# (a+b)*c 2.45 -> 0.89, float32 a*b + c on a[:, ::2] 1.59 -> 0.89; 724^2
+# float64, 16 MiB, a+b+c 2.08 -> 1.13); below, the vectorized copies win
+# (512^2 float64 (a+b)*c, 8 MiB: 1.18 copied, 1.39 in place); and in trees,
+# 4-byte leaves as 8-byte ones (sx_leaves; 1448^2 float32 (a+b)*c on
+# a[:, ::2] 1.70 -> 0.77, reversed 1.45 -> 1.05)
+cdef pyet_intp SX_FAR_BYTES = 1 << 24
+
+
+def set_sx_far(pyet_intp nbytes):
+    """Read reversed and 4-byte step-2 rows in place in passes moving nbytes
+    or more (tests use 0: always); returns the old setting."""
+    global SX_FAR_BYTES
+    old, SX_FAR_BYTES = SX_FAR_BYTES, nbytes
+    return old
+
+
+# a block's leaves whose rows step GATHER_FAR_BYTES or more (about an item a
+# cache line) are gathered in one loop, their loads interleaved
+# (pyet_gather_rows): loop by loop, each waited on its own misses (2^18
+# float64 from memory: a*b + c on a[::7] 1.26-1.39x NumPy -> 1.09-1.19,
+# a[::8] 1.23 -> 1.01, (a+b)*(c-a) a[::8] 0.98 -> 0.81; float32 a[::16] 1.35
+# -> 1.01); at 40 bytes and less it lost (float64 a - 2.5*b a[::5] 1.03 ->
+# 1.31, a[::4] 0.68 -> 1.14), where the copies of one row vectorize
+cdef pyet_intp GATHER_FAR_BYTES = 48
+# the block length of passes gathering such rows over GATHER_BLOCK_BYTES (plan_blocks)
+cdef pyet_intp GATHER_FAR_BLOCK = 4096
+
+
+def set_gather_far(pyet_intp nbytes, pyet_intp block=4096):
+    """Gather a block's leaves whose rows step ``nbytes`` or more in one
+    loop (0: one by one), and run passes gathering rows of under two items a
+    cache line over set_gather_block's ``min_bytes`` in blocks of ``block``
+    (0: the usual blocks); tuning knobs.  Returns the old (nbytes, block)."""
+    global GATHER_FAR_BYTES, GATHER_FAR_BLOCK
+    old = (GATHER_FAR_BYTES, GATHER_FAR_BLOCK)
+    GATHER_FAR_BYTES = nbytes if nbytes > 0 else (<pyet_intp>1) << 62
+    GATHER_FAR_BLOCK = block if block > 0 else BLOCK
+    return old
+
+
+# rows shorter than this are packed several to a block (a block's fixed cost
+# per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
+DEF SHORT_ROW = 128
+DEF TILE_MIN_ROW = 16      # rows this long and read across are tiled, not packed
+# a tiled pass's blocks are this many BLOCKs long: its tile copies run on
+# along the rows, where each new block restarted them (one thread, F-order
+# into C: 4000^2 float64 a*b+c 49 -> 45 ms, 1448^2 float32 where(...) 5.1 ->
+# 4.5 ms, 724^2 float64 -a 0.24 -> 0.22 ms; 512^2 the same)
+DEF TILE_BLOCKS = 8
+DEF PYFUNC_BLOCK = 65536
+DEF NUMPY_LOOP_BLOCK = 8192
+
+
+cdef bint PLAIN_PASSES = True
+DEF MEMORY_BURST = 512  # bytes a register, float trees from memory (plan_operands)
+
+
+def set_plain_passes(bint on):
+    """Run passes whose rows all lie where the kernels read them through
+    run_plain (on) or run_block (a testing knob; on by default).  Returns the
+    previous setting."""
+    global PLAIN_PASSES
+    before = PLAIN_PASSES
+    PLAIN_PASSES = on
+    return before
+
+
+# tiles of whole rows read across (run_tiles_flat) of up to this many elements
+cdef pyet_intp FLAT_TILE_MAX = 4096
+
+
+def set_flat_tile_max(pyet_intp n):
+    """Run tiles of rows read across (A.T into C) of up to n elements as one
+    block each (a tuning knob; 0 turns it off).  Returns the previous value."""
+    global FLAT_TILE_MAX
+    before = FLAT_TILE_MAX
+    FLAT_TILE_MAX = n
+    return before
+
+
+# row broadcasts packed in whole rows, gathered once (rows_with_broadcast)
+cdef bint ROW_BROADCASTS_ONCE = True
+
+
+def set_row_broadcasts_once(bint on):
+    """Pack rows with a row broadcast (a bias), gathered once per chunk, or run
+    them row by row as before (a knob for measuring and testing; default on)."""
+    global ROW_BROADCASTS_ONCE
+    ROW_BROADCASTS_ONCE = on
+
+
+# every leaf a column along dst's rows: the rows' first elements computed, the
+# rest of each row filled from them (fill_rows); every leaf broadcast along
+# dst's leading dimensions: the first block computed, then copied (copy_blocks)
+cdef bint COLUMNS_ONCE = True
+
+
+def set_columns_once(bint on):
+    """Compute a tree whose leaves are all broadcast along the destination's
+    rows once a row and fill the rows, and one whose leaves are all broadcast
+    along its outer dimensions once and copy the block, or run them element
+    by element (a knob for measuring and testing; default on)."""
+    global COLUMNS_ONCE
+    COLUMNS_ONCE = on
+
+
+# ---------------------------------------------------------------- binding
+
+cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_ok=True):
+    # pre-order, left to right: the order lowering numbers leaves, scalars
+    # and user functions (none of which is part of a program); scalar_ok as
+    # lowering's operand() has it
+    cdef Py_ssize_t i
+    if e._op == OP_leaf:
+        if not scalar_ok or not one_value(e):
+            leaves.append((<Tensor>e)._array)
+        elif not e.shape:  # a 0-d array: its value now, in the program's dtype (store_scalar)
+            scalars.append((<Tensor>e)._array)
+        else:  # a constant leaf: its one value
+            scalars.append(constant_value(e))
+    elif e._op == OP_scalar:
+        scalars.append((<Scalar>e)._value)
+    else:
+        if e._op == OP_pyfunc and not (<PyFunc>e)._in_pass:
+            pyfuncs.append((<PyFunc>e)._fn)
+        for i in range(len(e._args)):
+            collect(<Expr>e._args[i], leaves, scalars, pyfuncs,
+                    not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)
+                         or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape)))
+
+
+cdef int store_scalar(char *slot, object v, int dt) except -1:
+    cdef cnp.ndarray a
+    if isinstance(v, cnp.ndarray):  # a 0-d leaf: NumPy's cast to the program's dtype
+        a = <cnp.ndarray>v
+        if cnp.PyArray_ISNOTSWAPPED(a) and array_dtype_code(a) == dt:
+            # already the program's dtype: its bytes, no cast (astype costs
+            # ~0.4 us); a bool's byte as it is, as an array leaf's: the bool
+            # kernels read any byte but 0 as true, copies keep it (NumPy's)
+            memcpy(slot, cnp.PyArray_DATA(a), cnp.PyArray_ITEMSIZE(a))
+            return 0
+        v = a.astype(DTYPES[dt])[()]
+    if dt == DT_F64:
+        (<double *>slot)[0] = v
+    elif dt == DT_F32:
+        (<float *>slot)[0] = <float>(<double>v)
+    elif dt == DT_I64:
+        (<int64_t *>slot)[0] = v
+    elif dt == DT_I32:
+        if not -2147483648 <= v <= 2147483647:
+            raise OverflowError(f"Python integer {v} out of bounds for int32")
+        (<int32_t *>slot)[0] = v
+    else:
+        (<unsigned char *>slot)[0] = 1 if v else 0
+    return 0
+
+
+cdef inline void extent(cnp.ndarray a, uintptr_t *lo, uintptr_t *hi):
+    cdef uintptr_t p = <uintptr_t>cnp.PyArray_DATA(a)
+    cdef Py_ssize_t d, s
+    lo[0] = hi[0] = p
+    for d in range(cnp.PyArray_NDIM(a)):
+        s = cnp.PyArray_STRIDES(a)[d] * (cnp.PyArray_DIMS(a)[d] - 1)
+        if s < 0:
+            lo[0] += s
+        else:
+            hi[0] += s
+    hi[0] += cnp.PyArray_ITEMSIZE(a)
+
+
+cdef object prepare_leaf(cnp.ndarray a, cnp.ndarray dst, pyet_intp *bstrides):
+    """The leaf to read (a copy when it is misaligned or overlaps dst other
+    than element for element), and its strides broadcast to dst's shape."""
+    cdef int nd = cnp.PyArray_NDIM(dst), lnd = cnp.PyArray_NDIM(a), d, ld
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(a)
+    cdef bint ok = (<uintptr_t>cnp.PyArray_DATA(a)) % itemsize == 0
+    for d in range(lnd):
+        if cnp.PyArray_STRIDES(a)[d] % itemsize:
+            ok = False
+    if not ok:
+        a = np.array(a, copy=True)
+    for d in range(nd):
+        ld = d - (nd - lnd)
+        if ld < 0 or cnp.PyArray_DIMS(a)[ld] == 1:
+            bstrides[d] = 0
+        else:
+            bstrides[d] = cnp.PyArray_STRIDES(a)[ld]
+    cdef uintptr_t alo, ahi, dlo, dhi
+    if cnp.PyArray_SIZE(a) == 0:
+        return a
+    extent(a, &alo, &ahi)
+    extent(dst, &dlo, &dhi)
+    if alo >= dhi or dlo >= ahi:
+        return a
+    # overlapping memory: in place is safe only element for element
+    cdef bint same = (cnp.PyArray_DATA(a) == cnp.PyArray_DATA(dst)
+                      and itemsize == cnp.PyArray_ITEMSIZE(dst))
+    for d in range(nd):
+        if cnp.PyArray_DIMS(dst)[d] > 1 and bstrides[d] != cnp.PyArray_STRIDES(dst)[d]:
+            same = False
+    if same:
+        return a
+    a = np.array(a, copy=True)
+    return prepare_leaf(a, dst, bstrides)
+
+
+cdef bint _bounds_overlap(cnp.ndarray a, cnp.ndarray b) noexcept:
+    # the memory spans of a and b intersect (they may share elements)
+    cdef uintptr_t alo, ahi, blo, bhi
+    if cnp.PyArray_SIZE(a) == 0 or cnp.PyArray_SIZE(b) == 0:
+        return False
+    extent(a, &alo, &ahi)
+    extent(b, &blo, &bhi)
+    return alo < bhi and blo < ahi
+
+
+# ------------------------------------------------------------------ layout
+
+cdef inline pyet_intp iabs(pyet_intp x) noexcept nogil:
+    return x if x >= 0 else -x
+
+
+cdef bint outer_of(int nops, pyet_intp *strides, int t, int u) noexcept nogil:
+    # NumPy's iterator's rule: dimension t goes outside u when some operand
+    # steps further along t than along u and none steps less (operands
+    # broadcast along either say nothing); ties keep C order
+    cdef int k
+    cdef bint swap = False
+    cdef pyet_intp a, b
+    for k in range(nops):
+        a = strides[k * MAXD + t]
+        b = strides[k * MAXD + u]
+        if a != 0 and b != 0:
+            if iabs(a) <= iabs(b):
+                return False
+            swap = True
+    return swap
+
+
+cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
+                    pyet_intp *oshape, pyet_intp *ostrides, int key_op,
+                    char **base) noexcept nogil:
+    """Drop size-1 dimensions, order the rest (largest stride outer, like
+    NumPy's iterator), and merge dimensions that are contiguous in every
+    operand.  strides is [nops][MAXD]; operand key_op's strides order the
+    dimensions, or with key_op < 0 all operands' as NumPy's iterator does,
+    after flipping the dimensions every operand walks backwards (base
+    pointers moved to their other end).  Returns the new ndim (at least 1),
+    or 0 when the destination is empty."""
+    cdef pyet_intp *key = strides + (key_op if key_op > 0 else 0) * MAXD
+    cdef int dims[MAXD]
+    cdef int n = 0, d, i, j, k, t
+    cdef pyet_intp a, b
+    cdef bint flip
+    for d in range(ndim):
+        if shape[d] == 0:
+            return 0
+        if shape[d] != 1:
+            dims[n] = d
+            n += 1
+    if key_op < 0:
+        for i in range(n):
+            d = dims[i]
+            flip = strides[d] < 0
+            for k in range(1, nops):
+                if strides[k * MAXD + d] > 0:
+                    flip = False
+            if flip:
+                for k in range(nops):
+                    base[k] += strides[k * MAXD + d] * (shape[d] - 1)
+                    strides[k * MAXD + d] = -strides[k * MAXD + d]
+        for i in range(1, n):  # insertion sort, as NumPy's iterator
+            t = dims[i]
+            j = i - 1
+            while j >= 0 and outer_of(nops, strides, t, dims[j]):
+                dims[j + 1] = dims[j]
+                j -= 1
+            dims[j + 1] = t
+    else:
+        # stable insertion sort by |key stride|, descending
+        for i in range(1, n):
+            t = dims[i]
+            a = key[t] if key[t] >= 0 else -key[t]
+            j = i - 1
+            while j >= 0:
+                b = key[dims[j]] if key[dims[j]] >= 0 else -key[dims[j]]
+                if b >= a:
+                    break
+                dims[j + 1] = dims[j]
+                j -= 1
+            dims[j + 1] = t
+    cdef int m = 0
+    cdef bint contiguous
+    for i in range(n):
+        d = dims[i]
+        if m > 0:
+            # merge into the previous (outer) dimension when it steps exactly
+            # over this one in every operand
+            contiguous = True
+            for k in range(nops):
+                if ostrides[k * MAXD + m - 1] != strides[k * MAXD + d] * shape[d]:
+                    contiguous = False
+                    break
+            if contiguous:
+                oshape[m - 1] *= shape[d]
+                for k in range(nops):
+                    ostrides[k * MAXD + m - 1] = strides[k * MAXD + d]
+                continue
+        oshape[m] = shape[d]
+        for k in range(nops):
+            ostrides[k * MAXD + m] = strides[k * MAXD + d]
+        m += 1
+    if m == 0:
+        oshape[0] = 1
+        for k in range(nops):
+            ostrides[k * MAXD] = 0
+        m = 1
+    return m
+
+
+cdef bint columns_only(Run *r) noexcept nogil:
+    # no leaf moves along dst's fastest dimension (a dimension of 1 only where
+    # dst is one element: merge_dims drops them)
+    cdef int k
+    for k in range(r.ndst, r.nops):
+        if r.strides[k * MAXD + r.nd - 1] != 0:
+            return False
+    return True
+
+
+cdef int broadcast_lead(Run *r, int nd) noexcept nogil:
+    # how many of the first nd dimensions, from the outermost, no leaf moves along
+    cdef int k, d
+    for d in range(nd):
+        for k in range(r.ndst, r.nops):
+            if r.strides[k * MAXD + d] != 0:
+                return d
+    return nd
+
+
+DEF COPY_BLOCK_MIN = 256  # bytes: the smallest block copy_blocks copies one by one
+DEF COPY_RUN_BYTES = 8192  # side-by-side blocks: the run copied again once this long
+DEF COPY_BYTES_PER_ELEMENT = 16  # bytes copied that count as one element of threads_for's work
+
+
+cdef inline bint next_index(pyet_intp *idx, const pyet_intp *shape, const pyet_intp *strides,
+                            int nd, pyet_intp *off) noexcept nogil:
+    # an odometer over shape (the last dimension fastest), *off moved by
+    # strides; False once it has passed the last index
+    cdef int d = nd - 1
+    while d >= 0:
+        idx[d] += 1
+        off[0] += strides[d]
+        if idx[d] < shape[d]:
+            return True
+        off[0] -= strides[d] * shape[d]
+        idx[d] = 0
+        d -= 1
+    return False
+
+
+cdef struct BlockCopy:
+    # copy_blocks' arguments: the block at base (nin dimensions ishape/istrides)
+    # copied to every other index of the outer dimensions oshape/ostrides
+    char *base
+    int nout, nin, isz
+    pyet_intp nreps, nchunks  # outer indices (the block's own, 0, included); chunks
+    const pyet_intp *oshape
+    const pyet_intp *ostrides
+    const pyet_intp *ishape
+    const pyet_intp *istrides
+
+
+cdef void copy_blocks(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
+    # outer indices lo..hi-1 (row-major over oshape), each the block's copy
+    cdef pyet_intp oidx[MAXD]
+    cdef pyet_intp iidx[MAXD]
+    cdef pyet_intp at = 0, off, i = lo
+    cdef int d, nin = b.nin
+    cdef pyet_intp size = b.ishape[0] * b.isz, have, c, run
+    cdef char *blk
+    if nin == 1 and b.istrides[0] == b.isz and b.nout == 1 and b.ostrides[0] == size:
+        # blocks side by side (a row into a C matrix): runs growing to
+        # COPY_RUN_BYTES, then that run again, a source still in L1 (a call a
+        # row of 2 float64 was 6.7x the pass computing them; doubling to the
+        # end read its own megabytes back: float64 512^2 1.46x, 0.9 with the run)
+        blk = b.base + lo * size
+        memmove(blk, b.base, size)
+        have = run = 1
+        while have < hi - lo:
+            c = min(run, hi - lo - have)
+            memmove(blk + have * size, blk, c * size)
+            have += c
+            if run * size < COPY_RUN_BYTES:
+                run = have
+        return
+    for d in range(b.nout - 1, -1, -1):  # lo's index and block, once
+        oidx[d] = i % b.oshape[d]
+        i //= b.oshape[d]
+        at += oidx[d] * b.ostrides[d]
+    for i in range(lo, hi):
+        for d in range(nin):
+            iidx[d] = 0
+        off = 0
+        while True:  # the block's rows, each one strided copy
+            pyet_copy_strided(b.base + at + off, b.istrides[nin - 1], b.base + off,
+                              b.istrides[nin - 1], b.ishape[nin - 1], b.isz)
+            if not next_index(iidx, b.ishape, b.istrides, nin - 1, &off):
+                break
+        next_index(oidx, b.oshape, b.ostrides, b.nout, &at)
+
+
+cdef int copy_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # chunk c of outer indices 1..nreps-1 (run_chunks' callback)
+    cdef BlockCopy *b = <BlockCopy *>ctx
+    copy_blocks(b, 1 + c * (b.nreps - 1) // b.nchunks, 1 + (c + 1) * (b.nreps - 1) // b.nchunks)
+    return 0
+
+
+cdef void fill_rows(char *base, int nd, const pyet_intp *shape, const pyet_intp *strides,
+                    pyet_intp n, pyet_intp step, int isz, const char *src) noexcept nogil:
+    # rows of n elements (step bytes apart) at base + the odometer over
+    # shape/strides (dst's outer dimensions), each set to *src, or with src
+    # NULL, the rest of each row to its first element
+    cdef pyet_intp idx[MAXD]
+    cdef pyet_intp off = 0
+    cdef int d
+    cdef char *row
+    # a value of one repeated byte (bools, zeros) set by memset where rows
+    # are contiguous (isnan of an int 2^18 into bool: 3.2 -> 2.6 us, NumPy's
+    # memset 2.8)
+    cdef bint same = src != NULL and step == isz
+    for d in range(1, isz if same else 0):
+        same = same and src[d] == src[0]
+    for d in range(nd):
+        idx[d] = 0
+    while True:
+        row = base + off
+        if same:
+            memset(row, src[0], n * isz)
+        elif src == NULL and isz == 1 and step == 1:
+            memset(row + 1, row[0], n - 1)
+        elif src == NULL:
+            pyet_copy_strided(row + step, step, row, 0, n - 1, isz)
+        else:
+            pyet_copy_strided(row, step, src, 0, n, isz)
+        if not next_index(idx, shape, strides, nd, &off):
+            return
+
+
+cdef int reduce_key(int nops, int nd, cnp.ndarray dst, pyet_intp *bstrides) noexcept:
+    # The operand whose memory order a reduction walks: the first leaf
+    # broadcast along the fewest dimensions (a broadcast row such as
+    # arange(n)[None, :] would order a full leaf's dimensions backwards).
+    cdef int k, d, zeros, best = 0, fewest = nd + 1
+    for k in range(1, nops):
+        zeros = 0
+        for d in range(nd):
+            if cnp.PyArray_DIMS(dst)[d] > 1 and bstrides[k * MAXD + d] == 0:
+                zeros += 1
+        if zeros < fewest:
+            fewest, best = zeros, k
+    return best
+
+
+cdef int execute(Program prog, cnp.ndarray dst, list leaves, list scalars, list pyfuncs,
+                 int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
+                 pyet_intp red_comp=0) except -1:
+    return execute_group(prog, [dst], leaves, scalars, pyfuncs, red, red_threads, red_stride,
+                         red_comp)
+
+
+cdef inline bint sx_strided(Run *r, int k) noexcept nogil:
+    # leaf k's rows are worth reading where they lie (pyet_kernel_sx): strided,
+    # but for reversed rows and 4-byte rows stepping 2 items, whose copies
+    # into blocks vectorize (float32 a*b + c on a[::2]: 0.70x NumPy gathered,
+    # 0.79-0.85 in place), unless the pass runs from memory (SX_FAR_BYTES)
+    cdef pyet_intp st = r.strides[k * MAXD + r.nd - 1], s = iabs(st)
+    if st == 0 or st == r.itemsize[k]:
+        return False
+    if s == r.itemsize[k] or (r.itemsize[k] == 4 and s == 8):
+        return r.from_memory
+    return True
+
+
+cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
+    """In programs of several instructions, the 8-byte (from memory, also
+    4-byte) leaves (bits, the first 64) of near rows that one instruction
+    reads where they lie (pyet_kernel_sx), and those instructions in r.insx;
+    none for reductions, packed rows and tiles.  Leaves read twice ((a+b)*(c-a) float64 a[::7]:
+    0.85-1.03x NumPy gathered once, 1.06-1.08 read twice), far rows (their
+    interleaved gathers did better at 2^18) and 4-byte rows (their step-3
+    copies vectorize: float32 a+b+c a[::3] 0.92-1.2 gathered, 1.7-1.85 in
+    place) keep their blocks, but for 4-byte rows in passes from memory
+    (r.from_memory, SX_FAR_BYTES)."""
+    cdef uint64_t leaves = 0, uses
+    cdef int k, i, j, nd = r.ndst, nread
+    cdef bint ok
+    # Program.strided_fused's one instruction reads every leaf where it lies
+    r.insx = 1 if r.direct and prog.strided_fused else 0
+    # (one instruction: Program.strided_fused, or its own paths; several
+    # statements: a leaf may be memory an earlier one writes in the block)
+    if prog.ninstr < 2 or nd != 1 or not prog.sx_instr or red or r.direct or r.packed \
+            or r.tile:
+        return 0
+    for k in range(nd, min(r.nops, 64)):
+        if (r.itemsize[k] != 8 and not (r.from_memory and r.itemsize[k] == 4)) \
+                or not sx_strided(r, k) \
+                or iabs(r.strides[k * MAXD + r.nd - 1]) >= GATHER_FAR_BYTES:
+            continue
+        uses, nread, ok = 0, 0, True
+        for i in range(prog.ninstr):
+            for j in range(prog.code[i].nin):
+                if prog.code[i].src_kind[j] == SRC_LEAF and prog.code[i].src[j] == k - nd:
+                    uses |= (<uint64_t>1) << (i if i < 64 else 63)
+                    nread += 1
+                    ok = ok and i < 64 and (prog.sx_instr >> i) & 1 \
+                        and pyet_itemsize[prog.code[i].dt] == r.itemsize[k]
+        if ok and nread == 1:
+            leaves |= (<uint64_t>1) << k
+            r.insx |= uses
+    return leaves
+
+
+cdef struct Once:
+    # a tree whose leaves are all broadcast along dst's rows (col: the pass
+    # computes one element a row, each row filled from it after the pass) or
+    # along its lead outer dimensions (the first block computed, then copied);
+    # value: along every dimension (one value, computed into value_slot);
+    # dst's merged dimensions as they were before the pass dropped those
+    bint col, value
+    int lead, nd
+    pyet_intp shape[MAXD]
+    pyet_intp strides[MAXD]
+    char *base               # dst's (merge_dims may have moved it from dst's data)
+    pyet_intp written        # elements of the block the pass writes
+    pyet_intp value_slot[2]  # (16 bytes, aligned for every dtype)
+
+
+cdef list bind_operands(Run *r, pyet_intp *bstrides, list dsts, list leaves, list scalars,
+                        Program prog, bint *apart):
+    # r's destinations, then leaves (copied where they overlap a destination
+    # other than in place: the copies returned, to be kept alive), their
+    # strides before merging, and the scalar slots; *apart turns false when a
+    # leaf lies in dst's memory (Run.dst_reg)
+    cdef cnp.ndarray dst = <cnp.ndarray>dsts[0], dk
+    cdef int ndst = len(dsts), nops = r.nops, nd = cnp.PyArray_NDIM(dst), k, d
+    cdef list keep = None
+    for k in range(ndst):
+        dk = <cnp.ndarray>dsts[k]
+        r.base[k] = <char *>cnp.PyArray_DATA(dk)
+        r.itemsize[k] = cnp.PyArray_ITEMSIZE(dk)
+        for d in range(nd):
+            bstrides[k * MAXD + d] = cnp.PyArray_STRIDES(dk)[d]
+    for k in range(ndst, nops):
+        a = prepare_leaf(leaves[k - ndst], dst, bstrides + k * MAXD)
+        for d in range(1, ndst):  # copied when it overlaps a destination other than in place
+            if _bounds_overlap(<cnp.ndarray>a, <cnp.ndarray>dsts[d]):
+                a = prepare_leaf(a, <cnp.ndarray>dsts[d], bstrides + k * MAXD)
+        if apart[0] and _bounds_overlap(<cnp.ndarray>a, dst):
+            apart[0] = False
+        if a is not leaves[k - ndst]:
+            if keep is None:
+                keep = []
+            keep.append(a)
+        r.base[k] = <char *>cnp.PyArray_DATA(a)
+        r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
+    for k in range(len(scalars)):
+        store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
+    return keep
+
+
+cdef void plan_once(Run *r, Once *o) noexcept nogil:
+    # leaves broadcast along dst's rows (np.broadcast_to of an (n, 1), 0-d
+    # tensors: bool ~a of a (512, 1) column into 512^2, a kernel call a row,
+    # was 1.47x NumPy's time) or its outer dimensions (exp(b) of a row b into
+    # a matrix, every element computed: 3.8-6.5x NumPy's out[...] = np.exp(b)*2
+    # + 1, which computes the row once): the pass computes one element a row
+    # of the first block; the rows are filled, the block copied, after it
+    # (finish_once).  A 0-d tree's value is computed aside, its errors raised
+    # before dst is written (as NumPy's 0-d temporary).
+    cdef int k, d
+    cdef pyet_intp s
+    o.col = columns_only(r)
+    o.lead = broadcast_lead(r, r.nd - o.col)
+    o.value = o.col and o.lead == r.nd - 1
+    if o.value:
+        o.lead = 0
+    elif o.lead and not (o.lead == 1 and r.nd == 2 and not o.col
+                         and r.strides[0] == r.shape[1] * r.itemsize[0]
+                         and r.strides[1] == r.itemsize[0]):
+        # other than side by side, a block is a call (or a call a row): blocks
+        # of 256 bytes and more (float64 rows of 16 were 1.16x the pass
+        # computing them, of 64 0.67; bool rows of 64 2.7x)
+        s = r.itemsize[0]
+        for d in range(o.lead, r.nd):
+            s *= r.shape[d]
+        if s < COPY_BLOCK_MIN:
+            o.lead = 0
+    if not o.col and not o.lead:
+        return
+    o.nd, o.base, o.written = r.nd, r.base[0], 1
+    for d in range(r.nd):
+        o.shape[d], o.strides[d] = r.shape[d], r.strides[d]
+    for d in range(o.lead, r.nd):
+        o.written *= r.shape[d]
+    if o.value:
+        r.base[0] = <char *>o.value_slot
+        r.nd = 1
+        r.shape[0] = 1
+        for k in range(r.nops):
+            r.strides[k * MAXD] = 0
+        return
+    r.nd -= o.col + o.lead
+    for d in range(r.nd):
+        r.shape[d] = r.shape[o.lead + d]
+        for k in range(r.nops):
+            r.strides[k * MAXD + d] = r.strides[k * MAXD + o.lead + d]
+
+
+cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
+    # the block length, and rows packed or tiled; units: dst's elements.
+    # Returns the block length the packing and gathers start from.
+    cdef int k, nops = r.nops, ndst = r.ndst
+    cdef pyet_intp spread, lines, far, tile, blocklen = BLOCK
+    # one kernel reading leaves straight into dst keeps no block in L1,
+    # so it takes long blocks: less per-block overhead; a user function
+    # is called on long blocks (each call costs microseconds)
+    # (a block's registers are BLOCK 8-byte items: passes of 4-byte items
+    # moving under LOOP_THREADS_BYTES fill them with 2 * BLOCK, the same
+    # lines, half the blocks, each ~36 ns of set-up and calls: float32 at
+    # 2^18, pyet/NumPy, (a + 0.5)*2 1.37 -> 0.84, x*y + y*z - z 0.74 ->
+    # 0.65; from memory (2^21) x*y + y*z - z took 1.1x the time)
+    if prog.max_isz <= 4 and units * pass_itemsizes(r) < LOOP_THREADS_BYTES:
+        blocklen = 2 * BLOCK
+        for k in range(nops):
+            if r.itemsize[k] > 4:
+                blocklen = BLOCK
+    if prog.nregs == 0:
+        blocklen = max(BLOCK, 8192)
+    if prog.ninstr == 1 and scalars_only(&prog.code[0]):
+        # one value repeated (an op of 0-d operands): a fill per block,
+        # each block ~30 ns of set-up (bool s != t into 2^18: 5.4 -> 3.4
+        # us with the fill, NumPy's fill 2.4)
+        blocklen = max(BLOCK, PYFUNC_BLOCK)
+    r.from_memory = units * pass_itemsizes(r) >= SX_FAR_BYTES
+    # a strided leaf that Program.strided_kernel's kernel reads where
+    # it lies (not a broadcast: those are filled into a block)
+    r.direct = (prog.strided_kernel and not r.red and r.strides[MAXD + r.nd - 1] != 0
+                and r.strides[MAXD + r.nd - 1] != r.itemsize[1])
+    if prog.strided_fused and not r.red:
+        # a leaf's rows strided: all read in place (float64 a*b + c on
+        # a[::3] rows: 1.2-1.3x NumPy gathered, 0.87-0.89 in place)
+        for k in range(ndst, nops):
+            if sx_strided(r, k):
+                r.direct = True
+    if not prog.copies_leaf:
+        # a strided row is gathered into (scattered from) a block that
+        # stays in L1 too (8192 float64 were 64 KiB: sqrt of a[::3]
+        # 1.66x NumPy, 1.41x with blocks of 512)
+        spread = far = 0
+        lines = r.itemsize[0]
+        for k in range(nops):
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] \
+                    and not (r.direct and k >= ndst):
+                blocklen = BLOCK
+                if k >= ndst and 0 < iabs(r.strides[k * MAXD + r.nd - 1]) <= 32:
+                    spread += iabs(r.strides[k * MAXD + r.nd - 1])
+                    lines += r.itemsize[k]
+                elif k >= ndst and r.strides[k * MAXD + r.nd - 1] != 0:
+                    far += 64
+        if far and not spread and units * far >= GATHER_BLOCK_BYTES:
+            # leaves from beyond the caches, under two items a cache line:
+            # long blocks, each row's gather a long run through memory
+            # (2^18, blocks of 512 -> 4096, pyet/NumPy: a*b + c float64
+            # a[::5] 1.34-1.47 -> 1.13-1.17, a[::7] 1.16-1.21 -> 1.00-1.09,
+            # float32 a[::10] 1.41-1.48 -> 1.20-1.21; float64 a[::3] and
+            # float32 a[::7], two items a line: no gain)
+            blocklen = GATHER_FAR_BLOCK
+        elif spread and BLOCK * (spread + lines) > GATHER_L1_BYTES:
+            # leaves gathered from beyond the caches, two items or more a
+            # cache line, whose lines and blocks overflow L1 in blocks of
+            # BLOCK: short blocks (at 2^18, blocks of 512 were 1.2-1.7x
+            # NumPy: a*b + c float64 a[::3] and a[::2], float32 a[::7];
+            # 128 gained 0.45-0.8x); in cache they only cost more calls;
+            # at an item a line (float64 a[::7]) 1.1-1.2x blocks of 512,
+            # and within L1 (a < b float64 a[::2]) 1.1-1.2x too
+            if units * spread >= GATHER_BLOCK_BYTES:
+                blocklen = min(blocklen, GATHER_BLOCK)
+    if prog.user_pyfunc:
+        blocklen = max(BLOCK, PYFUNC_BLOCK)
+    elif prog.np_loops:  # an op's NumPy loop: a call per block (~3 us from
+        # Python), on long blocks when it is the whole program (no register
+        # kept in L1); called in C too (Program.cloop): NumPy's SVML loops
+        # on blocks of 8 Ki cost 1.3x their time on 64 Ki (log10, exp2 float32)
+        blocklen = max(BLOCK, PYFUNC_BLOCK if prog.ninstr == 1 else NUMPY_LOOP_BLOCK)
+    r.total = 1
+    for k in range(r.nd):
+        r.total *= r.shape[k]
+    r.nrows = r.total // r.shape[r.nd - 1]
+    # an operand read across its rows (its next row is nearer than its
+    # next element: A.T) is walked in tiles of rows, a cache line each
+    tile = 0
+    if not r.red and r.nrows > 1:
+        for k in range(nops):
+            if across_rows(r, k):
+                tile = max(tile, 64 // r.itemsize[k])
+    # rows shorter than a block (or than a user function's block) are
+    # packed: blocks run across row ends; but rows of TILE_MIN_ROW and
+    # more read across are tiled (a 64 x 64 float32 A.T copied 1.5x
+    # NumPy packed, element by element; float32 a ** b of two F-order
+    # 512^2 arrays as NumPy's loop called in C: 1.37x np.power packed)
+    r.packed = not r.red and ndst == 1 and r.nd > 1 and (
+        (r.shape[r.nd - 1] < SHORT_ROW and not (tile and r.shape[r.nd - 1] >= TILE_MIN_ROW))
+        or ((prog.has_pyfunc or (prog.np_loops and not tile))
+            and r.shape[r.nd - 1] < blocklen)
+        or (ROW_BROADCASTS_ONCE and 2 * r.shape[r.nd - 1] <= BLOCK
+            and rows_with_broadcast(r)))
+    r.early = r.red if (r.red == RED_ALL or r.red == RED_ANY) else 0
+    r.stop = 0
+    for k in range(r.nd):
+        if r.strides[k] != 0:  # several accumulators: no single decision
+            r.early = 0
+    r.tile = 0 if r.packed else tile
+    if r.direct and (r.packed or r.tile):  # the leaf is gathered after all
+        r.direct = False
+        blocklen = BLOCK
+    if r.tile:
+        blocklen = TILE_BLOCKS * BLOCK
+    elif r.from_memory and prog.ninstr > 1 and not r.red and not r.packed \
+            and not prog.np_loops and not prog.has_pyfunc and blocklen == BLOCK:
+        # a program of several kernels from memory: each kernel streams
+        # its leaves a block at a time, and the memory keeps up with
+        # shorter bursts (1e6 float64, one thread: x*y + y*z - z 2.3 ->
+        # 1.3-1.4x a fused C loop, 1.04 -> 0.53x NumPy; a C model of the
+        # blocks: 512 1.7-1.9x the fused loop, 128 1.03-1.07x, but
+        # pyet's calls per block cost more below BLOCK // 2)
+        blocklen = BLOCK // 2
+    r.block = min(blocklen, r.total if r.packed else r.shape[r.nd - 1])
+    r.tpp = 0
+    # (a destination read across: 4x, its rows otherwise written one by one
+    # through a scatter; 1000^2 float32 a + b into F order 1.02x NumPy at
+    # 4096, 0.59x at 16384, a where tree 0.41x -> 0.35x)
+    if r.tile and r.shape[r.nd - 1] * r.tile <= (
+            4 * FLAT_TILE_MAX if across_rows(r, 0) else FLAT_TILE_MAX) and tiles_flat(r):
+        # short rows read across: tiles of whole rows, each one block
+        while 2 * r.tile * r.shape[r.nd - 1] <= BLOCK and r.tile < r.shape[r.nd - 2]:
+            r.tile *= 2
+        r.block = r.tile * r.shape[r.nd - 1]
+        r.tpp = (r.shape[r.nd - 2] + r.tile - 1) // r.tile
+    return blocklen
+
+
+cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp units,
+                        bint apart) noexcept:
+    # which operands are gathered into blocks (or tiles, or once), read in
+    # place, or shared; run_plain or run_block, dst's register, the block
+    # counts the threads split, and the prefetched streams
+    cdef int k, d, nops = r.nops, ndst = r.ndst, ngather = 0, ntiled = 0
+    cdef uint64_t inplace = sx_leaves(r, prog, r.red)
+    for k in range(nops):
+        r.gather[k] = -1
+        r.dup[k] = 0
+    if ROW_BROADCASTS_ONCE and r.packed and not prog.has_pyfunc \
+            and 2 * r.shape[r.nd - 1] <= blocklen:
+        # row broadcasts in blocks of whole rows (two or more): the same
+        # block for every block, gathered once (their gather blocks first)
+        for k in range(nops):
+            if row_broadcast(r, k):
+                r.gather[k] = ngather
+                ngather += 1
+        if ngather:
+            r.block = min(blocklen // r.shape[r.nd - 1] * r.shape[r.nd - 1], r.total)
+    r.nonce = ngather
+    for k in range(nops):
+        if r.gather[k] >= 0:
+            continue  # a row broadcast, above
+        if r.tile and k >= ndst and across_rows(r, k):
+            r.gather[k] = -2 - ntiled  # copied a tile at a time (run_tiled)
+            ntiled += 1
+        elif r.packed:
+            if not flat_operand(r, k):
+                r.gather[k] = ngather
+                ngather += 1
+        elif (r.strides[k * MAXD + r.nd - 1] != r.itemsize[k] or (k < ndst and r.red)) \
+                and not (r.direct and k >= ndst) and not (k < 64 and (inplace >> k) & 1):
+            r.gather[k] = ngather
+            ngather += 1
+        if r.gather[k] != -1 and k >= ndst:
+            # a leaf read twice (where(a > b, a, b)) is gathered once: its
+            # block (tile) shared (a Fortran where into C 2x NumPy's time)
+            d = same_leaf(r, k)
+            if d >= 0:
+                if r.gather[k] <= -2:
+                    ntiled -= 1
+                else:
+                    ngather -= 1
+                r.gather[k] = r.gather[d]
+                r.dup[k] = 1
+    r.dtile = False
+    if r.tpp and r.gather[0] >= 0:  # (tiles_flat: dst read across rows, ndst 1)
+        r.gather[0] = -1
+        ngather -= 1
+        r.dtile = True
+    r.ntiled = ntiled
+    r.gathers = ngather
+    # every row read and written where it lies: run_plain (1e6 float64
+    # x*y + y*z - z, one thread: 0.70x run_block's time; in cache 0.92-0.98x)
+    r.plain = (PLAIN_PASSES and prog.plain and not r.red and not r.packed and not r.tile
+               and not r.direct and ngather == 0 and r.insx == 0
+               and prog.nregs + prog.nscalars + nops <= PLAIN_SLOTS)
+    # a NumPy loop's result written into dst's block, the cheap
+    # instructions after it then in place there: dst's lines are fetched
+    # while the loop computes, not in the last kernel's stream (one
+    # thread, 2e6 float64, against the register: cbrt(a) + 1 0.67-0.71,
+    # expm1(a) + 1 0.71-0.77 at four relative alignments of a and dst;
+    # 4096: 0.80.  pyet's own kernels in run_plain's short blocks gained
+    # nothing: exp(a) + 1 1.0-1.1, tanh(a)*b 0.99-1.08)
+    r.dst_reg = prog.dst_reg if (apart and not r.red and not r.packed and not r.tile
+                                 and r.gather[0] == -1) else -1
+    if r.plain and r.from_memory and r.block == BLOCK // 2 and prog.float_arith \
+            and units * pass_itemsizes(r) >= 2 * SX_FAR_BYTES \
+            and (PREFETCH_BYTES < 0 or units * pass_itemsizes(r) <= PREFETCH_BYTES):
+        # float kernels streaming from beyond the L3 (BLOCK // 2 above):
+        # bursts of MEMORY_BURST bytes a register, as run_plain's calls are
+        # cheap enough (one thread, 2e6-1e7 elements, time against BLOCK // 2,
+        # geometric mean of 10 trees: float64 0.80-0.88, float32 0.81-0.91;
+        # 1024 bytes 0.97-1.0, 256 bytes 1.10-1.20; integer trees lost at
+        # 2e6 (int64 products 1.04-1.24), float32 under 32 MiB lost too;
+        # not where the software prefetch runs (Intel: run_block's, measured
+        # with BLOCK // 2))
+        r.block = max(16, MEMORY_BURST // prog.max_isz)
+    if r.packed:
+        r.nblocks = (r.total + r.block - 1) // r.block
+        r.nitems = r.nblocks
+    else:
+        r.nblocks = (r.shape[r.nd - 1] + r.block - 1) // r.block
+        r.tile_lead = tile_lead(r) if r.tile and not r.tpp else 0
+        r.nitems = r.nblocks * (r.nrows if not r.tile else
+                                (r.nrows + r.tile_lead + r.tile - 1) // r.tile)
+        if r.tpp:
+            r.nitems = r.nrows // r.shape[r.nd - 2] * r.tpp
+
+
+cdef int reduction_threads(Run *r, int red_threads, pyet_intp red_stride, char *acc,
+                           int *nsets) noexcept:
+    # a reduction's threads: as many as the caller made accumulators for, 0
+    # when it cannot split (refused); *nsets the accumulator sets folded into
+    cdef int nthreads = max(1, min(red_threads, r.nitems)), k, d
+    cdef pyet_intp units = 1
+    if nthreads > 1:
+        # units: the outer dimensions along which no accumulator is shared
+        # (the leading ones of nonzero stride in dst); split in whole units,
+        # the threads share one set of accumulators, each folded by one
+        # thread in the order one thread folds it
+        for d in range(r.nd - 1):
+            if r.strides[d] == 0:
+                break
+            units *= r.shape[d]
+        if units % nthreads == 0 or units >= 4 * nthreads:
+            r.red_units = units
+            r.unit_items = r.nitems // units
+        elif red_stride == 0:
+            return 0  # no accumulators per thread to fold into: refused
+        else:
+            nsets[0] = nthreads  # per thread: set 0's starting values copied
+            for k in range(1, nthreads):
+                memcpy(acc + k * red_stride, acc, red_stride)
+    return nthreads
+
+
+cdef int run_pass(Run *r, Program prog, int nthreads, list pyfuncs) except -1:
+    # the scratch (registers, gather blocks, tiles a thread), the GIL
+    # released or kept, the program run on the pool; a user function's
+    # exception raised
+    cdef pyet_intp small_buf[512]  # SMALL_SCRATCH bytes
+    cdef char *buf = NULL
+    cdef bint buf_kept = False
+    cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
+    cdef int rc
+    r.npf = 0
+    if not r.red and not r.packed and not r.tile and PREFETCH_BYTES >= 0 \
+            and r.nblocks > PREFETCH_AHEAD and not prog.streams:
+        prefetch_streams(r)
+        if r.npf:  # (run_block's prefetches)
+            r.plain = False
+    r.tilebuf = (prog.nregs + r.gathers) * regbytes
+    r.scratch_bytes = (r.tilebuf + (r.ntiled + r.dtile) * (
+        regbytes if r.tpp else r.tile * (regbytes + TILE_SKEW)) + 63) & ~(<pyet_intp>63)
+    if nthreads * r.scratch_bytes + 64 <= SMALL_SCRATCH:
+        r.scratch = <char *>((<uintptr_t>small_buf + 63) & ~(<uintptr_t>63))
+    else:
+        buf = take_scratch(nthreads * r.scratch_bytes + 64, &buf_kept)
+        if buf == NULL:
+            raise MemoryError()
+        r.scratch = <char *>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
+    try:
+        r.prog = <void *>prog
+        # only a user function fails midway (call_pyfunc): its exception
+        errors = state = None
+        r.state = NULL
+        quiet = False
+        if prog.has_pyfunc:
+            errors = []
+            # ufuncs only: NumPy's errors ignored once for the pass, not per block
+            # (np.errstate costs ~1 us; their flags are the pass's, reported below)
+            quiet = ufuncs_only(prog, pyfuncs)
+            state = (errors, pyfuncs, quiet)
+            r.state = <void *>state
+        if nthreads == 1 and r.total <= GIL_HELD_PASS and not prog.has_pyfunc:
+            # a tiny pass runs with the GIL held: releasing and retaking it
+            # costs about as much as the pass
+            rc = run_parallel(r, prog, nthreads)
+        elif quiet:
+            token = quiet_numpy()
+            try:
+                with nogil:
+                    rc = run_parallel(r, prog, nthreads)
+            finally:
+                loud_numpy(token)
+        else:
+            with nogil:
+                rc = run_parallel(r, prog, nthreads)
+        if rc < 0:
+            if errors:
+                raise errors[0]
+            raise RuntimeError("pyet: an elementwise pass failed")
+    finally:
+        give_scratch(buf, buf_kept)
+    return 0
+
+
+cdef void finish_once(Run *r, Once *o) noexcept:
+    # dst's rows filled from their first elements (the 0-d value), and the
+    # block the pass wrote copied along the lead outer dimensions (plan_once)
+    cdef BlockCopy bc
+    cdef pyet_intp s
+    cdef int d, nthreads, rc
+    cdef int inner = o.nd - 1 - o.lead  # (the fill's outer dimensions: the block's)
+    if o.col:
+        if o.written <= GIL_HELD_PASS:
+            fill_rows(o.base, inner, o.shape + o.lead, o.strides + o.lead, o.shape[o.nd - 1],
+                      o.strides[o.nd - 1], r.itemsize[0],
+                      <char *>o.value_slot if o.value else NULL)
+        else:
+            with nogil:
+                fill_rows(o.base, inner, o.shape + o.lead, o.strides + o.lead,
+                          o.shape[o.nd - 1], o.strides[o.nd - 1], r.itemsize[0],
+                          <char *>o.value_slot if o.value else NULL)
+    if not o.lead:
+        return
+    bc.base, bc.isz, bc.nout, bc.nin = o.base, r.itemsize[0], o.lead, o.nd - o.lead
+    bc.oshape, bc.ostrides = o.shape, o.strides
+    bc.ishape, bc.istrides = o.shape + o.lead, o.strides + o.lead
+    bc.nreps = 1
+    for d in range(o.lead):
+        bc.nreps *= o.shape[d]
+    s = o.written * bc.nreps
+    # (threads by bytes: a copy's element is cheaper than a kernel's; bool
+    # 512^2 on two threads by elements took 1.3x one's time)
+    nthreads = 1 if s <= GIL_HELD_PASS else threads_for(
+        s * bc.isz // COPY_BYTES_PER_ELEMENT, bc.nreps - 1)
+    if nthreads <= 1 and s <= GIL_HELD_PASS:
+        copy_blocks(&bc, 1, bc.nreps)
+    else:
+        bc.nchunks = 1 if nthreads <= 1 else min(bc.nreps - 1, 8 * nthreads)
+        with nogil:
+            run_chunks(copy_chunk, &bc, bc.nchunks, nthreads, &rc)
+
+
+cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list pyfuncs,
+                       int red=RED_NONE, int red_threads=1, pyet_intp red_stride=0,
+                       pyet_intp red_comp=0) except -1:
+    """Run prog over destinations of one shape (several: a multi-output pass,
+    each written in statement order within a block).  A reduction returns the
+    accumulator sets it folded into (see reduce_into), 0 when it refused."""
+    cdef cnp.ndarray dst = <cnp.ndarray>dsts[0]
+    cdef int ndst = len(dsts)
+    cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), d, nthreads
+    cdef int nsets = 1
+    cdef pyet_intp units, blocklen
+    cdef Once once
+    once.col = once.value = False
+    once.lead = 0
+    if nops > 255:
+        raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
+                         f"got {nops - ndst}")
+    cdef Run r
+    # one allocation for the per-call metadata: strides before and after
+    # merging, base pointers, gather buffers, item sizes, scalar slots
+    cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + nops * sizeof(char *)
+                        + 8 * (len(scalars) + 1) + 2 * nops * sizeof(int) + nops)
+    # small passes take it on the stack (malloc's arena lock is a good part
+    # of a tiny assignment's cost)
+    cdef pyet_intp small_meta[1024]  # SMALL_META bytes
+    cdef char *mem = <char *>small_meta if meta <= SMALL_META else <char *>malloc(meta)
+    cdef pyet_intp *bstrides = <pyet_intp *>mem
+    if mem == NULL:
+        raise MemoryError()
+    r.strides = bstrides + nops * MAXD
+    r.base = <char **>(r.strides + nops * MAXD)
+    r.scalars = <char *>(r.base + nops)
+    r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
+    r.gather = r.itemsize + nops
+    r.dup = <char *>(r.gather + nops)
+    r.nops = nops
+    r.ndst = ndst
+    r.red = red
+    r.red_stride = red_stride
+    r.red_comp = red_comp
+    r.red_units = 0
+    cdef bint apart = prog.dst_reg >= 0 and DST_REGISTER  # (Run.dst_reg) no leaf in dst
+    try:
+        keep = bind_operands(&r, bstrides, dsts, leaves, scalars, prog, &apart)
+        # a reduction walks its input's memory order (dst has zero strides)
+        r.nd = merge_dims(nd, <pyet_intp *>cnp.PyArray_DIMS(dst), nops, bstrides,
+                          r.shape, r.strides, reduce_key(nops, nd, dst, bstrides) if red else -1,
+                          r.base)
+        if r.nd == 0:
+            return 1 if red else 0
+        if COLUMNS_ONCE and ndst == 1 and not red:
+            plan_once(&r, &once)
+        units = 1  # the destination's elements
+        for d in range(nd):
+            units *= cnp.PyArray_DIMS(dst)[d]
+        blocklen = plan_blocks(&r, prog, units)
+        plan_operands(&r, prog, blocklen, units, apart)
+        if red:
+            nthreads = reduction_threads(&r, red_threads, red_stride,
+                                         <char *>cnp.PyArray_DATA(dst), &nsets)
+            if nthreads == 0:
+                return 0
+        else:
+            nthreads = 1 if prog.has_pyfunc else threads_for(r.total, r.nitems)
+            # on any number of threads: pyet's strided blocks on two threads
+            # were slower than NumPy's one loop (a**-1 float32 step 2: 206 us
+            # against 122 on one thread)
+            # (the exact ops' loops, whole_far, on one thread up to
+            # LOOP_THREADS_BYTES even where threads are allowed: memory-bound,
+            # pyet's blocks on two threads were no faster than on one below it,
+            # so 1.1-1.6x the loop's time: float64 ceil, reversed abs, 2^17-2^19)
+            if (prog.whole_fn is not None or (prog.whole_loop != NULL and (
+                    nthreads == 1 or r.total * pass_itemsizes(&r) < LOOP_THREADS_BYTES))) \
+                    and not once.col and not once.lead and whole_wanted(&r, prog):
+                if prog.whole_loop != NULL:
+                    if run_loop_rows(&r, prog) >= 0:
+                        return 0
+                elif run_whole(prog, dst, leaves, scalars):
+                    return 0
+        run_pass(&r, prog, nthreads, pyfuncs)
+        if once.value:
+            if r.fpflags:  # (the 0-d value's errors: dst untouched)
+                report_fp(r.fpflags)
+            finish_once(&r, &once)
+        else:
+            if once.col or once.lead:
+                finish_once(&r, &once)
+            if r.fpflags:  # np.errstate's answer to the pass's errors
+                report_fp(r.fpflags)
+        return nsets if red else 0
+    finally:
+        if mem != <char *>small_meta:
+            free(mem)
+
+
+# A pass's scratch beyond SMALL_SCRATCH, kept from one pass to the next (up to
+# KEPT_SCRATCH bytes): malloc'd and freed each pass, it went back to the system
+# whenever glibc trimmed its heap or mapped it alone (a state a long process
+# falls into and stays in), and every pass then faulted its pages in again
+# (float32 exp2 of a[::3] at 2^18: 65 page faults a pass, 0.58 -> 1.08x
+# NumPy's time).  One buffer, taken and given back with the GIL held; a pass
+# that runs while another thread's holds it takes malloc's.
+cdef char *_kept_scratch = NULL
+cdef size_t _kept_scratch_size = 0
+cdef bint _kept_scratch_busy = False
+
+
+cdef char *take_scratch(size_t nbytes, bint *kept):
+    global _kept_scratch, _kept_scratch_size, _kept_scratch_busy
+    kept[0] = False
+    if nbytes > KEPT_SCRATCH or _kept_scratch_busy:
+        return <char *>malloc(nbytes)
+    if _kept_scratch_size < nbytes:
+        free(_kept_scratch)
+        _kept_scratch = <char *>malloc(nbytes)
+        _kept_scratch_size = nbytes if _kept_scratch != NULL else 0
+        if _kept_scratch == NULL:
+            return NULL
+    _kept_scratch_busy = True
+    kept[0] = True
+    return _kept_scratch
+
+
+cdef void give_scratch(char *buf, bint kept):
+    global _kept_scratch_busy
+    if kept:
+        _kept_scratch_busy = False
+    else:
+        free(buf)
+
+
+# NumPy's errors ignored for a pass of its ufuncs, as np.errstate(all="ignore")
+# does it in NumPy 2: a context variable set to an extobj; the one made from
+# the caller's (its buffer size and error callback kept) is reused while that
+# stays.  Entering np.errstate took 3-9 us a pass (sqrt of a float32
+# a[:, ::2] at 2^18: 1.06x np.sqrt's time); without the private variable,
+# np.errstate.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+except ImportError:
+    _EXTOBJ = None
+cdef object _extobj_from = None, _extobj_quiet = None
+
+
+cdef object quiet_numpy():
+    """Start ignoring NumPy's errors: a token for loud_numpy."""
+    global _extobj_from, _extobj_quiet
+    if _EXTOBJ is None:
+        ctx = np.errstate(all="ignore")
+        ctx.__enter__()
+        return ctx
+    cur = _EXTOBJ.get()
+    if cur is not _extobj_from:
+        with np.errstate(all="ignore"):
+            _extobj_quiet = _EXTOBJ.get()
+        _extobj_from = cur
+    return _EXTOBJ.set(_extobj_quiet)
+
+
+cdef void loud_numpy(object token) except *:
+    if _EXTOBJ is None:
+        token.__exit__(None, None, None)
+    else:
+        _EXTOBJ.reset(token)
+
+
+cdef bint whole_wanted(Run *r, Program prog) noexcept:
+    # a one-op pass (Program.whole_fn) runs as NumPy's ufunc on the whole
+    # arrays when an operand's rows are strided (not broadcast, not read
+    # across rows: tiled; packed short rows stay pyet's), and long enough
+    cdef int k
+    cdef pyet_intp s
+    cdef bint strided = False
+    if prog.whole_contiguous:
+        # an op's NumPy loop (ops.NUMPY_LOOPS) on contiguous rows: one call
+        # instead of one a block (its own loop either way, so the same bits;
+        # log10 float32 at 2^18 in blocks of 64 Ki: 1.15-1.3x np.log10).
+        # Strided rows keep pyet's blocks (NumPy's strided loops are slower)
+        if r.tile or (r.nd > 1 and r.shape[r.nd - 1] < SHORT_ROW):
+            return False
+        for k in range(r.nops):
+            if r.strides[k * MAXD + r.nd - 1] != r.itemsize[k]:
+                return False
+        return _items_aligned(r)
+    if r.total < (WHOLE_LOOP_MIN if prog.whole_loop != NULL else WHOLE_UFUNC_MIN) \
+            or r.tile or r.packed:
+        return False
+    if prog.whole_loop != NULL and not _items_aligned(r):
+        return False  # (a ufunc call buffers such operands; its bare loop does not)
+    if prog.whole_far and not prog.whole_any_dst and r.strides[r.nd - 1] != r.itemsize[0]:
+        return False  # (its loop's values into strided rows are wrong: _kernel_loop)
+    # (whole_far: reversed 8-byte rows too, which NumPy's loops read in place;
+    # pyet's reversed copy into a block, then the kernel, cost 1.3-2x NumPy
+    # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
+    cdef bint near = False  # rows stepping 2 items (not far): pyet's blocks
+    cdef bint bcast = True  # every input broadcast along the rows
+    for k in range(r.nops):
+        s = r.strides[k * MAXD + r.nd - 1]
+        bcast = bcast and (k < r.ndst or s == 0)
+        if s < 0 and not (prog.whole_backwards or prog.whole_far):
+            return False
+        if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
+                2 if r.itemsize[k] == 8 else 3)
+                * r.itemsize[k] or (s < 0 and r.itemsize[k] == 8 and r.itemsize[0] == 8)):
+            strided = True
+        elif s != 0 and s != r.itemsize[k]:
+            strided = strided or prog.whole_near
+            near = True
+    # (near: int32 a ^ b on a[::2], NumPy's strided loop took 2x pyet's blocks;
+    # 8-byte rows stepping 2 items take NumPy's loop into any result: into
+    # bool (a < b) pyet's blocks were 1.04-1.48x it at 2^18 and 1448^2
+    # float64 a < b on a[:, ::2] from memory 1.4-1.7x, 0.98-1.01 with the loop;
+    # bcast: NumPy's loops take rows of stride-0 inputs in their scalar loop,
+    # where its own calls buffer them: ~a and abs of an int32 column broadcast
+    # to 1448^2 2.3x and 2.0x np.invert's and np.abs's time, 0.80-0.88 in
+    # pyet's blocks (one destination: the column fill first, this is a
+    # multi-output pass's); one stride-0 input beside a contiguous one is their SIMD
+    # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept)
+    if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
+            and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
+        return True  # (rows contiguous)
+    return strided
+
+
+cdef pyet_intp pass_itemsizes(Run *r) noexcept nogil:
+    # bytes a pass moves per element: its operands' item sizes
+    cdef pyet_intp b = 0
+    cdef int k
+    for k in range(r.nops):
+        b += r.itemsize[k]
+    return b
+
+
+cdef bint _items_aligned(Run *r) noexcept:
+    # every operand's items aligned on every row (no packed record field, no
+    # misaligned buffer): NumPy's inner loops, called bare, assume it (its
+    # iterator buffers other operands; abs and maximum wrote wrong values and
+    # beyond the field into a packed field otherwise)
+    cdef int k, d
+    for k in range(r.nops):
+        if (<uintptr_t>r.base[k]) % r.itemsize[k]:
+            return False
+        for d in range(r.nd):
+            if r.strides[k * MAXD + d] % r.itemsize[k]:
+                return False
+    return True
+
+
+cdef int run_loop_rows(Run *r, Program prog) except -2:
+    """run_whole without a ufunc call: Program.whole_loop called on each row
+    of the merged operands, with their steps, as NumPy's iterator calls it
+    (its SIMD loops read strided rows where they lie); its flags reported as
+    a pass's.  -1, nothing done, for a power whose exponent is not -1."""
+    cdef pyet_instr *ins = &prog.code[0]
+    cdef int j, rc
+    if ins.op == OP_power:  # np.reciprocal: x ** -1 only
+        if ins.src_kind[1] != SRC_SCALAR or (
+                (<double *>(r.scalars + 8 * ins.src[1]))[0] != -1.0 if ins.dt == DT_F64
+                else (<float *>(r.scalars + 8 * ins.src[1]))[0] != -1.0):
+            return -1
+    cdef LoopRows lr
+    lr.r, lr.fn, lr.data, lr.ins = r, prog.whole_loop, prog.whole_data, ins
+    r.fpflags = 0
+    if r.total <= GIL_HELD_PASS:
+        rc = run_chunks(loop_rows_chunk, &lr, 1, 1, &r.fpflags)
+    else:
+        with nogil:
+            rc = run_chunks(loop_rows_chunk, &lr, 1, 1, &r.fpflags)
+    if r.fpflags:
+        report_fp(r.fpflags)
+    return 0
+
+
+cdef struct LoopRows:
+    Run *r
+    np_loop fn
+    void *data
+    pyet_instr *ins
+
+
+cdef int loop_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    cdef LoopRows *lr = <LoopRows *>ctx
+    cdef Run *r = lr.r
+    cdef pyet_instr *ins = lr.ins
+    cdef int nd = r.nd, nin = 1 if ins.op == OP_power else ins.nin, j, d
+    cdef char *args[3]
+    cdef pyet_intp *st[3]
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.npy_intp steps[3]
+    cdef pyet_intp idx[MAXD]
+    cdef pyet_intp zero[MAXD]
+    cdef pyet_intp row, nrows = r.total // r.shape[nd - 1], off
+    for d in range(nd):
+        zero[d] = 0
+        idx[d] = 0
+    for j in range(nin + 1):
+        if j == nin:  # the destination, operand 0
+            args[j], st[j] = r.base[0], r.strides
+        elif ins.src_kind[j] == SRC_LEAF:
+            args[j] = r.base[1 + ins.src[j]]
+            st[j] = r.strides + (1 + ins.src[j]) * MAXD
+        else:  # a scalar: step 0
+            args[j], st[j] = r.scalars + 8 * ins.src[j], zero
+        steps[j] = st[j][nd - 1]
+    dims[0] = r.shape[nd - 1]
+    cdef char *rowp[3]
+    for row in range(nrows):
+        for j in range(nin + 1):
+            off = 0
+            for d in range(nd - 1):
+                off += idx[d] * st[j][d]
+            rowp[j] = args[j] + off
+        lr.fn(rowp, dims, steps, lr.data)
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < r.shape[d]:
+                break
+            idx[d] = 0
+            d -= 1
+    return 0
+
+
+cdef int whole_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # run_whole's one chunk (run_chunks reads the flags it raised)
+    with gil:
+        fn, args, errors = <tuple>ctx
+        try:
+            fn(*args)  # (out the last: positional, as NumPy parses it fastest)
+            return 0
+        except BaseException as exc:
+            (<list>errors).append(exc)
+            return -1
+
+
+cdef bint run_whole(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
+    """Run a one-op program as its NumPy ufunc (prog.whole_fn) on the whole
+    operands, NumPy's errors ignored and its flags reported as a pass's;
+    False (nothing done) when the op's operands do not allow it."""
+    cdef pyet_instr *ins = &prog.code[0]
+    cdef int j, flags = 0, rc
+    args = []
+    for j in range(ins.nin):
+        if ins.src_kind[j] == SRC_LEAF:
+            args.append(leaves[ins.src[j]])
+        else:  # the scalar in the program's dtype, as store_scalar has it
+            v = scalars[ins.src[j]]
+            t = DTYPES[prog.scalar_dt[ins.src[j]]]
+            args.append(v.astype(t)[()] if isinstance(v, cnp.ndarray) else t.type(v))
+    fn = prog.whole_fn
+    if ins.op == OP_power:  # a scalar exponent: NumPy's reciprocal is x ** -1
+        if args[1] != -1:
+            return False
+        args = args[:1]
+    args.append(dst)
+    errors = []
+    state = (fn, args, errors)
+    token = quiet_numpy()
+    try:
+        rc = run_chunks(whole_chunk, <void *>state, 1, 1, &flags)
+    finally:
+        loud_numpy(token)
+    if rc < 0:
+        raise errors[0]
+    if flags:
+        report_fp(flags)
+    return True
+
+
+# ---------------------------------------------------------------- assigning
+
+cdef int array_dtype_code(cnp.ndarray a) except -1:
+    # the dtype code from the type number: no dtype object, no dict
+    cdef int t = cnp.PyArray_TYPE(a), size = cnp.PyArray_ITEMSIZE(a)
+    if cnp.PyArray_ISNOTSWAPPED(a):
+        if t == cnp.NPY_DOUBLE:
+            return DT_F64
+        if t == cnp.NPY_FLOAT:
+            return DT_F32
+        if t == cnp.NPY_BOOL:
+            return DT_BOOL
+        if t == cnp.NPY_INT or t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG:
+            if size == 4:
+                return DT_I32
+            if size == 8:
+                return DT_I64
+    return dtype_code(a.dtype)
+
+
+cdef bint has_shape(cnp.ndarray d, tuple shape) except -1:
+    # d.shape == shape, d's dims read in place (no shape tuple made, compared, freed)
+    cdef Py_ssize_t i, nd = cnp.PyArray_NDIM(d)
+    if len(shape) != nd:
+        return False
+    for i in range(nd):
+        if <Py_ssize_t>shape[i] != cnp.PyArray_DIMS(d)[i]:
+            return False
+    return True
+
+
+cdef check_target(Expr e, cnp.ndarray dst, int dst_dt):
+    # (dst's dims read in place: no shape tuple unless it fails)
+    cdef tuple es = e.shape
+    cdef Py_ssize_t ne = len(es), nd = cnp.PyArray_NDIM(dst), i, n
+    cdef bint fits = ne <= nd
+    if fits:
+        for i in range(ne):
+            n = es[i]
+            if n != 1 and n != cnp.PyArray_DIMS(dst)[nd - ne + i]:
+                fits = False
+                break
+    if not fits:
+        raise ValueError(f"cannot evaluate an expression of shape {fmt_shape(es)} into a "
+                         f"destination of shape {fmt_shape((<object>dst).shape)}")
+    cdef bint ok
+    cdef int weak = weak_of(e)
+    if weak == 1:
+        ok = dst_dt != DT_BOOL
+    elif weak == 2:
+        ok = dst_dt == DT_F32 or dst_dt == DT_F64
+    else:
+        ok = CAN_CAST[e._dt][dst_dt]
+    if not ok:
+        raise TypeError(f"cannot cast the expression's {DTYPES[e._dt]} result to the "
+                        f"destination's {DTYPES[dst_dt]} with casting rule 'same_kind'")
