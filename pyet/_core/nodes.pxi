@@ -555,13 +555,21 @@ cdef Py_ssize_t _NEXT_KEY = 0
 cdef Py_ssize_t INTERN_LIMIT = 1 << 16
 
 
+def forget_structure_keys():
+    """Drop the structure-key table (as when it reaches its limit): trees
+    built later get new keys, never an old one's, so a structure met again
+    misses the caches keyed by it once (tests that count misses start here)."""
+    global _INTERN
+    _INTERN = {}
+    memset(_PACKED_SEEN, 0, sizeof(_PACKED_SEEN))
+
+
 cdef Py_ssize_t intern_key(object t):
-    global _NEXT_KEY, _INTERN
+    global _NEXT_KEY
     k = _INTERN.get(t)
     if k is None:
         if len(_INTERN) >= INTERN_LIMIT:
-            _INTERN = {}
-            memset(_PACKED_SEEN, 0, sizeof(_PACKED_SEEN))
+            forget_structure_keys()
         k = _NEXT_KEY
         _NEXT_KEY += 1
         _INTERN[t] = k
