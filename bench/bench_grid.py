@@ -48,7 +48,7 @@ FLOATS, INTS, BOOL = (np.float32, np.float64), (np.int32, np.int64), (np.bool_,)
 
 def layouts(n, rng):
     """(name, fn(dtype) -> array) with about n elements each (fewer for the tiny ones)."""
-    side = int(n ** 0.5)
+    side, cube = int(n ** 0.5), round(n ** (1 / 3))
 
     def base(shape, dt):
         if np.dtype(dt).kind == "b":
@@ -67,6 +67,7 @@ def layouts(n, rng):
         ("negstep", lambda dt: base((side, side), dt)[::-1, ::-1]),
         ("bcast_row", lambda dt: np.broadcast_to(base((side,), dt), (side, side))),
         ("bcast_col", lambda dt: np.broadcast_to(base((side, 1), dt), (side, side))),
+        ("bcast_mid", lambda dt: np.broadcast_to(base((cube, 1, cube), dt), (cube,) * 3)),
         ("size1_dims", lambda dt: base((1, side, 1, side, 1), dt)),
         ("small_dims", lambda dt: base((4, 3, 5, 2, 3, max(n // 360, 1)), dt)),
         ("long_thin", lambda dt: base((n // 3, 3), dt)),
@@ -184,6 +185,24 @@ def elementwise_cases(n, rng, pattern):
                                        "a-2.5*b", "a*b+c", "sqrt") or dt in INTS + BOOL else 1e-5
                 cases.append(Case(f"{oname:9s} {np.dtype(dt).name:7s} {lname}", f_pyet,
                                   f_numpy, lambda out=out_pe: out, tol=tol))
+    # trees whose every leaf is broadcast along some dimensions of dst, as NumPy
+    # users write them: NumPy computes the small array, then copies it out
+    side, cube = int(n ** 0.5), round(n ** (1 / 3))
+    for bname, small, full in (("row", (side,), (side, side)), ("col", (side, 1), (side, side)),
+                               ("mid", (cube, 1, cube), (cube,) * 3),
+                               ("mid+col", (cube, 1, cube, 1), (cube, cube // 4, cube, 4))):
+        for dt in FLOATS:
+            b = (rng.random(small) * 4 - 2).astype(dt)
+            out = np.empty(full, dt)
+            B, D = pyet.asarray(np.broadcast_to(b, full)), pyet.asarray(out)
+            for tname, fp, fn in (("exp(b)*2+1", lambda B: pyet.exp(B) * 2 + 1,
+                                   lambda b: np.exp(b) * 2 + 1),
+                                  ("b*2+1", lambda B: B * 2 + 1, lambda b: b * 2 + 1)):
+                cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} bcast tree {bname}",
+                                  lambda D=D, B=B, fp=fp: D.__setitem__(..., fp(B)),
+                                  lambda out=out, b=b, fn=fn: out.__setitem__(..., fn(b)),
+                                  lambda out=out: out, tol=1e-6,
+                                  want=lambda b=b, fn=fn, full=full: np.broadcast_to(fn(b), full)))
     # a flat operand plus a broadcast column, short rows (packed blocks)
     for width in (2, 4):
         for dt in FLOATS + INTS:

@@ -1,8 +1,9 @@
 """Trees whose leaves are all columns along the destination's rows (an (n, 1)
 broadcast to (n, m), 0-d tensors) compute one element a row and fill each row
-from it (passes.pxi plan_once, fill_rows); trees whose leaves are all rows
-along its outer dimensions (exp(b) of a row b into a matrix) compute the first
-block and copy it to the others (broadcast_lead, copy_blocks).  Values against
+from it (passes.pxi plan_once, fill_rows); trees whose leaves are all
+broadcast along other dimensions of it (exp(b) of a row b into a matrix, of a
+(n, 1, m) into (n, k, m)) compute index 0 of those and copy the block after
+them to the other indices (finish_once, copy_items).  Values against
 NumPy, bit for bit against the same passes run element by element
 (core.set_columns_once(False)), sentinel bytes around every destination."""
 
@@ -83,10 +84,14 @@ SHAPES = [((512, 512), (512, 1)), ((3, 4, 5), (3, 4, 1)), ((3, 4, 5), (1, 4, 1))
 ROWS = [((512, 512), (512,)), ((1000, 3), (3,)), ((3, 4, 5), (4, 5)), ((3, 4, 5), (1, 1, 5)),
         ((3, 4, 5), (1, 4, 1)), ((2, 3, 4, 5), (4, 5)), ((2, 3, 4, 5), (1, 3, 1, 5)),
         ((7, 1), (1,)), ((600, 40), (1, 40))]
+# middle: dimensions between others broadcast (with the last: a column too)
+MIDDLE = [((3, 40, 64), (3, 1, 64)), ((40, 7, 40), (40, 1, 40)), ((2, 30, 300), (2, 1, 300)),
+          ((8, 6, 16, 4), (8, 1, 16, 1)), ((5, 30, 3, 40), (1, 30, 1, 40)),
+          ((4, 5, 6, 70), (4, 1, 1, 70)), ((9, 3, 8, 3, 40), (9, 1, 8, 1, 40))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,col", SHAPES + ROWS)
+@pytest.mark.parametrize("shape,col", SHAPES + ROWS + MIDDLE)
 @pytest.mark.parametrize("layout", ["C", "F", "step2", "reversed"])
 def test_broadcast_trees_equal_numpy_and_element_by_element(dtype, shape, col, layout):
     # columns (the fill) and rows (the block copy) of every leaf
@@ -168,6 +173,15 @@ def test_user_function_called_once_a_row():
     assert sum(seen) == 200
 
 
+def test_destination_read_through_a_broadcast_of_its_own_rows():
+    # dst (n, k, m) read as a broadcast of its rows at index 1 of k: NumPy's
+    # values (the leaf overlaps dst: read before the copies write over it)
+    d = np.arange(3 * 5 * 40.0).reshape(3, 5, 40)
+    want = np.broadcast_to(d[:, 1:2], d.shape) * 2 + 1
+    pyet.asarray(d)[...] = pyet.asarray(np.broadcast_to(d[:, 1:2], d.shape)) * 2 + 1
+    np.testing.assert_array_equal(d, want)
+
+
 def test_destination_read_as_a_column_of_itself():
     # dst read through a broadcast view of one of its own columns: NumPy's
     # values (what the pass reads is read before the fill writes over it)
@@ -228,16 +242,18 @@ def test_floating_point_errors_reported_once_per_pass(leaf):
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.float64])
-@pytest.mark.parametrize("leaf_shape", [(3000, 1), (900,)])
-def test_two_threads_equal_one(dtype, leaf_shape):
+@pytest.mark.parametrize("leaf_shape,shape", [((3000, 1), (3000, 900)), ((900,), (3000, 900)),
+                                               ((30, 1, 900), (30, 100, 900)),
+                                               ((3000, 1, 2), (3000, 150, 2))])
+def test_two_threads_equal_one(dtype, leaf_shape, shape):
     rng = np.random.default_rng(3)
     v = _values(rng, leaf_shape, dtype)
-    V = pyet.asarray(np.broadcast_to(v, (3000, 900)))
+    V = pyet.asarray(np.broadcast_to(v, shape))
     expr = (lambda: ~V) if dtype == np.bool_ else (lambda: V * V + 1)
-    want = np.broadcast_to(~v if dtype == np.bool_ else v * v + 1, (3000, 900))
+    want = np.broadcast_to(~v if dtype == np.bool_ else v * v + 1, shape)
     for n in (1, 2):
         with pyet_threads(n):
-            buf, out = _run(expr, (3000, 900), dtype, "C")
+            buf, out = _run(expr, shape, dtype, "C")
         np.testing.assert_array_equal(out, want)
         _check_frame(buf, out)
 
@@ -285,19 +301,22 @@ def test_fields_of_a_packed_structured_array():
     assert (s["c"] == 0xA5).all()
 
 
-def test_row_of_a_costly_op_computed_once():
-    # F(fn, row) into a matrix sees the row's elements once, not every row's
+@pytest.mark.parametrize("leaf_shape,shape", [((300,), (200, 300)),
+                                               ((50, 1, 60), (50, 20, 60)),
+                                               ((1, 30, 1, 40), (5, 30, 3, 40))])
+def test_broadcast_of_a_costly_op_computed_once(leaf_shape, shape):
+    # F(fn, b) into a destination b is broadcast to sees b's elements once
     seen = []
 
     def fn(x):
         seen.append(x.size)
         return np.exp(x)
 
-    b = np.linspace(0, 1, 300)
-    out = np.empty((200, 300))
-    pyet.asarray(out)[...] = pyet.F(fn, pyet.asarray(b)) * 2 + 1
-    np.testing.assert_allclose(out, np.broadcast_to(np.exp(b) * 2 + 1, (200, 300)))
-    assert sum(seen) == 300
+    b = np.linspace(0, 1, int(np.prod(leaf_shape))).reshape(leaf_shape)
+    out = np.empty(shape)
+    pyet.asarray(out)[...] = pyet.F(fn, pyet.asarray(np.broadcast_to(b, shape))) * 2 + 1
+    np.testing.assert_allclose(out, np.broadcast_to(np.exp(b) * 2 + 1, shape))
+    assert sum(seen) == b.size
 
 
 def test_row_errors_raised_after_every_block_is_written():
@@ -311,26 +330,32 @@ def test_row_errors_raised_after_every_block_is_written():
     np.testing.assert_array_equal(out, want)
 
 
-@settings(max_examples=120, deadline=None)
-@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+@settings(max_examples=150, deadline=None)
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=5),
        data=st.data(),
        dtype=st.sampled_from(DTYPES),
-       layout=st.sampled_from(["C", "F", "step2", "reversed"]))
-def test_random_broadcasts_over_any_axes(shape, data, dtype, layout):
-    # leaves broadcast along random axes, the leading ones often shared by
-    # all: the row copy, the column fill, both or neither
+       layout=st.sampled_from(["C", "F", "step2", "reversed"]),
+       every_block=st.booleans())
+def test_random_broadcasts_over_any_axes(shape, data, dtype, layout, every_block):
+    # leaves broadcast along random axes, some shared by all: the copies of
+    # any dimensions, the column fill, both or neither; every_block: blocks
+    # of any size copied (core.set_copy_block_min(0); these are small)
     shape = tuple(shape)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
-    lead = data.draw(st.integers(0, len(shape)))
+    shared = data.draw(st.sets(st.integers(0, len(shape) - 1)))
     leaves, arrays = [], []
     for _ in range(data.draw(st.integers(1, 3))):
-        keep = [i >= lead and data.draw(st.booleans()) for i in range(len(shape))]
+        keep = [i not in shared and data.draw(st.booleans()) for i in range(len(shape))]
         keep[-1] = keep[-1] and data.draw(st.booleans())  # (a column: half as often)
         lshape = tuple(n if k else 1 for n, k in zip(shape, keep, strict=True))
         a = _values(rng, lshape, dtype)
         arrays.append(np.broadcast_to(a, shape))
         leaves.append(pyet.asarray(arrays[-1]))
-    _check_tree_of(leaves, arrays, shape, dtype, layout)
+    before = core.set_copy_block_min(0 if every_block else 256)
+    try:
+        _check_tree_of(leaves, arrays, shape, dtype, layout)
+    finally:
+        core.set_copy_block_min(before)
 
 
 def test_kept_plan_replays_fills_and_copies_with_the_values_of_the_time():

@@ -364,17 +364,28 @@ cdef bint columns_only(Run *r) noexcept nogil:
     return True
 
 
-cdef int broadcast_lead(Run *r, int nd) noexcept nogil:
-    # how many of the first nd dimensions, from the outermost, no leaf moves along
-    cdef int k, d
-    for d in range(nd):
-        for k in range(r.ndst, r.nops):
-            if r.strides[k * MAXD + d] != 0:
-                return d
-    return nd
+cdef bint broadcast_dim(Run *r, int d) noexcept nogil:
+    # no leaf moves along dimension d
+    cdef int k
+    for k in range(r.ndst, r.nops):
+        if r.strides[k * MAXD + d] != 0:
+            return False
+    return True
 
 
-DEF COPY_BLOCK_MIN = 256  # bytes: the smallest block copy_blocks copies one by one
+# bytes: the smallest block copied one by one (blocks side by side: any size)
+cdef pyet_intp COPY_BLOCK_MIN = 256
+
+
+def set_copy_block_min(pyet_intp nbytes):
+    """Copy blocks of dimensions no leaf moves along (not side by side) from
+    ``nbytes`` (a knob for measuring and testing: 0 copies every such block).
+    Returns the previous value."""
+    global COPY_BLOCK_MIN
+    before, COPY_BLOCK_MIN = COPY_BLOCK_MIN, nbytes
+    return before
+
+
 DEF COPY_RUN_BYTES = 8192  # side-by-side blocks: the run copied again once this long
 DEF COPY_BYTES_PER_ELEMENT = 16  # bytes copied that count as one element of threads_for's work
 
@@ -396,32 +407,36 @@ cdef inline bint next_index(pyet_intp *idx, const pyet_intp *shape, const pyet_i
 
 
 cdef struct BlockCopy:
-    # copy_blocks' arguments: the block at base (nin dimensions ishape/istrides)
-    # copied to every other index of the outer dimensions oshape/ostrides
+    # copy_items' arguments: at each index of the outer dimensions oshape/
+    # ostrides (nout of them), the block at index 0 of the rep dimensions
+    # rshape/rstrides (nrep; the block: the nin dimensions ishape/istrides
+    # after them) copied to every other index of those
     char *base
-    int nout, nin, isz
-    pyet_intp nreps, nchunks  # outer indices (the block's own, 0, included); chunks
+    int nout, nrep, nin, isz
+    pyet_intp nouter, nreps, nchunks  # outer indices; rep indices (0 included); chunks
     const pyet_intp *oshape
     const pyet_intp *ostrides
+    const pyet_intp *rshape
+    const pyet_intp *rstrides
     const pyet_intp *ishape
     const pyet_intp *istrides
 
 
-cdef void copy_blocks(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
-    # outer indices lo..hi-1 (row-major over oshape), each the block's copy
-    cdef pyet_intp oidx[MAXD]
+cdef void copy_blocks(BlockCopy *b, char *base, pyet_intp lo, pyet_intp hi) noexcept nogil:
+    # rep indices lo..hi-1 (row-major over rshape), each the copy of the block at base
+    cdef pyet_intp ridx[MAXD]
     cdef pyet_intp iidx[MAXD]
     cdef pyet_intp at = 0, off, i = lo
     cdef int d, nin = b.nin
     cdef pyet_intp size = b.ishape[0] * b.isz, have, c, run
     cdef char *blk
-    if nin == 1 and b.istrides[0] == b.isz and b.nout == 1 and b.ostrides[0] == size:
+    if nin == 1 and b.istrides[0] == b.isz and b.nrep == 1 and b.rstrides[0] == size:
         # blocks side by side (a row into a C matrix): runs growing to
         # COPY_RUN_BYTES, then that run again, a source still in L1 (a call a
         # row of 2 float64 was 6.7x the pass computing them; doubling to the
         # end read its own megabytes back: float64 512^2 1.46x, 0.9 with the run)
-        blk = b.base + lo * size
-        memmove(blk, b.base, size)
+        blk = base + lo * size
+        memmove(blk, base, size)
         have = run = 1
         while have < hi - lo:
             c = min(run, hi - lo - have)
@@ -430,26 +445,43 @@ cdef void copy_blocks(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
             if run * size < COPY_RUN_BYTES:
                 run = have
         return
-    for d in range(b.nout - 1, -1, -1):  # lo's index and block, once
-        oidx[d] = i % b.oshape[d]
-        i //= b.oshape[d]
-        at += oidx[d] * b.ostrides[d]
+    for d in range(b.nrep - 1, -1, -1):  # lo's index and block, once
+        ridx[d] = i % b.rshape[d]
+        i //= b.rshape[d]
+        at += ridx[d] * b.rstrides[d]
     for i in range(lo, hi):
         for d in range(nin):
             iidx[d] = 0
         off = 0
         while True:  # the block's rows, each one strided copy
-            pyet_copy_strided(b.base + at + off, b.istrides[nin - 1], b.base + off,
+            pyet_copy_strided(base + at + off, b.istrides[nin - 1], base + off,
                               b.istrides[nin - 1], b.ishape[nin - 1], b.isz)
             if not next_index(iidx, b.ishape, b.istrides, nin - 1, &off):
                 break
-        next_index(oidx, b.oshape, b.ostrides, b.nout, &at)
+        next_index(ridx, b.rshape, b.rstrides, b.nrep, &at)
+
+
+cdef void copy_items(BlockCopy *b, pyet_intp lo, pyet_intp hi) noexcept nogil:
+    # items lo..hi-1 of the (outer index, rep index 1..nreps-1) pairs, row-major
+    cdef pyet_intp per = b.nreps - 1, i = lo, o, r0, r1, off
+    cdef int d
+    while i < hi:
+        o = i // per
+        r0 = 1 + i % per
+        r1 = min(b.nreps, r0 + hi - i)
+        off = 0
+        for d in range(b.nout - 1, -1, -1):
+            off += (o % b.oshape[d]) * b.ostrides[d]
+            o //= b.oshape[d]
+        copy_blocks(b, b.base + off, r0, r1)
+        i += r1 - r0
 
 
 cdef int copy_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
-    # chunk c of outer indices 1..nreps-1 (run_chunks' callback)
+    # chunk c of the items (run_chunks' callback)
     cdef BlockCopy *b = <BlockCopy *>ctx
-    copy_blocks(b, 1 + c * (b.nreps - 1) // b.nchunks, 1 + (c + 1) * (b.nreps - 1) // b.nchunks)
+    cdef pyet_intp n = b.nouter * (b.nreps - 1)
+    copy_items(b, c * n // b.nchunks, (c + 1) * n // b.nchunks)
     return 0
 
 
@@ -561,15 +593,17 @@ cdef uint64_t sx_leaves(Run *r, Program prog, int red) noexcept nogil:
 cdef struct Once:
     # a tree whose leaves are all broadcast along dst's rows (col: the pass
     # computes one element a row, each row filled from it after the pass) or
-    # along its lead outer dimensions (the first block computed, then copied);
-    # value: along every dimension (one value, computed into value_slot);
-    # dst's merged dimensions as they were before the pass dropped those
+    # along other dimensions of dst (copied: the pass computes their index 0,
+    # copied to the others after it); value: along every dimension (one
+    # value, computed into value_slot); dst's merged dimensions as they were
+    # before the pass dropped those
     bint col, value
-    int lead, nd
+    int nd, ncopied
+    char copied[MAXD]        # 1: dimension d (< nd - 1) copied from its index 0
     pyet_intp shape[MAXD]
     pyet_intp strides[MAXD]
     char *base               # dst's (merge_dims may have moved it from dst's data)
-    pyet_intp written        # elements of the block the pass writes
+    pyet_intp written        # elements the pass writes, with the filled rows
     pyet_intp value_slot[2]  # (16 bytes, aligned for every dtype)
 
 
@@ -609,37 +643,57 @@ cdef list bind_operands(Run *r, pyet_intp *bstrides, list dsts, list leaves, lis
 cdef void plan_once(Run *r, Once *o) noexcept nogil:
     # leaves broadcast along dst's rows (np.broadcast_to of an (n, 1), 0-d
     # tensors: bool ~a of a (512, 1) column into 512^2, a kernel call a row,
-    # was 1.47x NumPy's time) or its outer dimensions (exp(b) of a row b into
-    # a matrix, every element computed: 3.8-6.5x NumPy's out[...] = np.exp(b)*2
-    # + 1, which computes the row once): the pass computes one element a row
-    # of the first block; the rows are filled, the block copied, after it
-    # (finish_once).  A 0-d tree's value is computed aside, its errors raised
-    # before dst is written (as NumPy's 0-d temporary).
-    cdef int k, d
-    cdef pyet_intp s
+    # was 1.47x NumPy's time) or other dimensions (exp(b) of a row b into a
+    # matrix, every element computed: 3.8-6.5x NumPy's out[...] = np.exp(b)*2
+    # + 1, which computes the row once; of a (100, 1, 100) b into 100^3,
+    # 6.2x): the pass computes one element a row, and index 0 of the others;
+    # the rows are filled, the blocks copied, after it (finish_once).  A 0-d
+    # tree's value is computed aside, its errors raised before dst is written
+    # (as NumPy's 0-d temporary).
+    cdef int k, d, d0, n = 0, last = r.nd - 1
+    cdef pyet_intp block
+    cdef bint dense
     o.col = columns_only(r)
-    o.lead = broadcast_lead(r, r.nd - o.col)
-    o.value = o.col and o.lead == r.nd - 1
+    o.ncopied = 0
+    for d in range(last):
+        o.copied[d] = broadcast_dim(r, d)
+        o.ncopied += o.copied[d]
+    o.value = o.col and o.ncopied == last
     if o.value:
-        o.lead = 0
-    elif o.lead and not (o.lead == 1 and r.nd == 2 and not o.col
-                         and r.strides[0] == r.shape[1] * r.itemsize[0]
-                         and r.strides[1] == r.itemsize[0]):
-        # other than side by side, a block is a call (or a call a row): blocks
-        # of 256 bytes and more (float64 rows of 16 were 1.16x the pass
-        # computing them, of 64 0.67; bool rows of 64 2.7x)
-        s = r.itemsize[0]
-        for d in range(o.lead, r.nd):
-            s *= r.shape[d]
-        if s < COPY_BLOCK_MIN:
-            o.lead = 0
-    if not o.col and not o.lead:
+        o.ncopied = 0  # (the fill writes every element)
+        for d in range(last):
+            o.copied[d] = 0
+    # each run d0..d of copied dimensions copies the block after it, a call a
+    # block (or a row) unless blocks lie side by side: blocks of 256 bytes and
+    # more (float64 rows of 16 were 1.16x the pass computing them, of 64
+    # 0.67; bool rows of 64 2.7x)
+    block = r.itemsize[0] * r.shape[last]  # bytes of the dimensions after d
+    dense = r.strides[last] == r.itemsize[0]  # those contiguous in dst
+    d = last - 1
+    while d >= 0:
+        if not o.copied[d]:
+            dense = dense and r.strides[d] == block
+            block *= r.shape[d]
+            d -= 1
+            continue
+        d0 = d
+        while d0 > 0 and o.copied[d0 - 1]:
+            d0 -= 1
+        if block < COPY_BLOCK_MIN and not (d0 == d and dense and r.strides[d] == block):
+            for k in range(d0, d + 1):
+                o.copied[k] = 0
+            o.ncopied -= d - d0 + 1
+        for k in range(d0, d + 1):
+            dense = dense and r.strides[k] == block
+            block *= r.shape[k]
+        d = d0 - 1
+    if not o.col and not o.ncopied:
         return
     o.nd, o.base, o.written = r.nd, r.base[0], 1
     for d in range(r.nd):
         o.shape[d], o.strides[d] = r.shape[d], r.strides[d]
-    for d in range(o.lead, r.nd):
-        o.written *= r.shape[d]
+        if d == last or not o.copied[d]:
+            o.written *= r.shape[d]
     if o.value:
         r.base[0] = <char *>o.value_slot
         r.nd = 1
@@ -647,11 +701,14 @@ cdef void plan_once(Run *r, Once *o) noexcept nogil:
         for k in range(r.nops):
             r.strides[k * MAXD] = 0
         return
-    r.nd -= o.col + o.lead
-    for d in range(r.nd):
-        r.shape[d] = r.shape[o.lead + d]
+    for d in range(r.nd - o.col):  # the pass: the dimensions neither copied nor filled
+        if d < last and o.copied[d]:
+            continue
+        r.shape[n] = r.shape[d]
         for k in range(r.nops):
-            r.strides[k * MAXD + d] = r.strides[k * MAXD + o.lead + d]
+            r.strides[k * MAXD + n] = r.strides[k * MAXD + d]
+        n += 1
+    r.nd = n
 
 
 cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
@@ -967,41 +1024,70 @@ cdef int run_pass(Run *r, Program prog, int nthreads, list pyfuncs) except -1:
 
 
 cdef void finish_once(Run *r, Once *o) noexcept:
-    # dst's rows filled from their first elements (the 0-d value), and the
-    # block the pass wrote copied along the lead outer dimensions (plan_once)
+    # dst's rows filled from their first elements (or the 0-d value), then
+    # each run of copied dimensions, the innermost first, copied from its
+    # index 0 (plan_once)
     cdef BlockCopy bc
-    cdef pyet_intp s
-    cdef int d, nthreads, rc
-    cdef int inner = o.nd - 1 - o.lead  # (the fill's outer dimensions: the block's)
+    cdef pyet_intp kshape[MAXD]  # the dimensions neither copied nor the last
+    cdef pyet_intp kstrides[MAXD]
+    cdef pyet_intp ishape[MAXD]
+    cdef pyet_intp istrides[MAXD]
+    cdef pyet_intp s, items
+    cdef int k, d, d0, n = 0, nthreads, rc, last = o.nd - 1
+    for d in range(last):
+        if not o.copied[d]:
+            kshape[n], kstrides[n] = o.shape[d], o.strides[d]
+            n += 1
     if o.col:
         if o.written <= GIL_HELD_PASS:
-            fill_rows(o.base, inner, o.shape + o.lead, o.strides + o.lead, o.shape[o.nd - 1],
-                      o.strides[o.nd - 1], r.itemsize[0],
-                      <char *>o.value_slot if o.value else NULL)
+            fill_rows(o.base, n, kshape, kstrides, o.shape[last], o.strides[last],
+                      r.itemsize[0], <char *>o.value_slot if o.value else NULL)
         else:
             with nogil:
-                fill_rows(o.base, inner, o.shape + o.lead, o.strides + o.lead,
-                          o.shape[o.nd - 1], o.strides[o.nd - 1], r.itemsize[0],
-                          <char *>o.value_slot if o.value else NULL)
-    if not o.lead:
-        return
-    bc.base, bc.isz, bc.nout, bc.nin = o.base, r.itemsize[0], o.lead, o.nd - o.lead
-    bc.oshape, bc.ostrides = o.shape, o.strides
-    bc.ishape, bc.istrides = o.shape + o.lead, o.strides + o.lead
-    bc.nreps = 1
-    for d in range(o.lead):
-        bc.nreps *= o.shape[d]
-    s = o.written * bc.nreps
-    # (threads by bytes: a copy's element is cheaper than a kernel's; bool
-    # 512^2 on two threads by elements took 1.3x one's time)
-    nthreads = 1 if s <= GIL_HELD_PASS else threads_for(
-        s * bc.isz // COPY_BYTES_PER_ELEMENT, bc.nreps - 1)
-    if nthreads <= 1 and s <= GIL_HELD_PASS:
-        copy_blocks(&bc, 1, bc.nreps)
-    else:
-        bc.nchunks = 1 if nthreads <= 1 else min(bc.nreps - 1, 8 * nthreads)
-        with nogil:
-            run_chunks(copy_chunk, &bc, bc.nchunks, nthreads, &rc)
+                fill_rows(o.base, n, kshape, kstrides, o.shape[last], o.strides[last],
+                          r.itemsize[0], <char *>o.value_slot if o.value else NULL)
+    bc.base, bc.isz, bc.oshape, bc.ostrides = o.base, r.itemsize[0], kshape, kstrides
+    bc.ishape, bc.istrides = ishape, istrides
+    d = last - 1
+    while d >= 0:
+        if not o.copied[d]:
+            d -= 1
+            continue
+        d0 = d
+        while d0 > 0 and o.copied[d0 - 1]:
+            d0 -= 1
+        bc.nout, bc.nouter = 0, 1
+        for k in range(d0):  # (copied dimensions further out stay at index 0)
+            if not o.copied[k]:
+                bc.nouter *= kshape[bc.nout]
+                bc.nout += 1
+        bc.nrep, bc.rshape, bc.rstrides = d - d0 + 1, o.shape + d0, o.strides + d0
+        bc.nin = 0  # the block: the dimensions after d, merged where contiguous
+        for k in range(d + 1, o.nd):
+            if bc.nin and istrides[bc.nin - 1] == o.shape[k] * o.strides[k]:
+                ishape[bc.nin - 1] *= o.shape[k]
+                istrides[bc.nin - 1] = o.strides[k]
+            else:
+                ishape[bc.nin], istrides[bc.nin] = o.shape[k], o.strides[k]
+                bc.nin += 1
+        bc.nreps = 1
+        for k in range(d0, d + 1):
+            bc.nreps *= o.shape[k]
+        items = bc.nouter * (bc.nreps - 1)
+        s = items
+        for k in range(d + 1, o.nd):
+            s *= o.shape[k]
+        # (threads by bytes: a copy's element is cheaper than a kernel's;
+        # bool 512^2 on two threads by elements took 1.3x one's time)
+        nthreads = 1 if s <= GIL_HELD_PASS else threads_for(
+            s * bc.isz // COPY_BYTES_PER_ELEMENT, items)
+        if nthreads <= 1 and s <= GIL_HELD_PASS:
+            copy_items(&bc, 0, items)
+        else:
+            bc.nchunks = 1 if nthreads <= 1 else min(items, 8 * nthreads)
+            with nogil:
+                run_chunks(copy_chunk, &bc, bc.nchunks, nthreads, &rc)
+        d = d0 - 1
 
 
 cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list pyfuncs,
@@ -1017,7 +1103,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     cdef pyet_intp units, blocklen
     cdef Once once
     once.col = once.value = False
-    once.lead = 0
+    once.ncopied = 0
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
@@ -1077,7 +1163,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             # so 1.1-1.6x the loop's time: float64 ceil, reversed abs, 2^17-2^19)
             if (prog.whole_fn is not None or (prog.whole_loop != NULL and (
                     nthreads == 1 or r.total * pass_itemsizes(&r) < LOOP_THREADS_BYTES))) \
-                    and not once.col and not once.lead and whole_wanted(&r, prog):
+                    and not once.col and not once.ncopied and whole_wanted(&r, prog):
                 if prog.whole_loop != NULL:
                     if run_loop_rows(&r, prog) >= 0:
                         return 0
@@ -1089,7 +1175,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 report_fp(r.fpflags)
             finish_once(&r, &once)
         else:
-            if once.col or once.lead:
+            if once.col or once.ncopied:
                 finish_once(&r, &once)
             if r.fpflags:  # np.errstate's answer to the pass's errors
                 report_fp(r.fpflags)
