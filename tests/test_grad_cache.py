@@ -29,8 +29,10 @@ def entries(n=1):
     """The cache holds n structures; else an AssertionError naming the parts
     in which its keys differ from the first."""
     keys = list(G.SCHEDULES.entries)
-    diff = [[(i, a, b) for i, (a, b) in enumerate(zip(keys[0], k)) if a != b] for k in keys[1:]]
-    assert len(keys) == n, f"{len(keys)} keys, differing from the first in (part, first, it): {diff}"
+    diff = [[(i, a, b) for i, (a, b) in enumerate(zip(keys[0], k, strict=False)) if a != b]
+            for k in keys[1:]]
+    assert len(keys) == n, f"{len(keys)} keys, differing from the first in (part, first, it): " \
+        f"{diff}"
 
 
 def fresh(y, wrt, seed=None):
