@@ -98,8 +98,8 @@ def test_costly_subtree_computed_once_into_scratch():
     pyet.stats(reset=True)
     Out[...] = pyet.exp(A) + B
     assert pyet.stats()["scratch_bytes"] == 0
-    # too few elements saved (HOIST_SAVED): fused
-    small = pyet.asarray(np.ones((4, 400)))  # (1200 saved)
+    # too few bytes saved (HOIST_SAVED): fused
+    small = pyet.asarray(np.ones((4, 400)))  # (1200 saved: 9600 bytes)
     pyet.stats(reset=True)
     pyet.evaluate(small + pyet.exp(B))
     assert pyet.stats()["scratch_bytes"] == 0

@@ -961,7 +961,7 @@ cdef Expr _scratch_leaf(Expr x, int dt):
     # x's value (as dt) in C-ordered scratch written by a recorded pass, once
     # per run for equal trees over the same memory; _special_args finds it
     done = _evaluation.done
-    key = ("scratch value", value_key(x), dt)
+    key = ("scratch value", value_key(x), dt) if done is not None else None
     hit = done.get(key) if done is not None else None
     if hit is not None:
         return <Expr>hit[1]
@@ -1291,18 +1291,20 @@ cdef Expr split(Expr root, bint compute=True):
 # a subtree with a costly op or a user function computed on fewer elements
 # than the pass (A + exp(b) of a row b, x * tanh(c) of a column c) is computed
 # once into scratch, as NumPy's eager ufuncs compute it, when that saves at
-# least HOIST_SAVED of its elements (-1: never): in the pass, every element
-# computed it again (1000^2 float64, pyet/NumPy: A + exp(b) 2.46x, A*tanh(c)
-# 3.51x, A*sin(b) + cos(c) 5.46x)
-cdef Py_ssize_t HOIST_SAVED = 2048
+# least HOIST_SAVED bytes of its results (-1: never): in the pass, every
+# element computed it again (1000^2 float64, pyet/NumPy: A + exp(b) 2.46x,
+# A*tanh(c) 3.51x, A*sin(b) + cos(c) 5.46x).  Its own pass costs ~2 us: at
+# 32 KiB saved, hoisted/fused float32 A + exp(b) 128^2 0.89, float64 A*tanh(c)
+# 64^2 0.69; below, float32 exp at 64^2 1.63, float64 exp at 32 x 64 1.42
+cdef Py_ssize_t HOIST_SAVED = 32768
 
 
-def set_hoist_saved(Py_ssize_t n):
+def set_hoist_saved(Py_ssize_t nbytes):
     """Compute costly subtrees smaller than the pass once into scratch when
-    that saves at least ``n`` of their elements (a knob for measuring and
-    testing; -1 turns it off).  Returns the previous value."""
+    that saves at least ``nbytes`` of their results (a knob for measuring
+    and testing; -1 turns it off).  Returns the previous value."""
     global HOIST_SAVED
-    before, HOIST_SAVED = HOIST_SAVED, n
+    before, HOIST_SAVED = HOIST_SAVED, nbytes
     return before
 
 
@@ -1316,18 +1318,19 @@ cdef inline Py_ssize_t _elements(tuple shape):
 cdef inline bint hoisted(Expr e, Py_ssize_t size):
     # e is computed once into scratch in a pass of size elements (HOIST_SAVED)
     cdef Py_ssize_t n = _elements(e.shape)
-    return HOIST_SAVED >= 0 and 2 * n <= size and size - n >= HOIST_SAVED
+    return HOIST_SAVED >= 0 and 2 * n <= size \
+        and (size - n) * pyet_itemsize[e._dt] >= HOIST_SAVED
 
 
 cdef Expr hoist_small(Expr root, list lines=None):
     """root with each largest subtree below it holding a costly op or a user
-    function, of at most half root's elements and HOIST_SAVED fewer, replaced
+    function, of at most half root's elements and HOIST_SAVED bytes fewer, replaced
     by a leaf holding its value (_scratch_leaf: recorded, and shared within an
     evaluation); special nodes' operands are theirs to evaluate.  (A root
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
     ``lines`` (explain), nothing is computed: a line says what would be."""
     cdef Py_ssize_t size = _elements(root.shape), i
-    if size <= HOIST_SAVED:
+    if size * MAX_REG_BYTES < HOIST_SAVED:  # (no itemsize saves enough)
         return root
     cdef dict new = {}
     cdef list stack = [(root, False)]
