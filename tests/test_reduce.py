@@ -953,3 +953,17 @@ def test_hypothesis_reductions_match_numpy(case, seed):
         return
     check(kind, getattr(pyet, kind)(e, axis=axis, keepdims=keepdims), v, axis, keepdims,
           want=want, tree="x*1 + 0" if e is not X else None)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+@pytest.mark.parametrize("kind", ["sum", "prod", "max", "min", "mean", "all", "any"])
+@pytest.mark.parametrize("shape,axis", [((0, 64, 4), (1, 2)), ((0, 700), 1), ((3, 0, 300), (2,)),
+                                        ((0, 64, 4), (2,))])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_empty_kept_axes_over_long_trailing_rows(kind, shape, axis, order):
+    # no element kept, rows long enough for the row folds: NumPy's empty result
+    # (the trailing axes merged by reshape(..., -1) raised ValueError on size 0)
+    x = np.zeros(shape, np.float64, order=order)
+    want = getattr(np, kind)(x, axis=axis)
+    got = np.asarray(getattr(pyet, kind)(pyet.asarray(x), axis=axis))
+    assert got.shape == want.shape and got.dtype == want.dtype

@@ -530,7 +530,7 @@ class Reduction(Special):
                                  a, _FOLD[self.kind], axes[0])
         if way == _EACH_ROW:
             if len(axes) > 1:  # trailing axes of one run a row: as one axis (views)
-                a = a.reshape(a.shape[:axes[0]] + (-1,))
+                a = a.reshape(a.shape[:axes[0]] + (math.prod(a.shape[axes[0]:]),))
             return core.fold_short_rows(np.squeeze(dst, axes) if self.keepdims else dst,
                                         a, _FOLD[self.kind], axes[0])
         if way == _SQUEEZED:
@@ -707,7 +707,8 @@ class Reduction(Special):
         # (out C-contiguous: its reshape is a view)
         return (axes == tuple(range(k, nd)) and math.prod(array.shape[k:]) >= EACH_ROW_MIN
                 and out.flags.c_contiguous and core.fold_short_rows(
-                    out.reshape(array.shape[:k]), array.reshape(array.shape[:k] + (-1,)),
+                    out.reshape(array.shape[:k]),
+                    array.reshape(array.shape[:k] + (math.prod(array.shape[k:]),)),
                     _FOLD[kind], k))
 
     def _leaf_ordered(self, dst, child):
