@@ -232,3 +232,16 @@ def test_no_warning_where_numpy_gives_none():
         warnings.simplefilter("error")
         pyet.asarray(out)[...] = pyet.asarray(a) + pyet.log1p(pyet.asarray(b) + 1)
     np.testing.assert_allclose(out, a + np.log1p(b + 1), rtol=1e-13)
+
+
+def test_nodes_record_their_smallest_costly_subtree():
+    # Expr._hoist_min: 1 + the fewest elements of a costly subtree (0: none);
+    # the engine walks a tree for hoisting only where it is small enough
+    A, b = pyet.asarray(np.ones((300, 200))), pyet.asarray(np.ones(200))
+    assert (A * 2 + b)._hoist_min == 0
+    assert pyet.exp(b)._hoist_min == 201
+    assert (A + pyet.exp(b))._hoist_min == 201
+    assert (pyet.exp(A) + b)._hoist_min == 60001
+    assert (pyet.exp(A) * pyet.tanh(b) + 1)._hoist_min == 201
+    assert (A * pyet.F(np.sin, b))._hoist_min == 201
+    assert (A + pyet.sum(pyet.exp(b)))._hoist_min == 0  # (a special node's operands: its own)

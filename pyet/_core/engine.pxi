@@ -53,7 +53,7 @@ cpdef assign(object dst, object value):
         e = split(e)
     if e._flags & HAS_INT_POWER:
         check_int_powers(e)
-    if e._flags & (HAS_COSTLY | HAS_PYFUNC) and e._args and HOIST_SAVED >= 0:
+    if e._hoist_min and HOIST_SAVED >= 0:
         e = hoist_small(e)
     if e._op == OP_special and (<SpecialNode>e)._kernel is _PRODUCT and _recorder() is None \
             and assign_leaf_product(d, <SpecialNode>e):
@@ -1308,6 +1308,11 @@ def set_hoist_saved(Py_ssize_t nbytes):
     return before
 
 
+cdef inline Py_ssize_t _node_id(Expr e) noexcept:
+    # id(e) without the builtin's call (and its audit hook)
+    return <Py_ssize_t><void *>e
+
+
 cdef inline Py_ssize_t _elements(tuple shape):
     cdef Py_ssize_t n = 1, i
     for i in range(len(shape)):
@@ -1330,23 +1335,24 @@ cdef Expr hoist_small(Expr root, list lines=None):
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
     ``lines`` (explain), nothing is computed: a line says what would be."""
     cdef Py_ssize_t size = _elements(root.shape), i
-    if size * MAX_REG_BYTES < HOIST_SAVED:  # (no itemsize saves enough)
-        return root
+    if root._hoist_min == 0 or 2 * (root._hoist_min - 1) > size \
+            or (size - root._hoist_min + 1) * MAX_REG_BYTES < HOIST_SAVED:
+        return root  # (nothing small enough below: no walk)
     cdef dict new = {}
     cdef list stack = [(root, False)]
     cdef Expr e
     while stack:
         e, ready = stack.pop()
-        if id(e) in new:
+        if _node_id(e) in new:
             continue
-        if not (e._flags & (HAS_COSTLY | HAS_PYFUNC)) or not e._args or e._op == OP_special:
-            new[id(e)] = e
+        if e._hoist_min == 0 or not e._args:  # (nothing costly below; special nodes: 0)
+            new[_node_id(e)] = e
             continue
         if e is not root and hoisted(e, size):
             if lines is None:
-                new[id(e)] = _scratch_leaf(e, e._dt)
+                new[_node_id(e)] = _scratch_leaf(e, e._dt)
             else:
-                new[id(e)] = wrap(np.empty(e.shape, DTYPES[e._dt]))
+                new[_node_id(e)] = wrap(np.empty(e.shape, DTYPES[e._dt]))
                 lines.append(f"scratch: {node_repr(e, 48)} {fmt_shape(e.shape)} "
                              f"{DTYPES[e._dt]}, computed once ({_elements(e.shape)} "
                              f"elements, the pass {size})")
@@ -1355,14 +1361,14 @@ cdef Expr hoist_small(Expr root, list lines=None):
             stack.append((e, True))
             stack.extend([(a, False) for a in e._args])
             continue
-        args = tuple([new[id(a)] for a in e._args])
+        args = tuple([new[_node_id(a)] for a in e._args])
         for i in range(len(args)):
             if args[i] is not e._args[i]:
-                new[id(e)] = with_args(e, args)
+                new[_node_id(e)] = with_args(e, args)
                 break
         else:
-            new[id(e)] = e
-    return new[id(root)]
+            new[_node_id(e)] = e
+    return new[_node_id(root)]
 
 
 cdef Expr _rebuilt(Expr e, tuple args):
@@ -1401,7 +1407,7 @@ def explain_assignment(object dst, object value):
         lines.append(f"evaluated in pieces (depth {e._depth}, {e._nleaves} leaves; "
                      f"limits {MAX_DEPTH}, {MAX_LEAVES}); the last piece:")
         e = split(e, False)
-    if e._flags & (HAS_COSTLY | HAS_PYFUNC) and e._args and HOIST_SAVED >= 0:
+    if e._hoist_min and HOIST_SAVED >= 0:
         e = hoist_small(e, lines)
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
@@ -1578,12 +1584,16 @@ cdef list share_subtrees(list exprs):
     cdef list order = [], stack = []
     cdef Expr e, c
     cdef Py_ssize_t n
+    cdef bint small = False
     for e in exprs:
         if e._flags & HAS_COSTLY:
             break
     else:
         return exprs  # nothing costly anywhere (the flag is set when nodes are built)
-    for e in exprs:  # top: the most elements of a statement each node is in
+    for e in exprs:  # a costly subtree that may be small in its statement (_hoist_min)
+        if e._hoist_min and 2 * (e._hoist_min - 1) <= _elements(e.shape) and HOIST_SAVED >= 0:
+            small = True
+    for e in (exprs if small else []):  # top: the most elements of a statement each node is in
         n = _elements(e.shape)
         stack.append(e)
         while stack:
@@ -1612,7 +1622,7 @@ cdef list share_subtrees(list exprs):
             continue
         # costly in its own elementwise part (a special child is a leaf here)
         costly[id(e)] = COSTLY[e._op] or any([costly[id(c)] for c in e._args])
-        if costly[id(e)] and (uses[id(e)] > 1 or hoisted(e, top[id(e)])) \
+        if costly[id(e)] and (uses[id(e)] > 1 or (small and hoisted(e, top[id(e)]))) \
                 and not (e._flags & HAS_PYFUNC):
             found = True
     if not found:
@@ -1623,7 +1633,7 @@ cdef list share_subtrees(list exprs):
             continue
         args = tuple([new[id(c)] for c in e._args])
         c = e if all([a is b for a, b in zip(args, e._args)]) else _rebuilt(e, args)
-        if costly[id(e)] and (uses[id(e)] > 1 or hoisted(e, top[id(e)])) \
+        if costly[id(e)] and (uses[id(e)] > 1 or (small and hoisted(e, top[id(e)]))) \
                 and not (e._flags & HAS_PYFUNC):
             c = special(_SHARED, (c,), e.shape, DTYPES[e._dt])
         new[id(e)] = c

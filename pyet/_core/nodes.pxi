@@ -56,6 +56,11 @@ cdef class Expr:
     cdef readonly int _flags         # HAS_* of this node and below
     cdef readonly Py_ssize_t _depth  # longest path down to a leaf
     cdef readonly Py_ssize_t _nleaves  # array leaves below (with repeats)
+    # 1 + the fewest elements of a subtree here or below holding a costly op
+    # (rewrite.COSTLY_OPS) or a user function (special nodes' operands not
+    # counted), 0: none; the engine's hoisting walks a tree only where this
+    # says such a subtree is small
+    cdef readonly Py_ssize_t _hoist_min
     cdef readonly object _origin     # a transposed node: (the node it transposes, axes)
     cdef readonly object _rewrite    # the build-time rewrite that made this node (text), or None
 
@@ -642,6 +647,20 @@ cdef inline Py_ssize_t key_of(Expr e) except -1:
     return e._k if e._k >= 0 else special_key(<SpecialNode>e)
 
 
+cdef inline Py_ssize_t hoist_min(Expr e, Py_ssize_t below):
+    # e._hoist_min from its children's (below; a node is never smaller than
+    # its children): e itself counted when its own op is costly or a user
+    # function (one NumPy runs in the pass too)
+    cdef Py_ssize_t n = 1, i
+    if e._op == OP_special:
+        return 0
+    if below == 0 and (COSTLY[e._op] or e._op == OP_pyfunc):
+        for i in range(len(e.shape)):
+            n *= <Py_ssize_t>e.shape[i]
+        return n + 1
+    return below
+
+
 cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
                       object extra):
     """Fill in a new node: its fields, and what follows from its children
@@ -649,13 +668,15 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     dtypes and children makes the structure (None for most nodes; a special
     node's is its kernel's, taken when its key is asked)."""
     cdef Expr a
-    cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args)
+    cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args), small = 0
     cdef int flags = 0
     for a in args:
         flags |= a._flags
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
+        if a._hoist_min and (small == 0 or a._hoist_min < small):
+            small = a._hoist_min
     if op == OP_special:
         e._k = -1  # (key_of)
     elif (extra is None or (op == OP_pyfunc and type(extra) is int)) and (n == 1 or n == 2):
@@ -672,6 +693,7 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     e._flags = flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = depth + 1
     e._nleaves = nleaves
+    e._hoist_min = hoist_min(e, small)
     return e
 
 
@@ -1385,6 +1407,8 @@ cdef Expr binary(int op, object a, object b):
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
+    e._hoist_min = hoist_min(e, x._hoist_min if y._hoist_min == 0 or (
+        x._hoist_min and x._hoist_min < y._hoist_min) else y._hoist_min)
     if x._op == OP_scalar:
         _check_weak_int(x, cdt)
     if y._op == OP_scalar:
