@@ -127,15 +127,15 @@ def set_row_broadcasts_once(bint on):
 
 # every leaf a column along dst's rows: the rows' first elements computed, the
 # rest of each row filled from them (fill_rows); every leaf broadcast along
-# dst's leading dimensions: the first block computed, then copied (copy_blocks)
+# other dimensions of dst: their index 0 computed, then copied (plan_once)
 cdef bint COLUMNS_ONCE = True
 
 
 def set_columns_once(bint on):
     """Compute a tree whose leaves are all broadcast along the destination's
     rows once a row and fill the rows, and one whose leaves are all broadcast
-    along its outer dimensions once and copy the block, or run them element
-    by element (a knob for measuring and testing; default on)."""
+    along other dimensions of it at their index 0 and copy that, or run them
+    element by element (a knob for measuring and testing; default on)."""
     global COLUMNS_ONCE
     COLUMNS_ONCE = on
 
@@ -354,18 +354,9 @@ cdef int merge_dims(int ndim, pyet_intp *shape, int nops, pyet_intp *strides,
     return m
 
 
-cdef bint columns_only(Run *r) noexcept nogil:
-    # no leaf moves along dst's fastest dimension (a dimension of 1 only where
-    # dst is one element: merge_dims drops them)
-    cdef int k
-    for k in range(r.ndst, r.nops):
-        if r.strides[k * MAXD + r.nd - 1] != 0:
-            return False
-    return True
-
-
 cdef bint broadcast_dim(Run *r, int d) noexcept nogil:
-    # no leaf moves along dimension d
+    # no leaf moves along dimension d (the last: a column, or a dimension of 1
+    # only where dst is one element: merge_dims drops them)
     cdef int k
     for k in range(r.ndst, r.nops):
         if r.strides[k * MAXD + d] != 0:
@@ -607,6 +598,13 @@ cdef struct Once:
     pyet_intp value_slot[2]  # (16 bytes, aligned for every dtype)
 
 
+cdef inline int copied_run(Once *o, int d) noexcept nogil:
+    # the first dimension of the run of copied dimensions that ends at d
+    while d > 0 and o.copied[d - 1]:
+        d -= 1
+    return d
+
+
 cdef list bind_operands(Run *r, pyet_intp *bstrides, list dsts, list leaves, list scalars,
                         Program prog, bint *apart):
     # r's destinations, then leaves (copied where they overlap a destination
@@ -653,7 +651,7 @@ cdef void plan_once(Run *r, Once *o) noexcept nogil:
     cdef int k, d, d0, n = 0, last = r.nd - 1
     cdef pyet_intp block
     cdef bint dense
-    o.col = columns_only(r)
+    o.col = broadcast_dim(r, last)
     o.ncopied = 0
     for d in range(last):
         o.copied[d] = broadcast_dim(r, d)
@@ -676,9 +674,7 @@ cdef void plan_once(Run *r, Once *o) noexcept nogil:
             block *= r.shape[d]
             d -= 1
             continue
-        d0 = d
-        while d0 > 0 and o.copied[d0 - 1]:
-            d0 -= 1
+        d0 = copied_run(o, d)
         if block < COPY_BLOCK_MIN and not (d0 == d and dense and r.strides[d] == block):
             for k in range(d0, d + 1):
                 o.copied[k] = 0
@@ -1053,9 +1049,7 @@ cdef void finish_once(Run *r, Once *o) noexcept:
         if not o.copied[d]:
             d -= 1
             continue
-        d0 = d
-        while d0 > 0 and o.copied[d0 - 1]:
-            d0 -= 1
+        d0 = copied_run(o, d)
         bc.nout, bc.nouter = 0, 1
         for k in range(d0):  # (copied dimensions further out stay at index 0)
             if not o.copied[k]:
