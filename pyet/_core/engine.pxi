@@ -53,7 +53,7 @@ cpdef assign(object dst, object value):
         e = split(e)
     if e._flags & HAS_INT_POWER:
         check_int_powers(e)
-    if e._hoist_min and HOIST_SAVED >= 0:
+    if may_hoist(e):
         e = hoist_small(e)
     if e._op == OP_special and (<SpecialNode>e)._kernel is _PRODUCT and _recorder() is None \
             and assign_leaf_product(d, <SpecialNode>e):
@@ -1313,16 +1313,19 @@ cdef inline Py_ssize_t _node_id(Expr e) noexcept:
     return <Py_ssize_t><void *>e
 
 
-cdef inline Py_ssize_t _elements(tuple shape):
-    cdef Py_ssize_t n = 1, i
-    for i in range(len(shape)):
-        n *= <Py_ssize_t>shape[i]
-    return n
+cdef inline bint may_hoist(Expr root):
+    # whether a subtree below root may be hoisted (its _hoist_min, any
+    # itemsize): else no walk looks for one
+    cdef Py_ssize_t size, m = root._hoist_min - 1
+    if m < 0 or HOIST_SAVED < 0:
+        return False
+    size = shape_size(root.shape)
+    return 2 * m <= size and (size - m) * MAX_REG_BYTES >= HOIST_SAVED
 
 
 cdef inline bint hoisted(Expr e, Py_ssize_t size):
     # e is computed once into scratch in a pass of size elements (HOIST_SAVED)
-    cdef Py_ssize_t n = _elements(e.shape)
+    cdef Py_ssize_t n = shape_size(e.shape)
     return HOIST_SAVED >= 0 and 2 * n <= size \
         and (size - n) * pyet_itemsize[e._dt] >= HOIST_SAVED
 
@@ -1333,11 +1336,9 @@ cdef Expr hoist_small(Expr root, list lines=None):
     by a leaf holding its value (_scratch_leaf: recorded, and shared within an
     evaluation); special nodes' operands are theirs to evaluate.  (A root
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
-    ``lines`` (explain), nothing is computed: a line says what would be."""
-    cdef Py_ssize_t size = _elements(root.shape), i
-    if root._hoist_min == 0 or 2 * (root._hoist_min - 1) > size \
-            or (size - root._hoist_min + 1) * MAX_REG_BYTES < HOIST_SAVED:
-        return root  # (nothing small enough below: no walk)
+    ``lines`` (explain), nothing is computed: a line says what would be.
+    Callers ask may_hoist first."""
+    cdef Py_ssize_t size = shape_size(root.shape), i
     cdef dict new = {}
     cdef list stack = [(root, False)]
     cdef Expr e
@@ -1348,13 +1349,13 @@ cdef Expr hoist_small(Expr root, list lines=None):
         if e._hoist_min == 0 or not e._args:  # (nothing costly below; special nodes: 0)
             new[_node_id(e)] = e
             continue
-        if e is not root and hoisted(e, size):
+        if not ready and e is not root and hoisted(e, size):
             if lines is None:
                 new[_node_id(e)] = _scratch_leaf(e, e._dt)
             else:
                 new[_node_id(e)] = wrap(np.empty(e.shape, DTYPES[e._dt]))
                 lines.append(f"scratch: {node_repr(e, 48)} {fmt_shape(e.shape)} "
-                             f"{DTYPES[e._dt]}, computed once ({_elements(e.shape)} "
+                             f"{DTYPES[e._dt]}, computed once ({shape_size(e.shape)} "
                              f"elements, the pass {size})")
             continue
         if not ready:
@@ -1407,7 +1408,7 @@ def explain_assignment(object dst, object value):
         lines.append(f"evaluated in pieces (depth {e._depth}, {e._nleaves} leaves; "
                      f"limits {MAX_DEPTH}, {MAX_LEAVES}); the last piece:")
         e = split(e, False)
-    if e._hoist_min and HOIST_SAVED >= 0:
+    if may_hoist(e):
         e = hoist_small(e, lines)
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
@@ -1429,9 +1430,7 @@ def explain_assignment(object dst, object value):
                 (<cnp.ndarray>a).ctypes.data == d.ctypes.data
                 and (<object>a).strides == (<object>d).strides):
             lines.append(f"  leaf{i} overlaps dst: copied first")
-    size = 1
-    for n in (<object>d).shape:
-        size *= n
+    size = shape_size((<object>d).shape)
     lines.append(f"threads: up to {threads_for(size, size)}")
     return lines
 
@@ -1455,9 +1454,7 @@ cdef list _scratch_lines(list roots):
         stack.extend(x._args)
     for x in specials:
         kernel = (<SpecialNode>x)._kernel
-        nbytes = DTYPES[x._dt].itemsize
-        for n in x.shape:
-            nbytes *= n
+        nbytes = DTYPES[x._dt].itemsize * shape_size(x.shape)
         uses = f", used {seen[id(x)]} times, computed once" if seen[id(x)] > 1 else ""
         lines.append(f"scratch: {kernel.name}({', '.join(kernel.describe())}) "
                      f"{fmt_shape(x.shape)} {DTYPES[x._dt]}, {nbytes} bytes{uses}")
@@ -1590,11 +1587,10 @@ cdef list share_subtrees(list exprs):
             break
     else:
         return exprs  # nothing costly anywhere (the flag is set when nodes are built)
-    for e in exprs:  # a costly subtree that may be small in its statement (_hoist_min)
-        if e._hoist_min and 2 * (e._hoist_min - 1) <= _elements(e.shape) and HOIST_SAVED >= 0:
-            small = True
+    for e in exprs:  # a costly subtree that may be small in its statement
+        small = small or may_hoist(e)
     for e in (exprs if small else []):  # top: the most elements of a statement each node is in
-        n = _elements(e.shape)
+        n = shape_size(e.shape)
         stack.append(e)
         while stack:
             c = stack.pop()

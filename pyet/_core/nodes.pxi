@@ -647,17 +647,27 @@ cdef inline Py_ssize_t key_of(Expr e) except -1:
     return e._k if e._k >= 0 else special_key(<SpecialNode>e)
 
 
+cdef inline Py_ssize_t shape_size(tuple shape):
+    # the elements of a shape
+    cdef Py_ssize_t n = 1, i
+    for i in range(len(shape)):
+        n *= <Py_ssize_t>shape[i]
+    return n
+
+
+cdef inline Py_ssize_t min_nonzero(Py_ssize_t a, Py_ssize_t b) noexcept:
+    # the lesser of two _hoist_min values, 0 (none) counting as the greatest
+    return a if b == 0 or (a and a < b) else b
+
+
 cdef inline Py_ssize_t hoist_min(Expr e, Py_ssize_t below):
     # e._hoist_min from its children's (below; a node is never smaller than
     # its children): e itself counted when its own op is costly or a user
     # function (one NumPy runs in the pass too)
-    cdef Py_ssize_t n = 1, i
     if e._op == OP_special:
         return 0
     if below == 0 and (COSTLY[e._op] or e._op == OP_pyfunc):
-        for i in range(len(e.shape)):
-            n *= <Py_ssize_t>e.shape[i]
-        return n + 1
+        return shape_size(e.shape) + 1
     return below
 
 
@@ -675,8 +685,7 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
-        if a._hoist_min and (small == 0 or a._hoist_min < small):
-            small = a._hoist_min
+        small = min_nonzero(small, a._hoist_min)
     if op == OP_special:
         e._k = -1  # (key_of)
     elif (extra is None or (op == OP_pyfunc and type(extra) is int)) and (n == 1 or n == 2):
@@ -1407,8 +1416,7 @@ cdef Expr binary(int op, object a, object b):
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
-    e._hoist_min = hoist_min(e, x._hoist_min if y._hoist_min == 0 or (
-        x._hoist_min and x._hoist_min < y._hoist_min) else y._hoist_min)
+    e._hoist_min = hoist_min(e, min_nonzero(x._hoist_min, y._hoist_min))
     if x._op == OP_scalar:
         _check_weak_int(x, cdt)
     if y._op == OP_scalar:
