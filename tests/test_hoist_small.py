@@ -66,9 +66,12 @@ def test_hoisted_trees_equal_numpy_and_element_by_element(dtype, shape, layout, 
     c = rng.uniform(-2, 2, (shape[0], 1)).astype(dtype)
     name, build, ref = _trees(*map(pyet.asarray, (a, b, c)))[tree]
     buf, out = _framed(shape, dtype, layout)
-    pyet.asarray(out)[...] = build()
-    before = core.set_hoist_saved(-1)
+    before = core.set_hoist_saved(0)  # (every shape here hoists: scratch counted)
     try:
+        pyet.stats(reset=True)
+        pyet.asarray(out)[...] = build()
+        assert pyet.stats()["scratch_bytes"] > 0
+        core.set_hoist_saved(-1)
         ref_buf, ref_out = _framed(shape, dtype, layout)
         pyet.asarray(ref_out)[...] = build()
     finally:
