@@ -1,6 +1,7 @@
-"""Rows with a row broadcast (a bias ``z + b``) beside flat operands run packed
-in blocks of whole rows, the broadcast gathered once per chunk of blocks
-(blocks.pxi rows_with_broadcast).  Values against NumPy, and bit for bit against
+"""Rows with a row broadcast (a bias ``z + b``, gathered once per chunk of
+blocks) or a column broadcast (``z * c`` of a ``(n, 1)`` column, filled a
+block of rows at a time) beside flat operands run packed in blocks of whole
+rows (blocks.pxi rows_with_broadcast).  Values against NumPy, and bit for bit against
 the same passes run row by row (core.set_row_broadcasts_once(False))."""
 
 import numpy as np
@@ -132,4 +133,76 @@ def test_random_shapes_and_block_sizes(rows, inner, lead, dtype, block):
     finally:
         core.set_block_size(before)
     np.testing.assert_array_equal(out, z * 2 + b)
+    np.testing.assert_array_equal(out, ref)
+
+
+COLUMN_SHAPES = [(256, 128), (512, 200), (7, 129), (3, 256), (5, 300), (1, 200),
+                 (2, 3, 130), (600, 2), (4, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", COLUMN_SHAPES)
+def test_column_broadcast_equals_numpy_and_row_by_row(dtype, shape):
+    rng = np.random.default_rng(6)
+    z = _values(rng, shape, dtype)
+    c = _values(rng, shape[:-1] + (1,), dtype)
+    b = _values(rng, shape[-1:], dtype)
+    Z, C, B = pyet.asarray(z), pyet.asarray(c), pyet.asarray(b)
+    buf = np.full(z.size + 32, 77, dtype)
+    out = buf[16:-16].reshape(shape)
+
+    def run():
+        pyet.asarray(out)[...] = Z * C - C
+        first = out.copy()
+        pyet.asarray(out)[...] = pyet.maximum(Z + B, C) * C  # a row and a column
+        return first, out.copy()
+
+    (col, both), (col_ref, both_ref) = _both_ways(run)
+    np.testing.assert_array_equal(col, z * c - c)
+    np.testing.assert_array_equal(both, np.maximum(z + b, c) * c)
+    for got, ref in [(col, col_ref), (both, both_ref)]:
+        np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
+    assert (buf[:16] == 77).all() and (buf[-16:] == 77).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_of_the_destination_and_a_reversed_column(dtype):
+    rng = np.random.default_rng(7)
+    w = _values(rng, (64, 150), dtype)
+    expect = w * w[:, :1] + 1
+    W = pyet.asarray(w)
+    W[...] = W * W[:, :1] + 1  # the column is the destination's first column
+    np.testing.assert_array_equal(w, expect)
+    z, c = _values(rng, (64, 150), dtype), _values(rng, (64, 1), dtype)
+    out = np.empty_like(z)
+    pyet.asarray(out)[...] = pyet.exp(pyet.asarray(z)) * pyet.asarray(c[::-1])
+    np.testing.assert_allclose(out, np.exp(z) * c[::-1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_columns_split_between_threads(dtype, threaded):
+    rng = np.random.default_rng(8)
+    for shape in [(97, 130), (300, 200), (9, 256)]:
+        z, c = _values(rng, shape, dtype), _values(rng, (shape[0], 1), dtype)
+        out, ref = _both_ways(lambda z=z, c=c: pyet.evaluate(
+            pyet.tanh(pyet.asarray(z) * pyet.asarray(c))).numpy())
+        np.testing.assert_allclose(out, np.tanh(z * c), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(out, ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), inner=st.integers(1, 600), lead=st.integers(1, 3),
+       dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+       block=st.sampled_from([32, 512]))
+def test_random_column_shapes_and_block_sizes(rows, inner, lead, dtype, block):
+    rng = np.random.default_rng(rows * 1000 + inner)
+    z, c = _values(rng, (lead, rows, inner), dtype), _values(rng, (lead, rows, 1), dtype)
+    before = core.get_block_size()
+    core.set_block_size(block)
+    try:
+        out, ref = _both_ways(lambda: pyet.evaluate(
+            pyet.asarray(z) * 3 - pyet.asarray(c)).numpy())
+    finally:
+        core.set_block_size(before)
+    np.testing.assert_array_equal(out, z * 3 - c)
     np.testing.assert_array_equal(out, ref)

@@ -114,13 +114,15 @@ def set_flat_tile_max(pyet_intp n):
     return before
 
 
-# row broadcasts packed in whole rows, gathered once (rows_with_broadcast)
+# rows with a row broadcast (gathered once) or a column packed in whole rows
+# (rows_with_broadcast)
 cdef bint ROW_BROADCASTS_ONCE = True
 
 
 def set_row_broadcasts_once(bint on):
-    """Pack rows with a row broadcast (a bias), gathered once per chunk, or run
-    them row by row as before (a knob for measuring and testing; default on)."""
+    """Pack rows with a row broadcast (a bias, gathered once per chunk) or a
+    column broadcast in blocks of whole rows, or run them row by row (a knob
+    for measuring and testing; default on).  Returns nothing."""
     global ROW_BROADCASTS_ONCE
     ROW_BROADCASTS_ONCE = on
 
