@@ -232,6 +232,23 @@ def elementwise_cases(n, rng, pattern):
                               lambda A=A, C=C, D=D: D.__setitem__(..., A + C),
                               lambda a=a, col=col, out=out: np.add(a, col, out=out),
                               lambda out=out: out))
+    # rows of 128-256 with a column or a costly op on a row (packed in whole
+    # rows; the row's subtree computed on a chunk's first block)
+    for width in (128, 200):
+        for dt in FLOATS:
+            a = (rng.random((max(n // width, 1), width)) * 4 - 2).astype(dt)
+            row, col = a[0].copy(), a[:, :1].copy()
+            out = np.empty_like(a)
+            A, R, C, D = (pyet.asarray(x) for x in (a, row, col, out))
+            for tname, fp, fn in (
+                    ("A*col", lambda A=A, C=C: A * C,
+                     lambda out, a=a, col=col: np.multiply(a, col, out=out)),
+                    ("A*exp(row)", lambda A=A, R=R: A * pyet.exp(R),
+                     lambda out, a=a, row=row: np.multiply(a, np.exp(row), out=out))):
+                cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} rows of {width}",
+                                  lambda D=D, fp=fp: D.__setitem__(..., fp()),
+                                  lambda out=out, fn=fn: fn(out), lambda out=out: out,
+                                  tol=1e-5))
     return cases
 
 

@@ -1,8 +1,10 @@
 """Rows with a row broadcast (a bias ``z + b``, gathered once per chunk of
 blocks) or a column broadcast (``z * c`` of a ``(n, 1)`` column, filled a
 block of rows at a time) beside flat operands run packed in blocks of whole
-rows (blocks.pxi rows_with_broadcast).  Values against NumPy, and bit for bit against
-the same passes run row by row (core.set_row_broadcasts_once(False))."""
+rows (blocks.pxi rows_with_broadcast); instructions that read only the row
+broadcasts run on a chunk's first block only (passes.pxi chunk_invariant).
+Values against NumPy, and bit for bit against the same passes run row by row
+(core.set_row_broadcasts_once(False))."""
 
 import numpy as np
 import pytest
@@ -206,3 +208,73 @@ def test_random_column_shapes_and_block_sizes(rows, inner, lead, dtype, block):
         core.set_block_size(before)
     np.testing.assert_array_equal(out, z * 3 - c)
     np.testing.assert_array_equal(out, ref)
+
+
+def _row_trees(Z, B, C):
+    # (tree, NumPy reference): subtrees of the row B alone, computed once a chunk
+    return [
+        (lambda: Z + pyet.exp(B), lambda z, b, c: z + np.exp(b)),
+        (lambda: Z * pyet.sin(B) + pyet.cos(B) * 2, lambda z, b, c: z * np.sin(b) + np.cos(b) * 2),
+        (lambda: pyet.where(Z > pyet.tanh(B), pyet.exp(B) - 1, Z * B),
+         lambda z, b, c: np.where(z > np.tanh(b), np.exp(b) - 1, z * b)),
+        (lambda: (Z + B) * pyet.sqrt(pyet.abs(B) + 1) - B * B,
+         lambda z, b, c: (z + b) * np.sqrt(np.abs(b) + 1) - b * b),
+        (lambda: Z * pyet.exp(B) + C, lambda z, b, c: z * np.exp(b) + c),
+        (lambda: pyet.exp(B) * 0.5 + Z, lambda z, b, c: np.exp(b) * 0.5 + z),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(300, 128), (7, 129), (1000, 3), (2, 3, 130), (64, 64),
+                                   (600, 2), (1, 200)])
+@pytest.mark.parametrize("tree", range(6))
+def test_row_subtrees_once_a_chunk_equal_every_block(dtype, shape, tree):
+    rng = np.random.default_rng(9 + tree)
+    z = _values(rng, shape, dtype)
+    b = rng.uniform(-2, 2, shape[-1]).astype(dtype)
+    c = _values(rng, shape[:-1] + (1,), dtype)
+    build, ref = _row_trees(*map(pyet.asarray, (z, b, c)))[tree]
+    buf = np.full(z.size + 32, 77, dtype)
+    out = buf[16:-16].reshape(shape)
+
+    def run():
+        pyet.asarray(out)[...] = build()
+        return out.copy()
+
+    got, every_block = _both_ways(run)
+    np.testing.assert_array_equal(got.view(np.uint8), every_block.view(np.uint8))
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, ref(z, b, c), rtol=tol, atol=tol)
+    assert (buf[:16] == 77).all() and (buf[-16:] == 77).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_subtrees_once_per_thread_chunk(dtype, threaded):
+    # each thread computes them on its chunk's first block
+    rng = np.random.default_rng(10)
+    for shape in [(97, 130), (500, 64), (9, 256)]:
+        z = _values(rng, shape, dtype)
+        b = rng.uniform(-2, 2, shape[-1]).astype(dtype)
+        out, ref = _both_ways(lambda z=z, b=b: pyet.evaluate(
+            pyet.asarray(z) * pyet.exp(pyet.asarray(b)) - pyet.tanh(pyet.asarray(b))).numpy())
+        np.testing.assert_allclose(out, z * np.exp(b) - np.tanh(b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(out, ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), inner=st.integers(1, 300), lead=st.integers(1, 3),
+       dtype=st.sampled_from([np.float32, np.float64]), block=st.sampled_from([32, 512]),
+       tree=st.integers(0, 5))
+def test_random_row_subtrees_and_block_sizes(rows, inner, lead, dtype, block, tree):
+    rng = np.random.default_rng(rows * 1000 + inner)
+    shape = (lead, rows, inner)
+    z, b = _values(rng, shape, dtype), rng.uniform(-2, 2, inner).astype(dtype)
+    c = _values(rng, (lead, rows, 1), dtype)
+    build, _ = _row_trees(*map(pyet.asarray, (z, b, c)))[tree]
+    before = core.get_block_size()
+    core.set_block_size(block)
+    try:
+        out, ref = _both_ways(lambda: pyet.evaluate(build()).numpy())
+    finally:
+        core.set_block_size(before)
+    np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))

@@ -104,6 +104,7 @@ cdef struct Run:
     bint plain              # run_plain: every row read (written) where it lies, Program.plain
     uint64_t insx           # bit i: instruction i reads a strided leaf where it lies
     int dst_reg             # Program.dst_reg kept in dst's block (run_block); -1: none
+    uint64_t once_instr     # packed: bit i, instruction i computed on a chunk's first block only
     int pfk[MAX_PREFETCH]
 
 
@@ -246,7 +247,8 @@ cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_int
 
 
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
-                   uint64_t *route, char **pf=NULL, pyet_intp pfn=0) noexcept nogil:
+                   uint64_t *route, char **pf=NULL, pyet_intp pfn=0,
+                   uint64_t skip=0) noexcept nogil:
     """Evaluate the program on one block of n elements at ptr (per operand),
     with this thread's registers.  With pf, the r.npf operand blocks there
     (pfn elements each) are prefetched meanwhile, in slices: the memory
@@ -256,7 +258,8 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
     in pieces of PREFETCH_PIECE elements with a slice after each (a burst
     before the instruction stalls on the line fill buffers, then the memory
     waits for the next one); a program with none takes a slice before each
-    instruction."""
+    instruction.  Instructions of skip (bits, the first 64) are not run: their
+    registers hold what they computed for an earlier block."""
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef char *leafp[256]
     cdef char *dstp[256]
@@ -367,6 +370,8 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
             end[j] = pfn * r.itemsize[r.pfk[j]]
             step[j] = ((end[j] + nslices - 1) // nslices + 63) & ~(<pyet_intp>63)
     for i in range(prog.ninstr):
+        if skip and i < 64 and (skip >> i) & 1:
+            continue
         ins = &prog.code[i]
         if pf != NULL and not prog.ncostly:
             prefetch_slice(r, pf, at, end, step)
@@ -716,7 +721,7 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 ptr[k] = gathered + r.gather[k] * regbytes
         if w == w0 or r.gathers > r.nonce:
             packed_copy(r, p0, n, gathered, False, w > w0)
-        if run_block(r, prog, n, ptr, regs, route) < 0:
+        if run_block(r, prog, n, ptr, regs, route, NULL, 0, r.once_instr if w > w0 else 0) < 0:
             return -1
         if r.gather[0] >= 0:
             packed_copy(r, p0, n, gathered, True)

@@ -48,13 +48,20 @@ cpdef assign(object dst, object value):
     """
     cdef Expr e = check_assignment(dst, value)
     cdef cnp.ndarray d = <cnp.ndarray>dst
-    cdef int dst_dt = array_dtype_code(d)
+    assign_checked(d, e, array_dtype_code(d))
+
+
+cdef assign_checked(cnp.ndarray d, Expr e, int dst_dt):
+    # assign after check_assignment (or into scratch of e's shape and dtype)
+    cdef Py_ssize_t rows
     if e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES:
         e = split(e)
     if e._flags & HAS_INT_POWER:
         check_int_powers(e)
     if may_hoist(e):
-        e = hoist_small(e)
+        rows = rows_once(d, e)
+        if any_hoisted(e, rows):
+            e = hoist_small(e, None, rows)
     if e._op == OP_special and (<SpecialNode>e)._kernel is _PRODUCT and _recorder() is None \
             and assign_leaf_product(d, <SpecialNode>e):
         return
@@ -965,8 +972,11 @@ cdef Expr _scratch_leaf(Expr x, int dt):
     hit = done.get(key) if done is not None else None
     if hit is not None:
         return <Expr>hit[1]
-    a = np.empty(x.shape, DTYPES[dt])
-    assign(a, x)
+    a = scratch_empty(x.shape, dt)
+    if x._dt == dt:
+        assign_checked(<cnp.ndarray>a, x, dt)
+    else:
+        assign(a, x)
     STATS[4] += (<cnp.ndarray>a).nbytes
     leaf = wrap(a)
     if done is not None:
@@ -1290,21 +1300,23 @@ cdef Expr split(Expr root, bint compute=True):
 
 # a subtree with a costly op or a user function computed on fewer elements
 # than the pass (A + exp(b) of a row b, x * tanh(c) of a column c) is computed
-# once into scratch, as NumPy's eager ufuncs compute it, when that saves at
-# least HOIST_SAVED bytes of its results (-1: never): in the pass, every
-# element computed it again (1000^2 float64, pyet/NumPy: A + exp(b) 2.46x,
-# A*tanh(c) 3.51x, A*sin(b) + cos(c) 5.46x).  Its own pass costs ~2 us: at
-# 32 KiB saved, hoisted/fused float32 A + exp(b) 128^2 0.89, float64 A*tanh(c)
-# 64^2 0.69; below, float32 exp at 64^2 1.63, float64 exp at 32 x 64 1.42
-cdef Py_ssize_t HOIST_SAVED = 32768
+# once into scratch, as NumPy's eager ufuncs compute it, when the work that
+# saves (its elements fewer than the pass's times its ops' ns per element,
+# rewrite.ELEMENT_NS) is at least HOIST_SAVED_NS (-1: never): in the pass,
+# every element computed it again (1000^2 float64, pyet/NumPy: A + exp(b)
+# 2.46x, A*tanh(c) 3.51x, A*sin(b) + cos(c) 5.46x).  Its own pass costs ~2 us
+# (a second assignment, scratch, the tree rebuilt): hoisted/fused A * f(row)
+# at 64 x 64 float64 tanh (4072 ns saved) 0.60, float32 tanh at 64 x 128
+# (1532) 0.93, float32 exp at 64 x 64 (524) 1.33; at 2000 ns saved 0.8-0.9
+cdef double HOIST_SAVED_NS = 2000
 
 
-def set_hoist_saved(Py_ssize_t nbytes):
+def set_hoist_saved(double ns):
     """Compute costly subtrees smaller than the pass once into scratch when
-    that saves at least ``nbytes`` of their results (a knob for measuring
-    and testing; -1 turns it off).  Returns the previous value."""
-    global HOIST_SAVED
-    before, HOIST_SAVED = HOIST_SAVED, nbytes
+    that saves at least ``ns`` nanoseconds of their ops' work (a knob for
+    measuring and testing; -1 turns it off).  Returns the previous value."""
+    global HOIST_SAVED_NS
+    before, HOIST_SAVED_NS = HOIST_SAVED_NS, ns
     return before
 
 
@@ -1314,42 +1326,93 @@ cdef inline Py_ssize_t _node_id(Expr e) noexcept:
 
 
 cdef inline bint may_hoist(Expr root):
-    # whether a subtree below root may be hoisted (its _hoist_min, any
-    # itemsize): else no walk looks for one
+    # whether a subtree below root may be hoisted (its smallest, _hoist_min,
+    # with all of root's work, _ns): else no walk looks for one
     cdef Py_ssize_t size, m = root._hoist_min - 1
-    if m < 0 or HOIST_SAVED < 0:
+    if m < 0 or HOIST_SAVED_NS < 0:
         return False
     size = shape_size(root.shape)
-    return 2 * m <= size and (size - m) * MAX_REG_BYTES >= HOIST_SAVED
+    return 2 * m <= size and (size - m) * root._ns >= HOIST_SAVED_NS
 
 
 cdef inline bint hoisted(Expr e, Py_ssize_t size):
-    # e is computed once into scratch in a pass of size elements (HOIST_SAVED)
+    # e is computed once into scratch in a pass of size elements (HOIST_SAVED_NS)
     cdef Py_ssize_t n = shape_size(e.shape)
-    return HOIST_SAVED >= 0 and 2 * n <= size \
-        and (size - n) * pyet_itemsize[e._dt] >= HOIST_SAVED
+    return HOIST_SAVED_NS >= 0 and 2 * n <= size and (size - n) * e._ns >= HOIST_SAVED_NS
 
 
-cdef Expr hoist_small(Expr root, list lines=None):
+cdef Py_ssize_t rows_once(cnp.ndarray d, Expr root) except -1:
+    """The row length m when ``d[...] = root`` runs packed in blocks of whole
+    rows with its row broadcasts gathered once a chunk (rows_with_broadcast:
+    dst and every leaf flat in C order or a row of m, 2m <= BLOCK): the pass
+    then computes a subtree of rows once a chunk itself (chunk_invariant),
+    with no pass of its own (A * exp(row), 128 x 128 float32, pyet/NumPy:
+    hoisted 1.00, in the pass 0.72); 0 otherwise.  Trees with special nodes
+    or user functions: 0."""
+    cdef Py_ssize_t m, nd = cnp.PyArray_NDIM(d)
+    cdef list stack = [root]
+    cdef Expr x
+    cdef cnp.ndarray a
+    if nd < 2 or not ROW_BROADCASTS_ONCE or root._nleaves > 64 \
+            or root._flags & (HAS_SPECIAL | HAS_PYFUNC) or not cnp.PyArray_IS_C_CONTIGUOUS(d):
+        return 0
+    m = cnp.PyArray_DIMS(d)[nd - 1]
+    if 2 * m > BLOCK or m < 2:
+        return 0
+    while stack:
+        x = stack.pop()
+        if x._op == OP_leaf and x.shape:
+            a = <cnp.ndarray>(<Tensor>x)._array
+            if not cnp.PyArray_IS_C_CONTIGUOUS(a) or (
+                    x.shape != root.shape and not is_row(x, m)):
+                return 0  # neither flat nor a row
+        stack.extend(x._args)
+    return m
+
+
+cdef inline bint is_row(Expr e, Py_ssize_t m):
+    # e is a row of m elements (any leading ones)
+    # (no wraparound: shape[-1] would read before the tuple's items)
+    return len(e.shape) > 0 and e.shape[len(e.shape) - 1] == m and shape_size(e.shape) == m
+
+
+cdef bint any_hoisted(Expr root, Py_ssize_t rows) except -1:
+    # whether hoist_small would hoist a subtree: a walk with no memo, no
+    # tuples and no new objects (the rebuild's walk cost ~1.2 us where it
+    # found nothing); it visits a node once a path, at most _nleaves paths
+    cdef Py_ssize_t size = shape_size(root.shape)
+    cdef list stack = list(root._args)
+    cdef Expr e
+    while stack:
+        e = stack.pop()
+        if e._hoist_min == 0 or not e._args:
+            continue
+        if not (rows and is_row(e, rows)) and hoisted(e, size):
+            return True
+        stack.extend(e._args)
+    return False
+
+
+cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
     """root with each largest subtree below it holding a costly op or a user
-    function, of at most half root's elements and HOIST_SAVED bytes fewer, replaced
+    function, of at most half root's elements and saving HOIST_SAVED_NS, replaced
     by a leaf holding its value (_scratch_leaf: recorded, and shared within an
     evaluation); special nodes' operands are theirs to evaluate.  (A root
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
     ``lines`` (explain), nothing is computed: a line says what would be.
-    Callers ask may_hoist first."""
+    Rows of ``rows`` elements (rows_once) are left to the pass.  Callers ask
+    may_hoist first."""
     cdef Py_ssize_t size = shape_size(root.shape), i
-    cdef dict new = {}
-    cdef list stack = [(root, False)]
-    cdef Expr e
+    cdef dict new = {}  # (nodes with nothing costly below: not entered, themselves)
+    cdef list stack = [root], ready = [False], args  # (no tuples: the walk cost ~1 us)
+    cdef Expr e, a
     while stack:
-        e, ready = stack.pop()
-        if _node_id(e) in new:
-            continue
-        if e._hoist_min == 0 or not e._args:  # (nothing costly below; special nodes: 0)
-            new[_node_id(e)] = e
-            continue
-        if not ready and e is not root and hoisted(e, size):
+        e = stack.pop()
+        done = ready.pop()
+        if e._hoist_min == 0 or not e._args or _node_id(e) in new:
+            continue  # (special nodes' _hoist_min: 0)
+        if not done and e is not root and not (rows and is_row(e, rows)) \
+                and hoisted(e, size):
             if lines is None:
                 new[_node_id(e)] = _scratch_leaf(e, e._dt)
             else:
@@ -1358,18 +1421,22 @@ cdef Expr hoist_small(Expr root, list lines=None):
                              f"{DTYPES[e._dt]}, computed once ({shape_size(e.shape)} "
                              f"elements, the pass {size})")
             continue
-        if not ready:
-            stack.append((e, True))
-            stack.extend([(a, False) for a in e._args])
+        if not done:
+            stack.append(e)
+            ready.append(True)
+            stack.extend(e._args)
+            ready.extend([False] * len(e._args))
             continue
-        args = tuple([new[_node_id(a)] for a in e._args])
-        for i in range(len(args)):
-            if args[i] is not e._args[i]:
-                new[_node_id(e)] = with_args(e, args)
-                break
-        else:
-            new[_node_id(e)] = e
-    return new[_node_id(root)]
+        args = None
+        for i in range(len(e._args)):
+            a = e._args[i]
+            c = new.get(_node_id(a), a)
+            if c is not a:
+                if args is None:
+                    args = list(e._args)
+                args[i] = c
+        new[_node_id(e)] = e if args is None else with_args(e, tuple(args))
+    return new.get(_node_id(root), root)
 
 
 cdef Expr _rebuilt(Expr e, tuple args):
@@ -1409,7 +1476,7 @@ def explain_assignment(object dst, object value):
                      f"limits {MAX_DEPTH}, {MAX_LEAVES}); the last piece:")
         e = split(e, False)
     if may_hoist(e):
-        e = hoist_small(e, lines)
+        e = hoist_small(e, lines, rows_once(d, e))
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
         lines.append(form)

@@ -61,6 +61,10 @@ cdef class Expr:
     # counted), 0: none; the engine's hoisting walks a tree only where this
     # says such a subtree is small
     cdef readonly Py_ssize_t _hoist_min
+    # ns per element of the costly ops and user functions here and below
+    # (rewrite.ELEMENT_NS; special nodes' operands not counted): the work a
+    # subtree saves computed once (the engine's hoisting)
+    cdef readonly double _ns
     cdef readonly object _origin     # a transposed node: (the node it transposes, axes)
     cdef readonly object _rewrite    # the build-time rewrite that made this node (text), or None
 
@@ -660,6 +664,12 @@ cdef inline Py_ssize_t min_nonzero(Py_ssize_t a, Py_ssize_t b) noexcept:
     return a if b == 0 or (a and a < b) else b
 
 
+cdef inline double own_ns(int op, int cdt) noexcept:
+    # ELEMENT_COST of op computing in cdt
+    return 0.0 if op == OP_special else \
+        ELEMENT_COST[op][0 if cdt == DT_F32 else 1 if cdt == DT_F64 else 2]
+
+
 cdef inline Py_ssize_t hoist_min(Expr e, Py_ssize_t below):
     # e._hoist_min from its children's (below; a node is never smaller than
     # its children): e itself counted when its own op is costly or a user
@@ -680,12 +690,14 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     cdef Expr a
     cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args), small = 0
     cdef int flags = 0
+    cdef double ns = own_ns(op, cdt)
     for a in args:
         flags |= a._flags
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
         small = min_nonzero(small, a._hoist_min)
+        ns += a._ns
     if op == OP_special:
         e._k = -1  # (key_of)
     elif (extra is None or (op == OP_pyfunc and type(extra) is int)) and (n == 1 or n == 2):
@@ -703,6 +715,7 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     e._depth = depth + 1
     e._nleaves = nleaves
     e._hoist_min = hoist_min(e, small)
+    e._ns = ns if op != OP_special else 0.0
     return e
 
 
@@ -887,11 +900,16 @@ cdef bint FOLDABLE[OP_COUNT]
 cdef bint COMPARES[OP_COUNT]
 cdef bint COSTLY[OP_COUNT]
 cdef bint INTEGER_CONSTANT[OP_COUNT]
+# a costly op's ns per element (rewrite.ELEMENT_NS): float32, float64, integers
+cdef double ELEMENT_COST[OP_COUNT][3]
 for _op in range(OP_COUNT):
     FOLDABLE[_op] = _op in _NEUTRAL or _op in _INVOLUTIONS
     INTEGER_CONSTANT[_op] = _op in _INTEGER_CONSTANT
     COMPARES[_op] = _op in _COMPARISONS
     COSTLY[_op] = pyet_op_names[_op].decode() in COSTLY_OPS
+    _ns = ELEMENT_NS.get(pyet_op_names[_op].decode(), (0.0, 0.0))
+    ELEMENT_COST[_op][:] = [_ns[0], _ns[1], INT_ELEMENT_NS if COSTLY[_op] else 0.0]
+ELEMENT_COST[OP_pyfunc][:] = [PYFUNC_ELEMENT_NS] * 3
 
 
 cdef bint is_constant(Expr e) noexcept:
@@ -1417,6 +1435,7 @@ cdef Expr binary(int op, object a, object b):
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
     e._hoist_min = hoist_min(e, min_nonzero(x._hoist_min, y._hoist_min))
+    e._ns = own_ns(op, cdt) + x._ns + y._ns
     if x._op == OP_scalar:
         _check_weak_int(x, cdt)
     if y._op == OP_scalar:
@@ -1831,6 +1850,16 @@ cdef class Tensor(Expr):
 def tensor(arr):
     """Wrap an ndarray of a supported dtype as a Tensor (no checks on layout)."""
     return wrap(arr)
+
+
+cdef cnp.ndarray scratch_empty(tuple shape, int dt):
+    # a new uninitialized C-ordered array (np.empty's lookups and parsing:
+    # ~0.15 us of a hoisted subtree's scratch)
+    cdef cnp.npy_intp dims[64]
+    cdef int nd = len(shape), k
+    for k in range(nd):
+        dims[k] = shape[k]
+    return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>_DTS[dt]).type_num, 0)
 
 
 cpdef aligned_empty(tuple shape, int dt):

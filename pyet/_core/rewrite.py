@@ -175,13 +175,26 @@ FAST_MATH_FOLDS = (
 # computes a subtree holding one of them once into scratch when it is read
 # more than once (s = sigmoid(z) read by the loss and by its gradient s*(1-s));
 # a subtree of cheap ops (add, multiply, compare...) is recomputed where it is
-# read, which costs less than writing and reading it back.
-COSTLY_OPS = frozenset({
-    "exp", "log", "log1p", "expm1", "log2", "log10", "sqrt", "sin", "cos", "tan", "arcsin",
-    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid",
-    "power", "divide", "arctan2", "hypot", "cbrt", "exp2", "erf", "logaddexp", "logaddexp2",
-    "floor_divide", "remainder", "fmod",
-})
+# read, which costs less than writing and reading it back.  Each with its
+# kernel's time per element beyond an add's, float32 and float64, in ns (one
+# thread, 2^16 elements in cache, AMD Zen 4): a subtree smaller than its pass
+# is computed once when the time it saves pays for its own pass (HOIST_SAVED_NS).
+ELEMENT_NS = {
+    "exp": (0.13, 0.46), "exp2": (0.10, 0.45), "expm1": (0.24, 0.90),
+    "log": (0.24, 0.54), "log2": (0.13, 0.60), "log10": (0.10, 0.61),
+    "log1p": (0.31, 0.77), "sqrt": (0.06, 0.31), "cbrt": (0.19, 0.74),
+    "sin": (0.40, 1.68), "cos": (0.41, 1.68), "tan": (0.28, 1.09),
+    "arcsin": (0.26, 1.02), "arccos": (0.29, 1.11), "arctan": (0.28, 0.98),
+    "sinh": (0.25, 0.92), "cosh": (0.22, 0.64), "tanh": (0.19, 1.01),
+    "arcsinh": (0.57, 1.83), "arccosh": (0.53, 1.93), "arctanh": (0.38, 1.33),
+    "sigmoid": (0.20, 0.60), "erf": (2.74, 2.40), "power": (0.56, 1.98),
+    "divide": (0.01, 0.10), "arctan2": (0.51, 1.94), "hypot": (2.37, 13.40),
+    "logaddexp": (3.35, 2.89), "logaddexp2": (3.68, 3.22),
+    "floor_divide": (1.55, 1.64), "remainder": (1.29, 1.09), "fmod": (1.21, 0.75),
+}
+INT_ELEMENT_NS = 0.2  # integer power, floor_divide, remainder, fmod: 0.12-0.5 ns
+PYFUNC_ELEMENT_NS = 1.0  # a user function: NumPy's float64 math runs ~0.5-3 ns
+COSTLY_OPS = frozenset(ELEMENT_NS)
 
 # Kernels (ops and fused patterns) that are compute-bound over a block in the
 # caches: a pass prefetches its next blocks before these, while the memory
