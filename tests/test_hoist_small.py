@@ -66,10 +66,10 @@ def test_hoisted_trees_equal_numpy_and_element_by_element(dtype, shape, layout, 
     c = rng.uniform(-2, 2, (shape[0], 1)).astype(dtype)
     name, build, ref = _trees(*map(pyet.asarray, (a, b, c)))[tree]
     buf, out = _framed(shape, dtype, layout)
-    # rows of at most half a block into C order are the pass's to compute
-    # once a chunk (packed rows, chunk_invariant): trees whose only small
-    # subtrees are rows hoist nothing there; every other case hoists
-    rows_in_pass = layout == "C" and tree in (0, 3) and 2 * shape[1] <= core.get_block_size()
+    # rows and columns of passes in rows of at most half a block into C order
+    # are the pass's to compute once (packed rows: chunk_invariant,
+    # plan_columns): nothing hoisted there; every other case hoists
+    rows_in_pass = layout == "C" and 2 * shape[1] <= core.get_block_size()
     before = core.set_hoist_saved(0)
     try:
         pyet.stats(reset=True)
@@ -275,14 +275,16 @@ def test_nodes_record_their_work_per_element():
     assert (A + pyet.sum(pyet.exp(A)))._ns == 0  # (a special node's operands: its own)
 
 
-@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("layout", ["F", "step2"])
 def test_the_floor_weighs_the_ops_not_the_bytes(layout):
     # 64 x 64: float64 tanh of a column saves ~4 us (hoisted, though its
-    # results are 32 KiB), float32 exp of a column ~0.5 us (fused)
+    # results are 32 KiB), float32 exp of a column ~0.5 us (fused); into
+    # C order the packed pass computes columns itself (plan_columns)
     for dtype, fn, hoists in [(np.float64, pyet.tanh, True), (np.float32, pyet.exp, False),
                               (np.float64, pyet.sin, True), (np.float32, pyet.sqrt, False)]:
         a, c = np.ones((64, 64), dtype), np.linspace(0, 1, 64, dtype=dtype).reshape(64, 1)
-        out = np.empty((64, 64), dtype, order=layout)
+        out = np.empty((64, 64), dtype, order="F") if layout == "F" else \
+            np.empty((64, 128), dtype)[:, ::2]
         pyet.stats(reset=True)
         pyet.asarray(out)[...] = pyet.asarray(a) * fn(pyet.asarray(c))
         assert (pyet.stats()["scratch_bytes"] == c.nbytes) == hoists, (dtype, fn)

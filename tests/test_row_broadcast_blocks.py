@@ -2,7 +2,8 @@
 blocks) or a column broadcast (``z * c`` of a ``(n, 1)`` column, filled a
 block of rows at a time) beside flat operands run packed in blocks of whole
 rows (blocks.pxi rows_with_broadcast); instructions that read only the row
-broadcasts run on a chunk's first block only (passes.pxi chunk_invariant).
+broadcasts run on a chunk's first block only (passes.pxi chunk_invariant), and
+those that read only the columns on one element a row (plan_columns).
 Values against NumPy, and bit for bit against the same passes run row by row
 (core.set_row_broadcasts_once(False))."""
 
@@ -277,4 +278,110 @@ def test_random_row_subtrees_and_block_sizes(rows, inner, lead, dtype, block, tr
         out, ref = _both_ways(lambda: pyet.evaluate(build()).numpy())
     finally:
         core.set_block_size(before)
+    np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
+
+
+def _column_trees(Z, B, C, D):
+    # (tree, NumPy reference) over Z (..., n, m), a row B (m,), columns C, D (..., n, 1):
+    # subtrees of the columns alone computed one element a row
+    return [
+        (lambda: Z * pyet.tanh(C), lambda z, b, c, d: z * np.tanh(c)),
+        (lambda: Z * pyet.exp(C) + C, lambda z, b, c, d: z * np.exp(c) + c),  # c read by both
+        (lambda: pyet.where(Z > pyet.sin(C), pyet.cos(D) * 2, Z - D),
+         lambda z, b, c, d: np.where(z > np.sin(c), np.cos(d) * 2, z - d)),
+        (lambda: Z * pyet.sin(B) + pyet.cos(C), lambda z, b, c, d: z * np.sin(b) + np.cos(c)),
+        (lambda: (Z + pyet.exp(C * D)) * pyet.sqrt(pyet.abs(C) + 1) - C * 0.5,
+         lambda z, b, c, d: (z + np.exp(c * d)) * np.sqrt(np.abs(c) + 1) - c * 0.5),
+        (lambda: pyet.tanh(C) * pyet.exp(B) + Z * C,  # an outer product of row and column
+         lambda z, b, c, d: np.tanh(c) * np.exp(b) + z * c),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(300, 128), (7, 129), (1000, 3), (2, 3, 130), (64, 64),
+                                   (600, 2), (1, 200), (5, 256)])
+@pytest.mark.parametrize("tree", range(6))
+def test_column_subtrees_once_a_row_equal_every_element(dtype, shape, tree):
+    rng = np.random.default_rng(20 + tree)
+    z = _values(rng, shape, dtype)
+    b = rng.uniform(-2, 2, shape[-1]).astype(dtype)
+    c = rng.uniform(-2, 2, shape[:-1] + (1,)).astype(dtype)
+    d = rng.uniform(-2, 2, shape[:-1] + (1,)).astype(dtype)
+    build, ref = _column_trees(*map(pyet.asarray, (z, b, c, d)))[tree]
+    buf = np.full(z.size + 32, 77, dtype)
+    out = buf[16:-16].reshape(shape)
+    before = core.set_hoist_saved(-1)  # (the pass's work, not scratch's)
+    try:
+        def run():
+            pyet.asarray(out)[...] = build()
+            return out.copy()
+
+        got, every_element = _both_ways(run)
+    finally:
+        core.set_hoist_saved(before)
+    np.testing.assert_array_equal(got.view(np.uint8), every_element.view(np.uint8))
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, ref(z, b, c, d), rtol=tol, atol=tol)
+    assert (buf[:16] == 77).all() and (buf[-16:] == 77).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_columns_of_views_and_of_the_destination(dtype):
+    rng = np.random.default_rng(30)
+    w = _values(rng, (100, 150), dtype)
+    expect = w * np.exp(w[:, :1] * 0.1)
+    W = pyet.asarray(w)
+    W[...] = W * pyet.exp(W[:, :1] * 0.1)  # the column is dst's first column
+    np.testing.assert_allclose(w, expect, rtol=1e-6)
+    z = _values(rng, (100, 150), dtype)
+    big = rng.uniform(-1, 1, (300, 7)).astype(dtype)
+    col = big[::3, 2:3][::-1]  # a strided, reversed column
+    out = np.empty_like(z)
+    pyet.asarray(out)[...] = pyet.asarray(z) * pyet.tanh(pyet.asarray(col))
+    np.testing.assert_allclose(out, z * np.tanh(col), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_subtrees_split_between_threads(dtype, threaded):
+    rng = np.random.default_rng(31)
+    for shape in [(97, 130), (500, 64), (9, 256)]:
+        z = _values(rng, shape, dtype)
+        c = rng.uniform(-2, 2, (shape[0], 1)).astype(dtype)
+        out, ref = _both_ways(lambda z=z, c=c: pyet.evaluate(
+            pyet.asarray(z) * pyet.tanh(pyet.asarray(c)) - pyet.exp(pyet.asarray(c))).numpy())
+        np.testing.assert_allclose(out, z * np.tanh(c) - np.exp(c), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_column_subtrees_are_left_to_the_pass_not_hoisted():
+    # into C order in rows of up to half a block, no scratch; into Fortran order, hoisted
+    z, c = np.ones((300, 128)), np.linspace(0, 1, 300).reshape(300, 1)
+    Z, C = pyet.asarray(z), pyet.asarray(c)
+    pyet.stats(reset=True)
+    pyet.asarray(out := np.empty((300, 128)))[...] = Z * pyet.tanh(C)
+    assert pyet.stats()["scratch_bytes"] == 0
+    np.testing.assert_allclose(out, z * np.tanh(c), rtol=1e-14)
+    pyet.stats(reset=True)
+    pyet.asarray(out := np.empty((300, 128), order="F"))[...] = Z * pyet.tanh(C)
+    assert pyet.stats()["scratch_bytes"] == c.nbytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), inner=st.integers(1, 300), lead=st.integers(1, 3),
+       dtype=st.sampled_from([np.float32, np.float64]), block=st.sampled_from([32, 512]),
+       tree=st.integers(0, 5))
+def test_random_column_subtrees_and_block_sizes(rows, inner, lead, dtype, block, tree):
+    rng = np.random.default_rng(rows * 1000 + inner)
+    shape = (lead, rows, inner)
+    z, b = _values(rng, shape, dtype), rng.uniform(-2, 2, inner).astype(dtype)
+    c = rng.uniform(-2, 2, (lead, rows, 1)).astype(dtype)
+    d = rng.uniform(-2, 2, (lead, rows, 1)).astype(dtype)
+    build, _ = _column_trees(*map(pyet.asarray, (z, b, c, d)))[tree]
+    before = core.get_block_size(), core.set_hoist_saved(-1)
+    core.set_block_size(block)
+    try:
+        out, ref = _both_ways(lambda: pyet.evaluate(build()).numpy())
+    finally:
+        core.set_block_size(before[0])
+        core.set_hoist_saved(before[1])
     np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))

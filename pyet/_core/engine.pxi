@@ -59,7 +59,7 @@ cdef assign_checked(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_INT_POWER:
         check_int_powers(e)
     if may_hoist(e):
-        rows = rows_once(d, e)
+        rows = packed_rows(d, e)
         if any_hoisted(e, rows):
             e = hoist_small(e, None, rows)
     if e._op == OP_special and (<SpecialNode>e)._kernel is _PRODUCT and _recorder() is None \
@@ -1341,15 +1341,15 @@ cdef inline bint hoisted(Expr e, Py_ssize_t size):
     return HOIST_SAVED_NS >= 0 and 2 * n <= size and (size - n) * e._ns >= HOIST_SAVED_NS
 
 
-cdef Py_ssize_t rows_once(cnp.ndarray d, Expr root) except -1:
+cdef Py_ssize_t packed_rows(cnp.ndarray d, Expr root) except -1:
     """The row length m when ``d[...] = root`` runs packed in blocks of whole
-    rows with its row broadcasts gathered once a chunk (rows_with_broadcast:
-    dst and every leaf flat in C order or a row of m, 2m <= BLOCK): the pass
-    then computes a subtree of rows once a chunk itself (chunk_invariant),
-    with no pass of its own (A * exp(row), 128 x 128 float32, pyet/NumPy:
-    hoisted 1.00, in the pass 0.72); 0 otherwise.  Trees with special nodes
-    or user functions: 0."""
-    cdef Py_ssize_t m, nd = cnp.PyArray_NDIM(d)
+    rows with row and column broadcasts (rows_with_broadcast: dst and every
+    leaf flat in C order, a row of m or a column, 2m <= BLOCK): the pass then
+    computes a subtree of rows once a chunk (chunk_invariant) and one of
+    columns once a row (plan_columns) itself, with no pass of its own
+    (A * exp(row), 128 x 128 float32, pyet/NumPy: hoisted 1.00, in the pass
+    0.72); 0 otherwise.  Trees with special nodes or user functions: 0."""
+    cdef Py_ssize_t m, size, nd = cnp.PyArray_NDIM(d)
     cdef list stack = [root]
     cdef Expr x
     cdef cnp.ndarray a
@@ -1357,15 +1357,16 @@ cdef Py_ssize_t rows_once(cnp.ndarray d, Expr root) except -1:
             or root._flags & (HAS_SPECIAL | HAS_PYFUNC) or not cnp.PyArray_IS_C_CONTIGUOUS(d):
         return 0
     m = cnp.PyArray_DIMS(d)[nd - 1]
+    size = shape_size(root.shape)
     if 2 * m > BLOCK or m < 2:
         return 0
     while stack:
         x = stack.pop()
-        if x._op == OP_leaf and x.shape:
+        if x._op == OP_leaf and x.shape and not is_column(x, size, m):
             a = <cnp.ndarray>(<Tensor>x)._array
             if not cnp.PyArray_IS_C_CONTIGUOUS(a) or (
                     x.shape != root.shape and not is_row(x, m)):
-                return 0  # neither flat nor a row
+                return 0  # neither flat nor a row nor a column
         stack.extend(x._args)
     return m
 
@@ -1374,6 +1375,16 @@ cdef inline bint is_row(Expr e, Py_ssize_t m):
     # e is a row of m elements (any leading ones)
     # (no wraparound: shape[-1] would read before the tuple's items)
     return len(e.shape) > 0 and e.shape[len(e.shape) - 1] == m and shape_size(e.shape) == m
+
+
+cdef inline bint is_column(Expr e, Py_ssize_t size, Py_ssize_t m):
+    # e is a column of a pass of size elements in rows of m: one element a row
+    return len(e.shape) > 1 and e.shape[len(e.shape) - 1] == 1 and shape_size(e.shape) * m == size
+
+
+cdef inline bint in_pass(Expr e, Py_ssize_t size, Py_ssize_t rows):
+    # e is a row or column a packed pass computes once itself (packed_rows)
+    return rows and (is_row(e, rows) or is_column(e, size, rows))
 
 
 cdef bint any_hoisted(Expr root, Py_ssize_t rows) except -1:
@@ -1387,7 +1398,7 @@ cdef bint any_hoisted(Expr root, Py_ssize_t rows) except -1:
         e = stack.pop()
         if e._hoist_min == 0 or not e._args:
             continue
-        if not (rows and is_row(e, rows)) and hoisted(e, size):
+        if not in_pass(e, size, rows) and hoisted(e, size):
             return True
         stack.extend(e._args)
     return False
@@ -1400,7 +1411,7 @@ cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
     evaluation); special nodes' operands are theirs to evaluate.  (A root
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
     ``lines`` (explain), nothing is computed: a line says what would be.
-    Rows of ``rows`` elements (rows_once) are left to the pass.  Callers ask
+    Rows and columns of passes in ``rows`` (packed_rows) are left to it.  Callers ask
     may_hoist first."""
     cdef Py_ssize_t size = shape_size(root.shape), i
     cdef dict new = {}  # (nodes with nothing costly below: not entered, themselves)
@@ -1411,8 +1422,7 @@ cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
         done = ready.pop()
         if e._hoist_min == 0 or not e._args or _node_id(e) in new:
             continue  # (special nodes' _hoist_min: 0)
-        if not done and e is not root and not (rows and is_row(e, rows)) \
-                and hoisted(e, size):
+        if not done and e is not root and not in_pass(e, size, rows) and hoisted(e, size):
             if lines is None:
                 new[_node_id(e)] = _scratch_leaf(e, e._dt)
             else:
@@ -1476,7 +1486,7 @@ def explain_assignment(object dst, object value):
                      f"limits {MAX_DEPTH}, {MAX_LEAVES}); the last piece:")
         e = split(e, False)
     if may_hoist(e):
-        e = hoist_small(e, lines, rows_once(d, e))
+        e = hoist_small(e, lines, packed_rows(d, e))
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
         lines.append(form)

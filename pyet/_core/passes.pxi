@@ -842,51 +842,124 @@ cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
     return blocklen
 
 
-cdef uint64_t chunk_invariant(Run *r, Program prog) noexcept nogil:
-    """Packed rows with row broadcasts gathered once a chunk (r.nonce): the
-    instructions (bits, the first 64) that read only those, scalars and such
-    instructions' registers, each register written by that instruction alone,
-    so its value stays for the chunk's later blocks: computed on its first
-    block only, as NumPy computes exp(b) of a row once in A * exp(b) (one
-    thread, pyet/NumPy, every block -> once: 64 x 64 float32 1.26 -> 0.90,
-    128 x 128 float64 exp 2.4 -> 0.69, sin 4.8 -> 0.69)."""
-    cdef uint64_t once = 0, written = 0, twice = 0, bit
+cdef uint64_t uniform_instructions(Run *r, Program prog, uint64_t leaves,
+                                   uint64_t exclude=0) noexcept nogil:
+    """The instructions (bits; none in programs of more than 64) but those of
+    ``exclude`` that read only the operands of ``leaves`` (bits), scalars and
+    registers such instructions wrote, each register they write written by
+    them alone (so its value stays until the block's end): where those
+    operands repeat (a row broadcast along the rows of a chunk, a column
+    along each row), so do their values."""
+    cdef uint64_t found = 0, written = 0, twice = 0, bit
     cdef int i, j, k, nd = r.ndst
     cdef bint ok
     cdef pyet_instr *ins
-    if prog.nregs > 64:
+    if prog.nregs > 64 or prog.ninstr > 64:
         return 0
     for i in range(prog.ninstr):  # registers written by more than one instruction
         if prog.code[i].out >= 0:
             bit = (<uint64_t>1) << prog.code[i].out
             twice |= written & bit
             written |= bit
-    for i in range(min(prog.ninstr, 64)):
+    for i in range(prog.ninstr):
         ins = &prog.code[i]
-        ok = ins.out >= 0 and not (twice >> ins.out) & 1 \
+        ok = ins.out >= 0 and not (twice >> ins.out) & 1 and not (exclude >> i) & 1 \
             and (ins.op != OP_pyfunc or prog.cloop[i] != NULL)  # (not Python: NumPy's loop)
         for j in range(ins.nin):
             if not ok:
                 break
             if ins.src_kind[j] == SRC_LEAF:
                 k = nd + ins.src[j]
-                ok = 0 <= r.gather[k] < r.nonce
+                ok = k < 64 and (leaves >> k) & 1
             elif ins.src_kind[j] == SRC_REG:
-                ok = written_by_once(prog, once, i, ins.src[j])
+                ok = written_by(prog, found, i, ins.src[j])
             else:
                 ok = ins.src_kind[j] == SRC_SCALAR
         if ok:
-            once |= (<uint64_t>1) << i
-    return once
+            found |= (<uint64_t>1) << i
+    return found
 
 
-cdef inline bint written_by_once(Program prog, uint64_t once, int before, int reg) noexcept nogil:
-    # register reg was written by an instruction of once (before instruction `before`)
+cdef inline bint written_by(Program prog, uint64_t instrs, int before, int reg) noexcept nogil:
+    # register reg was last written (before instruction `before`) by one of instrs
     cdef int i
     for i in range(before - 1, -1, -1):
         if prog.code[i].out == reg:
-            return (once >> i) & 1
+            return (instrs >> i) & 1
     return False
+
+
+cdef uint64_t chunk_invariant(Run *r, Program prog) noexcept nogil:
+    """Packed rows with row broadcasts gathered once a chunk (r.nonce): the
+    instructions that read only those (uniform_instructions) compute on a
+    chunk's first block only, as NumPy computes exp(b) of a row once in
+    A * exp(b) (one thread, pyet/NumPy, every block -> once: 64 x 64 float32
+    1.26 -> 0.90, 128 x 128 float64 exp 2.4 -> 0.69, sin 4.8 -> 0.69)."""
+    cdef uint64_t once = 0
+    cdef int k
+    for k in range(r.ndst, min(r.nops, 64)):
+        if 0 <= r.gather[k] < r.nonce:
+            once |= (<uint64_t>1) << k
+    return uniform_instructions(r, prog, once)
+
+
+# a pass with row_instr takes blocks this many times longer: each block's
+# two phases and fills cost ~100 ns (one thread, pyet/NumPy, A * exp(c):
+# float32 128 x 128 1.23-1.30 -> 0.91-0.96, (100, 200) 1.47-1.56 -> 0.96-1.04,
+# float64 (256, 128) 0.92-1.04 -> 0.78-0.85; twice: 0.98-1.39 and 0.77-0.86)
+DEF COLUMN_BLOCKS = 4
+
+
+cdef void plan_columns(Run *r, Program prog) noexcept nogil:
+    """Packed whole rows with column broadcasts: the instructions that read
+    only those (uniform_instructions, not chunk_invariant's) compute one
+    element a row (r.row_instr), on the columns gathered one element a row
+    (r.col_compact); what the other instructions read of theirs is then
+    filled along the rows (r.col_expand, r.reg_expand): tanh(c) in
+    A * tanh(c) is computed on the column, as NumPy computes it (one thread,
+    pyet/NumPy, every element -> once a row: 64 x 64 float64 2.4 -> 0.9,
+    float32 1.56 -> 0.95)."""
+    cdef uint64_t cols = 0, row, leaf_other = 0, reg_other = 0, leaf_row = 0, bit
+    cdef int i, j, k, d, nd = r.ndst
+    cdef pyet_instr *ins
+    r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
+    for k in range(nd, min(r.nops, 64)):
+        if column_broadcast(r, k) and r.gather[k] >= 0:
+            cols |= (<uint64_t>1) << k
+    if not cols:
+        return
+    row = uniform_instructions(r, prog, cols, r.once_instr)
+    if not row:
+        return
+    for i in range(prog.ninstr):
+        ins = &prog.code[i]
+        for j in range(ins.nin):
+            k = nd + ins.src[j]
+            if ins.src_kind[j] == SRC_LEAF and k < 64:
+                bit = (<uint64_t>1) << k
+                if (row >> i) & 1:
+                    leaf_row |= bit
+                else:
+                    leaf_other |= bit
+            elif ins.src_kind[j] == SRC_REG and not (row >> i) & 1:
+                reg_other |= (<uint64_t>1) << ins.src[j]
+    # a leaf read twice shares its original's block: the original decides
+    for k in range(nd, min(r.nops, 64)):
+        if r.dup[k] and (cols >> k) & 1:
+            for d in range(nd, k):
+                if r.gather[d] == r.gather[k] and not r.dup[d]:
+                    bit = (<uint64_t>1) << d
+                    if (leaf_row >> k) & 1:
+                        leaf_row |= bit
+                    if (leaf_other >> k) & 1:
+                        leaf_other |= bit
+                    break
+    r.row_instr = row
+    r.col_compact = cols & leaf_row
+    r.col_expand = cols & leaf_row & leaf_other
+    for i in range(prog.ninstr):
+        if (row >> i) & 1 and (reg_other >> prog.code[i].out) & 1:
+            r.reg_expand |= (<uint64_t>1) << prog.code[i].out
 
 
 cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp units,
@@ -896,6 +969,7 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
     # counts the threads split, and the prefetched streams
     cdef int k, d, nops = r.nops, ndst = r.ndst, ngather = 0, ntiled = 0
     cdef uint64_t inplace = sx_leaves(r, prog, r.red)
+    cdef bint columns = False
     for k in range(nops):
         r.gather[k] = -1
         r.dup[k] = 0
@@ -907,7 +981,9 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
             if row_broadcast(r, k):
                 r.gather[k] = ngather
                 ngather += 1
-        if ngather:
+            elif k >= ndst and column_broadcast(r, k):
+                columns = True
+        if ngather or columns:  # (columns: plan_columns)
             r.block = min(blocklen // r.shape[r.nd - 1] * r.shape[r.nd - 1], r.total)
     r.nonce = ngather
     for k in range(nops):
@@ -957,6 +1033,11 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
     r.dst_reg = prog.dst_reg if (apart and not r.red and not r.packed and not r.tile
                                  and r.gather[0] == -1) else -1
     r.once_instr = chunk_invariant(r, prog) if r.nonce else 0
+    r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
+    if columns and r.block % r.shape[r.nd - 1] == 0:
+        plan_columns(r, prog)
+        if r.row_instr:
+            r.block = min(r.block * COLUMN_BLOCKS, r.total)
     if r.once_instr and r.block > BLOCK:
         # they compute a whole block: BLOCK's rows, not a NumPy loop's 8 Ki
         # (A * sin(b) of float32, NumPy's loop, 128 x 128: 7.75 -> 4.27 us)
