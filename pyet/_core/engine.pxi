@@ -1349,26 +1349,28 @@ cdef Py_ssize_t packed_rows(cnp.ndarray d, Expr root) except -1:
     columns once a row (plan_columns) itself, with no pass of its own
     (A * exp(row), 128 x 128 float32, pyet/NumPy: hoisted 1.00, in the pass
     0.72); 0 otherwise.  Trees with special nodes or user functions: 0."""
-    cdef Py_ssize_t m, size, nd = cnp.PyArray_NDIM(d)
-    cdef list stack = [root]
-    cdef Expr x
-    cdef cnp.ndarray a
+    cdef Py_ssize_t m, nd = cnp.PyArray_NDIM(d)
     if nd < 2 or not ROW_BROADCASTS_ONCE or root._nleaves > 64 \
             or root._flags & (HAS_SPECIAL | HAS_PYFUNC) or not cnp.PyArray_IS_C_CONTIGUOUS(d):
         return 0
     m = cnp.PyArray_DIMS(d)[nd - 1]
-    size = shape_size(root.shape)
     if 2 * m > BLOCK or m < 2:
         return 0
-    while stack:
-        x = stack.pop()
-        if x._op == OP_leaf and x.shape and not is_column(x, size, m):
-            a = <cnp.ndarray>(<Tensor>x)._array
-            if not cnp.PyArray_IS_C_CONTIGUOUS(a) or (
-                    x.shape != root.shape and not is_row(x, m)):
-                return 0  # neither flat nor a row nor a column
-        stack.extend(x._args)
-    return m
+    return m if leaves_pack(root, root, shape_size(root.shape), m) else 0
+
+
+cdef bint leaves_pack(Expr x, Expr root, Py_ssize_t size, Py_ssize_t m) except -1:
+    # every leaf below x flat in C order (root's shape), a row of m or a
+    # column (recursive: callers split trees deeper than MAX_DEPTH; a walk
+    # with a list cost ~0.3 us a call in list churn and the collector)
+    cdef cnp.ndarray a
+    if x._op == OP_leaf and x.shape and not is_column(x, size, m):
+        a = <cnp.ndarray>(<Tensor>x)._array
+        return cnp.PyArray_IS_C_CONTIGUOUS(a) and (x.shape == root.shape or is_row(x, m))
+    for y in x._args:
+        if not leaves_pack(<Expr>y, root, size, m):
+            return False
+    return True
 
 
 cdef inline bint is_row(Expr e, Py_ssize_t m):
@@ -1388,19 +1390,25 @@ cdef inline bint in_pass(Expr e, Py_ssize_t size, Py_ssize_t rows):
 
 
 cdef bint any_hoisted(Expr root, Py_ssize_t rows) except -1:
-    # whether hoist_small would hoist a subtree: a walk with no memo, no
-    # tuples and no new objects (the rebuild's walk cost ~1.2 us where it
-    # found nothing); it visits a node once a path, at most _nleaves paths
+    # whether hoist_small would hoist a subtree: a walk with no memo and no
+    # new objects (the rebuild's walk cost ~1.2 us where it found nothing);
+    # it visits a node once a path, at most _nleaves paths
     cdef Py_ssize_t size = shape_size(root.shape)
-    cdef list stack = list(root._args)
-    cdef Expr e
-    while stack:
-        e = stack.pop()
-        if e._hoist_min == 0 or not e._args:
-            continue
-        if not in_pass(e, size, rows) and hoisted(e, size):
+    for e in root._args:
+        if hoists_below(<Expr>e, size, rows):
             return True
-        stack.extend(e._args)
+    return False
+
+
+cdef bint hoists_below(Expr e, Py_ssize_t size, Py_ssize_t rows) except -1:
+    # any_hoisted under e (recursive: callers split trees deeper than MAX_DEPTH)
+    if e._hoist_min == 0 or not e._args:
+        return False
+    if not in_pass(e, size, rows) and hoisted(e, size):
+        return True
+    for a in e._args:
+        if hoists_below(<Expr>a, size, rows):
+            return True
     return False
 
 
