@@ -1036,7 +1036,7 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
     r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
     if columns and r.block % r.shape[r.nd - 1] == 0:
         plan_columns(r, prog)
-        if r.row_instr:
+        if r.row_instr and r.block <= 2 * BLOCK:  # (kernel-sized blocks, not a NumPy loop's)
             r.block = min(r.block * COLUMN_BLOCKS, r.total)
     if r.once_instr and r.block > BLOCK:
         # they compute a whole block: BLOCK's rows, not a NumPy loop's 8 Ki
