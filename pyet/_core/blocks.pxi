@@ -104,7 +104,8 @@ cdef struct Run:
     bint plain              # run_plain: every row read (written) where it lies, Program.plain
     uint64_t insx           # bit i: instruction i reads a strided leaf where it lies
     int dst_reg             # Program.dst_reg kept in dst's block (run_block); -1: none
-    uint64_t once_instr     # packed: bit i, instruction i computed on a chunk's first block only
+    uint64_t once_instr     # packed: bit i, instruction i computed on a chunk's first row
+    uint64_t once_tile      # registers (bits) once_instr wrote that others read: the row tiled
     uint64_t row_instr      # packed whole rows: bit i, instruction i computed one element a row
     uint64_t col_compact    # operands (bits): columns gathered one element a row (plan_columns)
     uint64_t col_expand     # of those, filled along the rows after row_instr
@@ -732,7 +733,12 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 ptr[k] = gathered + r.gather[k] * regbytes
         if w == w0 or r.gathers > r.nonce:
             packed_copy(r, p0, n, gathered, False, w > w0)
-        skip = r.once_instr if w > w0 else 0
+        if r.once_instr and w == w0:  # the row's own values once, tiled over the block
+            if run_block(r, prog, r.shape[r.nd - 1], ptr, regs, route, NULL, 0,
+                         ~r.once_instr) < 0:
+                return -1
+            tile_rows(r, prog, regs)
+        skip = r.once_instr
         if r.row_instr:  # one element a row first, then filled along the rows
             rows = n // r.shape[r.nd - 1]
             if run_block(r, prog, rows, ptr, regs, route, NULL, 0, ~r.row_instr | skip) < 0:
@@ -747,6 +753,24 @@ cdef int run_packed(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
 
 
 DEF FILL_ROWS_MAX = 512
+
+
+cdef void tile_rows(Run *r, Program prog, char *regs) noexcept nogil:
+    # once_instr's registers that other instructions read: their first row
+    # copied to the block's other rows (doubling copies)
+    cdef pyet_intp regbytes = r.block * MAX_REG_BYTES, row, done, c
+    cdef pyet_intp rows = r.block // r.shape[r.nd - 1]
+    cdef char *buf
+    cdef int i
+    for i in range(prog.ninstr):
+        if (r.once_instr >> i) & 1 and (r.once_tile >> prog.code[i].out) & 1:
+            buf = regs + prog.code[i].out * regbytes
+            row = r.shape[r.nd - 1] * pyet_itemsize[prog.code[i].dt_out]
+            done = 1
+            while done < rows:
+                c = done if done < rows - done else rows - done
+                memcpy(buf + done * row, buf, c * row)
+                done += c
 
 
 cdef void fill_columns(Run *r, Program prog, pyet_intp rows, char *regs,

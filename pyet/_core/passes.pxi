@@ -891,10 +891,12 @@ cdef inline bint written_by(Program prog, uint64_t instrs, int before, int reg) 
 
 cdef uint64_t chunk_invariant(Run *r, Program prog) noexcept nogil:
     """Packed rows with row broadcasts gathered once a chunk (r.nonce): the
-    instructions that read only those (uniform_instructions) compute on a
-    chunk's first block only, as NumPy computes exp(b) of a row once in
-    A * exp(b) (one thread, pyet/NumPy, every block -> once: 64 x 64 float32
-    1.26 -> 0.90, 128 x 128 float64 exp 2.4 -> 0.69, sin 4.8 -> 0.69)."""
+    instructions that read only those (uniform_instructions) compute one row
+    on a chunk's first block, tiled over the block where others read it
+    (r.once_tile), as NumPy computes exp(b) of a row once in A * exp(b) (one
+    thread, pyet/NumPy, every block -> once a chunk: 64 x 64 float32 1.26 ->
+    0.90, 128 x 128 float64 exp 2.4 -> 0.69, sin 4.8 -> 0.69; one row, then
+    tiled: 0.84, 0.70, 0.63-0.71)."""
     cdef uint64_t once = 0
     cdef int k
     for k in range(r.ndst, min(r.nops, 64)):
@@ -919,7 +921,7 @@ cdef void plan_columns(Run *r, Program prog) noexcept nogil:
     A * tanh(c) is computed on the column, as NumPy computes it (one thread,
     pyet/NumPy, every element -> once a row: 64 x 64 float64 2.4 -> 0.9,
     float32 1.56 -> 0.95)."""
-    cdef uint64_t cols = 0, row, leaf_other = 0, reg_other = 0, leaf_row = 0, bit
+    cdef uint64_t cols = 0, row, leaf_other = 0, leaf_row = 0, bit
     cdef int i, j, k, d, nd = r.ndst
     cdef pyet_instr *ins
     r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
@@ -941,8 +943,6 @@ cdef void plan_columns(Run *r, Program prog) noexcept nogil:
                     leaf_row |= bit
                 else:
                     leaf_other |= bit
-            elif ins.src_kind[j] == SRC_REG and not (row >> i) & 1:
-                reg_other |= (<uint64_t>1) << ins.src[j]
     # a leaf read twice shares its original's block: the original decides
     for k in range(nd, min(r.nops, 64)):
         if r.dup[k] and (cols >> k) & 1:
@@ -957,9 +957,23 @@ cdef void plan_columns(Run *r, Program prog) noexcept nogil:
     r.row_instr = row
     r.col_compact = cols & leaf_row
     r.col_expand = cols & leaf_row & leaf_other
+    r.reg_expand = read_by_others(prog, row)
+
+
+cdef uint64_t read_by_others(Program prog, uint64_t instrs) noexcept nogil:
+    # the registers (bits) instructions of instrs write that others read
+    cdef uint64_t written = 0, read = 0
+    cdef int i, j
+    if not instrs:  # (else at most 64 instructions and registers: uniform_instructions)
+        return 0
     for i in range(prog.ninstr):
-        if (row >> i) & 1 and (reg_other >> prog.code[i].out) & 1:
-            r.reg_expand |= (<uint64_t>1) << prog.code[i].out
+        if (instrs >> i) & 1:
+            written |= (<uint64_t>1) << prog.code[i].out
+        else:
+            for j in range(prog.code[i].nin):
+                if prog.code[i].src_kind[j] == SRC_REG:
+                    read |= (<uint64_t>1) << prog.code[i].src[j]
+    return written & read
 
 
 cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp units,
@@ -1032,15 +1046,19 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
     # nothing: exp(a) + 1 1.0-1.1, tanh(a)*b 0.99-1.08)
     r.dst_reg = prog.dst_reg if (apart and not r.red and not r.packed and not r.tile
                                  and r.gather[0] == -1) else -1
-    r.once_instr = chunk_invariant(r, prog) if r.nonce else 0
+    r.once_instr = r.once_tile = 0
+    if r.nonce:
+        r.once_instr = chunk_invariant(r, prog)
+        r.once_tile = read_by_others(prog, r.once_instr)
     r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
     if columns and r.block % r.shape[r.nd - 1] == 0:
         plan_columns(r, prog)
         if r.row_instr and r.block <= 2 * BLOCK:  # (kernel-sized blocks, not a NumPy loop's)
             r.block = min(r.block * COLUMN_BLOCKS, r.total)
     if r.once_instr and r.block > BLOCK:
-        # they compute a whole block: BLOCK's rows, not a NumPy loop's 8 Ki
-        # (A * sin(b) of float32, NumPy's loop, 128 x 128: 7.75 -> 4.27 us)
+        # the row tiled over blocks of BLOCK's rows, not a NumPy loop's 8 Ki:
+        # the tiled register stays in L1 (float64 A * log(b), NumPy's loop,
+        # 64 x 128: 1.14x NumPy tiled over 8 Ki, 0.77 over BLOCK)
         r.block = max(BLOCK // r.shape[r.nd - 1], 2) * r.shape[r.nd - 1]
     if r.plain and r.from_memory and r.block == BLOCK // 2 and prog.float_arith \
             and units * pass_itemsizes(r) >= 2 * SX_FAR_BYTES \
