@@ -53,15 +53,12 @@ cpdef assign(object dst, object value):
 
 cdef assign_checked(cnp.ndarray d, Expr e, int dst_dt):
     # assign after check_assignment (or into scratch of e's shape and dtype)
-    cdef Py_ssize_t rows
     if e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES:
         e = split(e)
     if e._flags & HAS_INT_POWER:
         check_int_powers(e)
     if may_hoist(e):
-        rows = packed_rows(d, e)
-        if any_hoisted(e, rows):
-            e = hoist_small(e, None, rows)
+        e = hoist_for(d, e)
     if e._op == OP_special and (<SpecialNode>e)._kernel is _PRODUCT and _recorder() is None \
             and assign_leaf_product(d, <SpecialNode>e):
         return
@@ -972,7 +969,7 @@ cdef Expr _scratch_leaf(Expr x, int dt):
     hit = done.get(key) if done is not None else None
     if hit is not None:
         return <Expr>hit[1]
-    a = scratch_empty(x.shape, dt)
+    a = aligned_empty(x.shape, dt)
     if x._dt == dt:
         assign_checked(<cnp.ndarray>a, x, dt)
     else:
@@ -1335,10 +1332,23 @@ cdef inline bint may_hoist(Expr root):
     return 2 * m <= size and (size - m) * root._ns >= HOIST_SAVED_NS
 
 
-cdef inline bint hoisted(Expr e, Py_ssize_t size):
-    # e is computed once into scratch in a pass of size elements (HOIST_SAVED_NS)
+cdef inline bint hoisted(Expr e, Py_ssize_t size, Py_ssize_t rows=0):
+    # e is computed once into scratch in a pass of size elements
+    # (HOIST_SAVED_NS), but for a row or column of a packed pass in rows of
+    # ``rows`` (packed_rows), which computes it once itself
     cdef Py_ssize_t n = shape_size(e.shape)
-    return HOIST_SAVED_NS >= 0 and 2 * n <= size and (size - n) * e._ns >= HOIST_SAVED_NS
+    return HOIST_SAVED_NS >= 0 and 2 * n <= size and (size - n) * e._ns >= HOIST_SAVED_NS \
+        and not in_pass(e, size, rows)
+
+
+cdef Expr hoist_for(cnp.ndarray d, Expr e, list lines=None):
+    # e with the subtrees dst[...] = e computes once hoisted (hoist_small,
+    # after a read-only walk says there is one); with lines, explain's.
+    # Callers ask may_hoist first.
+    cdef Py_ssize_t rows = packed_rows(d, e)
+    if lines is None and not any_hoisted(e, rows):
+        return e
+    return hoist_small(e, lines, rows)
 
 
 cdef Py_ssize_t packed_rows(cnp.ndarray d, Expr root) except -1:
@@ -1404,7 +1414,7 @@ cdef bint hoists_below(Expr e, Py_ssize_t size, Py_ssize_t rows) except -1:
     # any_hoisted under e (recursive: callers split trees deeper than MAX_DEPTH)
     if e._hoist_min == 0 or not e._args:
         return False
-    if not in_pass(e, size, rows) and hoisted(e, size):
+    if hoisted(e, size, rows):
         return True
     for a in e._args:
         if hoists_below(<Expr>a, size, rows):
@@ -1419,8 +1429,8 @@ cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
     evaluation); special nodes' operands are theirs to evaluate.  (A root
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
     ``lines`` (explain), nothing is computed: a line says what would be.
-    Rows and columns of passes in ``rows`` (packed_rows) are left to it.  Callers ask
-    may_hoist first."""
+    Rows and columns of passes in ``rows`` (packed_rows) are left to it.  Callers
+    ask may_hoist first (hoist_for)."""
     cdef Py_ssize_t size = shape_size(root.shape), i
     cdef dict new = {}  # (nodes with nothing costly below: not entered, themselves)
     cdef list stack = [root], ready = [False], args  # (no tuples: the walk cost ~1 us)
@@ -1430,7 +1440,7 @@ cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
         done = ready.pop()
         if e._hoist_min == 0 or not e._args or _node_id(e) in new:
             continue  # (special nodes' _hoist_min: 0)
-        if not done and e is not root and not in_pass(e, size, rows) and hoisted(e, size):
+        if not done and e is not root and hoisted(e, size, rows):
             if lines is None:
                 new[_node_id(e)] = _scratch_leaf(e, e._dt)
             else:
@@ -1494,7 +1504,7 @@ def explain_assignment(object dst, object value):
                      f"limits {MAX_DEPTH}, {MAX_LEAVES}); the last piece:")
         e = split(e, False)
     if may_hoist(e):
-        e = hoist_small(e, lines, packed_rows(d, e))
+        e = hoist_for(d, e, lines)
     form = _explain_root_form(d, e, dst_dt)
     if form is not None:
         lines.append(form)

@@ -1852,16 +1852,6 @@ def tensor(arr):
     return wrap(arr)
 
 
-cdef cnp.ndarray scratch_empty(tuple shape, int dt):
-    # a new uninitialized C-ordered array (np.empty's lookups and parsing:
-    # ~0.15 us of a hoisted subtree's scratch)
-    cdef cnp.npy_intp dims[64]
-    cdef int nd = len(shape), k
-    for k in range(nd):
-        dims[k] = shape[k]
-    return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>_DTS[dt]).type_num, 0)
-
-
 cpdef aligned_empty(tuple shape, int dt):
     """A new uninitialized C-ordered array of ``shape`` (non-negative ints,
     at most 64 axes) and dtype code ``dt`` whose data starts on a 64-byte
