@@ -188,6 +188,54 @@ def test_add_compensations_checks_its_buffer():
     core.add_compensations(acc, 2, 2)
     assert acc[:2].tolist() == [1.5, np.inf]  # an inf keeps no compensation
     assert acc[4] == 2.125 and np.isnan(acc[5])
+    # sets further apart (each thread's on its own cache line)
+    acc = np.zeros(12)
+    acc[[0, 1, 2, 3, 8, 9, 10, 11]] = [1.0, 2.0, 0.5, 0.25, 3.0, 4.0, 0.125, 0.0625]
+    core.add_compensations(acc, 2, 2, 8)
+    assert acc[[0, 1, 8, 9]].tolist() == [1.5, 2.25, 3.125, 4.0625]
+    for elems, n in ((3, 12), (8, 11)):  # a stride under a set; a buffer too short
+        with pytest.raises(ValueError, match="C-ordered float64 accumulators"):
+            core.add_compensations(np.zeros(n), 2, 2, elems)
+
+
+@pytest.mark.parametrize("nthreads,nslots,kept,dtype", [
+    (2, 2, (1, 3), np.float64), (2, 1, (5,), np.float32), (3, 2, (2, 9), np.int64),
+    (1, 2, (1, 3), np.float64)])
+def test_accumulator_sets_never_share_a_cache_line(nthreads, nslots, kept, dtype):
+    from pyet._nodes.reductions import _slots
+
+    buf, views, (thread_stride, slot_stride) = _slots(nthreads, nslots, kept, dtype)
+    assert len(views) == nthreads and all(len(v) == nslots for v in views)
+    assert slot_stride == math.prod(kept) * np.dtype(dtype).itemsize
+    for t in range(nthreads):
+        for k in range(nslots):
+            v = views[t][k]
+            assert v.shape == kept and np.shares_memory(v, buf)
+            assert v.ctypes.data == buf.ctypes.data + t * thread_stride + k * slot_stride
+    if nthreads > 1:
+        assert buf.ctypes.data % 64 == 0 and thread_stride % 64 == 0
+        for t in range(1, nthreads):  # the last byte of set t-1, the first of set t
+            end = views[t - 1][nslots - 1].ctypes.data + slot_stride - 1
+            assert end // 64 < views[t][0].ctypes.data // 64
+    else:
+        assert thread_stride == nslots * slot_stride
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "argmax", "prod"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_short_rows_folded_over_axis0_on_two_threads(kind, dtype):
+    a = np.random.default_rng(3).random((100003, 3)).astype(dtype)
+    # float32 sums of 1e5 rows: NumPy's, in order, are off the exact sum by
+    # ~1e-5; the threads' (two halves) differ
+    want = getattr(np, kind)(a.astype(np.float64), axis=0)
+    with pyet_threads(2) as n:
+        if n < 2 or core.reduce_threads(a.size) < 2:
+            pytest.skip("one thread here")
+        got = pyet.evaluate(getattr(pyet, kind)(pyet.asarray(a), axis=0)).numpy()
+    rtol = 1e-4 if dtype == np.float32 else 1e-12
+    if kind == "prod":
+        want, got = np.log(want), np.log(got)  # (underflows alike)
+    np.testing.assert_allclose(got, want, rtol=rtol)
 
 
 @pytest.mark.parametrize("shape,axes", [((4, 5, 6), (1,)), ((4, 5, 6), (0, 2)),

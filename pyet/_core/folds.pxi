@@ -45,23 +45,28 @@ def folds_across_rows(Expr child, axes):
     return inner >= 0 and inner not in axes
 
 
-def add_compensations(cnp.ndarray accs, pyet_intp size, int nthreads):
+def add_compensations(cnp.ndarray accs, pyet_intp size, int nthreads,
+                      pyet_intp thread_elems=0):
     """Compensated float64 sums (``accs`` C-ordered float64: per thread, size
-    accumulators then their compensations): each compensation added to its
-    finite accumulator (after an inf the compensation is nan: left out)."""
+    accumulators then their compensations, each thread's set ``thread_elems``
+    after the last's, 2 * size when 0): each compensation added to its finite
+    accumulator (after an inf the compensation is nan: left out)."""
     cdef double *a = <double *>cnp.PyArray_DATA(accs)
     cdef double *c
     cdef pyet_intp i
     cdef int t
     if cnp.PyArray_TYPE(accs) != cnp.NPY_DOUBLE or not cnp.PyArray_IS_C_CONTIGUOUS(accs) \
-            or cnp.PyArray_SIZE(accs) < 2 * size * nthreads:
+            or thread_elems < 0 or (thread_elems and thread_elems < 2 * size) \
+            or cnp.PyArray_SIZE(accs) < (thread_elems or 2 * size) * (nthreads - 1) + 2 * size:
         raise ValueError("add_compensations takes C-ordered float64 accumulators")
+    if thread_elems == 0:
+        thread_elems = 2 * size
     for t in range(nthreads):
         c = a + size
         for i in range(size):
             if isfinite(a[i]):
                 a[i] += c[i]
-        a += 2 * size
+        a += thread_elems
     return None
 
 

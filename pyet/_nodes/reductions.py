@@ -28,6 +28,7 @@ _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
 _UFUNC_REDUCE = {"sum": (np.add.reduce, None), "prod": (np.multiply.reduce, None),
                  "max": (np.maximum.reduce, None), "min": (np.minimum.reduce, None),
                  "all": (np.logical_and.reduce, _BOOL), "any": (np.logical_or.reduce, _BOOL)}
+_CACHE_LINE = 64  # bytes: the threads' accumulator sets never share one
 _COMBINE = {"sum": np.add, "mean": np.add, "prod": np.multiply, "max": np.maximum,
             "min": np.minimum, "all": np.logical_and, "any": np.logical_or}
 
@@ -300,14 +301,25 @@ def _slots(nthreads, nslots, kept, dtype):
 
     Returns the buffer, ``views[t][k]`` (slot k of thread t) and the (thread, slot)
     strides in bytes.  Flat, not an ndarray of shape (nthreads, nslots, *kept): that
-    one has two axes more than the operand, too many for 63 or 64 axes.
+    one has two axes more than the operand, too many for 63 or 64 axes.  With more
+    than one thread each thread's set starts on its own cache line, a line apart
+    from the last set's end (threads folding into one line: a float64 (87381, 3)
+    sum over axis 0 took 200 us on two threads, 136 on one).
     """
     size = math.prod(kept)
     itemsize = np.dtype(dtype).itemsize
-    buf = np.empty(nthreads * nslots * size, dtype)
-    views = [[buf[(t * nslots + k) * size:(t * nslots + k + 1) * size].reshape(kept)
+    per_thread = nslots * size
+    if nthreads > 1:
+        line = _CACHE_LINE // itemsize
+        per_thread = -(-per_thread // line) * line + line
+        raw = np.empty(nthreads * per_thread + line, dtype)
+        skip = (-raw.ctypes.data % _CACHE_LINE) // itemsize
+        buf = raw[skip:skip + nthreads * per_thread]
+    else:
+        buf = np.empty(per_thread, dtype)
+    views = [[buf[t * per_thread + k * size:t * per_thread + (k + 1) * size].reshape(kept)
               for k in range(nslots)] for t in range(nthreads)]
-    return buf, views, (nslots * size * itemsize, size * itemsize)
+    return buf, views, (per_thread * itemsize, size * itemsize)
 
 
 @functools.lru_cache(maxsize=256)
@@ -405,7 +417,8 @@ class _Fold:
                                      self.comp_stride if self.compensated else 0)
         slots = self.slots
         if self.compensated:
-            core.add_compensations(self.accs, self.size, nsets)
+            core.add_compensations(self.accs, self.size, nsets,
+                                    self.thread_stride // 8)
         acc = slots[0][0]
         for t in range(1, nsets):
             acc = _COMBINE[kind](acc, slots[t][0])
