@@ -1,7 +1,8 @@
 """argmax/argmin along contiguous rows: bool rows by pyet_arg_rows' byte scan (the first
-nonzero byte for argmax, the first zero for argmin, eight bytes a word), and the
-ARG_SIMD_BYTES / BOOL_ARG_ROW_MAX routing between core.arg_rows and NumPy's loop.
-NumPy's indices for every row length 1-70, every position of the deciding byte, rows that
+nonzero byte for argmax, eight bytes a word after tests of 256 and 64; the first zero
+for argmin, memchr from rows of 16), and the ARG_SIMD_BYTES routing between
+core.arg_rows and NumPy's loop.  NumPy's indices for every row length 1-70, every
+position of the deciding byte (at the steps' edges in rows of up to 1100), rows that
 never decide, bytes other than 0 and 1, strided and reversed rows, and rows that end at
 the last byte of their memory (a read past it would fault: the page after is unmapped)."""
 
@@ -28,11 +29,11 @@ def scan(kind, src):
     return buf[1:-1]
 
 
-def patterns(k, rng):
+def patterns(k, rng, positions=None):
     """Rows of k bytes: all zero, all one, all 255, one deciding byte at each position
-    (as 1 and as 200), random with bytes 2-255, random half."""
+    (or at ``positions``; as 1 and as 200), random with bytes 2-255, random half."""
     rows = [np.zeros(k, np.uint8), np.ones(k, np.uint8), np.full(k, 255, np.uint8)]
-    for j in range(k):
+    for j in range(k) if positions is None else positions:
         for v in (1, 200):
             r = np.zeros(k, np.uint8)
             r[j] = v
@@ -51,7 +52,17 @@ def test_every_position_and_length(kind, k):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("k", [1, 3, 7, 8, 9, 16, 23, 40])
+@pytest.mark.parametrize("k", [127, 128, 255, 256, 257, 319, 320, 511, 512, 600, 1100])
+def test_long_rows_at_the_steps_edges(kind, k):
+    # the deciding byte on each side of every 64- and 256-byte step, and at the end
+    edges = {j + d for j in range(0, k + 1, 64) for d in (-9, -8, -1, 0, 1, 7, 8)}
+    positions = sorted(j for j in edges | {k - 2, k - 1} if 0 <= j < k)
+    rows = patterns(k, np.random.default_rng(k), positions)
+    np.testing.assert_array_equal(scan(kind, rows), getattr(np, kind)(rows, axis=1))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k", [1, 3, 7, 8, 9, 16, 23, 40, 300])
 def test_strided_and_reversed_rows(kind, k):
     rng = np.random.default_rng(100 + k)
     raw = rng.integers(0, 256, (300, 3 * k + 5)).astype(np.uint8)
@@ -77,7 +88,7 @@ def guarded_bytes(n):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect: Linux")
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 9, 15])
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 9, 15, 16, 64, 300])
 def test_rows_ending_at_the_last_readable_byte(kind, k):
     nrows = 37
     arr, region = guarded_bytes(nrows * k)
@@ -94,10 +105,9 @@ def test_rows_ending_at_the_last_readable_byte(kind, k):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_routing_bounds(kind):
-    """Which contiguous rows arg_rows takes: bool up to BOOL_ARG_ROW_MAX (forward rows),
-    other dtypes under ARG_SIMD_BYTES a row; the rest NumPy's loop."""
-    top = reductions.BOOL_ARG_ROW_MAX[kind]
-    cases = [(np.bool_, top - 1, True), (np.bool_, top, False),
+    """Which contiguous rows arg_rows takes: bool of any length (forward rows), other
+    dtypes under ARG_SIMD_BYTES a row; the rest NumPy's loop."""
+    cases = [(np.bool_, 3, True), (np.bool_, 64, True), (np.bool_, 5000, True),
              (np.int32, reductions.ARG_SIMD_BYTES // 4 - 1, True),
              (np.float32, reductions.ARG_SIMD_BYTES // 4 - 1, True),
              (np.float64, reductions.ARG_SIMD_BYTES // 8 - 1, True),
@@ -107,7 +117,7 @@ def test_routing_bounds(kind):
         x = np.zeros((5000, k), dtype)
         r = reductions._layout(kind, x.shape, core.tensor(x)._dt, 1, False)[0]
         assert (r._way_of(x)[0] == _ARG_ROWS) == takes, (dtype, k)
-    rev = np.zeros((5000, top - 1), np.bool_)[:, ::-1]  # reversed bool rows: NumPy's
+    rev = np.zeros((5000, 63), np.bool_)[:, ::-1]  # reversed bool rows: NumPy's
     r = reductions._layout(kind, rev.shape, 0, 1, False)[0]
     assert r._way_of(rev)[0] != _ARG_ROWS
 
@@ -120,7 +130,7 @@ def test_api_on_both_sides_of_the_bounds(dtype, kind, threads):
     before = pyet.get_num_threads()
     pyet.set_num_threads(threads)
     try:
-        for k in (3, 16, 23, 24, 31, 32, 48, 63, 64, 65):
+        for k in (3, 16, 23, 24, 31, 32, 48, 63, 64, 65, 300, 1100):
             if dtype == "bool":
                 raw = rng.integers(0, 256, (8192 // k + 5, k)).astype(np.uint8)
                 raw[rng.random(raw.shape) < (0.97 if kind == "argmax" else 0.03)] = 0
@@ -134,3 +144,19 @@ def test_api_on_both_sides_of_the_bounds(dtype, kind, threads):
             np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(k))
     finally:
         pyet.set_num_threads(before)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_long_fortran_columns_through_the_api(kind):
+    # (n, 3) Fortran over axis 0: columns of n contiguous bytes, deciding early, late
+    # or never
+    n = 20011
+    x = np.zeros((n, 3), np.bool_, order="F") if kind == "argmax" \
+        else np.ones((n, 3), np.bool_, order="F")
+    x[5, 0] = x[n - 1, 1] = kind == "argmax"
+    r = reductions._layout(kind, x.shape, core.tensor(x)._dt, 0, False)[0]
+    assert r._way_of(x)[0] == _ARG_ROWS
+    out = np.full(5, -7, np.int64)
+    D = pyet.asarray(out[1:4])
+    D[...] = getattr(pyet, kind)(pyet.asarray(x), axis=0)
+    np.testing.assert_array_equal(out, [-7, 5, n - 1, 0, -7])
