@@ -8,13 +8,14 @@ from pyet._core.ops import OPS
 
 
 def _make(op):
-    name = op.name
-
-    def fn(*operands):
-        if len(operands) != op.arity:
-            raise TypeError(f"pyet.{name} takes {op.arity} operand"
-                            f"{'s' if op.arity > 1 else ''}, got {len(operands)}")
-        return core.apply(name, operands)
+    name, code = op.name, core.OPCODES[op.name]
+    # (a function of the op's arity: Python's own message for a wrong count)
+    if op.arity == 1:
+        def fn(x):
+            return _apply_unary(code, x)
+    else:
+        def fn(x1, x2):
+            return _apply_binary(code, x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Lazy elementwise ``{name}`` (reference: NumPy's "
@@ -22,6 +23,7 @@ def _make(op):
     return fn
 
 
+_apply_unary, _apply_binary = core.apply_unary, core.apply_binary
 _ALIASES = {"abs": "absolute", "mod": "remainder", "true_divide": "divide",
             "bitwise_not": "invert", "pow": "power"}
 

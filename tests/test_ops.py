@@ -272,6 +272,29 @@ def test_table_rows_are_complete():
         assert op.kind in ("float", "number", "predicate", "bitwise", "compare")
 
 
+def test_generated_functions_take_their_arity():
+    """Each function takes its op's operands (NumPy's names x, x1 and x2), builds the
+    op's node, a function of scalars alone a 0-d expression of NumPy's type."""
+    a = np.arange(1.0, 4.0)
+    for op in OPS:
+        fn = getattr(pyet, op.name)
+        with pytest.raises(TypeError, match="positional argument"):
+            fn(*([a] * (op.arity + 1)))
+        with pytest.raises(TypeError, match="missing"):
+            fn()
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(pyet.exp(x=a))), np.exp(a))
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(pyet.subtract(x2=a, x1=1))),
+                                  1 - a)
+    for got, want in ((pyet.add(2, 3), np.add(2, 3)), (pyet.sqrt(4.0), np.sqrt(4.0)),
+                      (pyet.power(np.float32(2), 3), np.power(np.float32(2), 3)),
+                      (pyet.power(a, 2), a ** 2)):
+        v = np.asarray(pyet.evaluate(got))
+        assert v.dtype == np.asarray(want).dtype and v.shape == np.shape(want)
+        np.testing.assert_array_equal(v, want)
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        pyet.negative(2**63)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", [op.name for op in OPS])
 def test_row_dtypes_are_the_kernels(name, dtype):

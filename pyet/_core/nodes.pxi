@@ -1262,7 +1262,6 @@ cdef _power_exponent(Expr e):
 
 def apply(str name, tuple operands):
     """Build the node for the op table's ``name`` on operands."""
-    cdef int op = OPCODES[name]
     cdef Py_ssize_t i, n = len(operands)
     cdef list args = [None] * n
     cdef bint scalars = True
@@ -1270,6 +1269,26 @@ def apply(str name, tuple operands):
         a = as_operand(operands[i])
         args[i] = a
         scalars = scalars and (<Expr>a)._op == OP_scalar
+    return applied(OPCODES[name], args, scalars)
+
+
+def apply_unary(int op, object x):
+    """apply's node of a one-operand op by its code (pyet's generated
+    functions: no name lookup, no tuple; ~0.35 us of a 0.6 us call)."""
+    cdef Expr a = as_operand(x)
+    if a._op == OP_scalar:
+        return applied(op, [a], True)
+    return make_node(op, (a,))
+
+
+def apply_binary(int op, object x, object y):
+    """apply's node of a two-operand op by its code."""
+    cdef Expr a = as_operand(x), b = as_operand(y)
+    return applied(op, [a, b], a._op == OP_scalar and b._op == OP_scalar)
+
+
+cdef Expr applied(int op, list args, bint scalars):
+    # op's node on operand nodes args; scalars: all of them scalars
     if scalars:
         # a function of scalars alone still makes a (0-d) array expression;
         # the first operand becomes a 0-d array of its NumPy type (as NumPy's)
