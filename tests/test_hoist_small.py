@@ -57,26 +57,32 @@ def _outside(buf, out):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(300, 200), (5000, 3), (4, 3000), (70, 70)])
-@pytest.mark.parametrize("layout", ["C", "F", "step2"])
+@pytest.mark.parametrize("layout", ["C", "F", "F leaves", "step2"])
 @pytest.mark.parametrize("tree", range(5))
 def test_hoisted_trees_equal_numpy_and_element_by_element(dtype, shape, layout, tree):
     rng = np.random.default_rng(tree)
     a = rng.standard_normal(shape).astype(dtype)
+    if layout == "F leaves":  # (dst and A in Fortran order: rows along the first axis)
+        a = np.asfortranarray(a)
     b = rng.uniform(-2, 2, shape[1]).astype(dtype)
     c = rng.uniform(-2, 2, (shape[0], 1)).astype(dtype)
     name, build, ref = _trees(*map(pyet.asarray, (a, b, c)))[tree]
-    buf, out = _framed(shape, dtype, layout)
-    # rows and columns of passes in rows of at most half a block into C order
-    # are the pass's to compute once (packed rows: chunk_invariant,
-    # plan_columns): nothing hoisted there; every other case hoists
-    rows_in_pass = layout == "C" and 2 * shape[1] <= core.get_block_size()
+    dst_layout = "F" if layout == "F leaves" else layout
+    buf, out = _framed(shape, dtype, dst_layout)
+    # rows and columns of passes in rows of at most half a block, dst and A
+    # alike in C or in Fortran order, are the pass's to compute once (packed
+    # rows: chunk_invariant, plan_columns): nothing hoisted there; every
+    # other case hoists
+    block = core.get_block_size()
+    rows_in_pass = (layout == "C" and 2 * shape[1] <= block) or (
+        layout == "F leaves" and 2 * shape[0] <= block)
     before = core.set_hoist_saved(0)
     try:
         pyet.stats(reset=True)
         pyet.asarray(out)[...] = build()
         assert (pyet.stats()["scratch_bytes"] > 0) != rows_in_pass
         core.set_hoist_saved(-1)
-        ref_buf, ref_out = _framed(shape, dtype, layout)
+        ref_buf, ref_out = _framed(shape, dtype, dst_layout)
         pyet.asarray(ref_out)[...] = build()
     finally:
         core.set_hoist_saved(before)
@@ -233,9 +239,21 @@ def test_explain_says_what_is_computed_once():
     # a row of 200 into C order: the packed pass computes it once a chunk
     A, B = pyet.asarray(np.ones((300, 200))), pyet.asarray(np.ones(200))
     assert "computed once" not in pyet.explain(A + pyet.exp(B), out=np.empty((300, 200)))
-    # ... but not into Fortran order (no packed rows): hoisted
+    # ... but not into Fortran order from a C-ordered A (no packed rows): hoisted
     text = pyet.explain(A + pyet.exp(B), out=np.empty((300, 200), order="F"))
     assert "computed once (200 elements, the pass 60000)" in text
+    # Fortran order throughout, rows of 200 along the first axis: the pass's
+    # (B, one element a row there, and a column of 200 alike)
+    AF, C = pyet.asarray(np.ones((200, 300), order="F")), pyet.asarray(np.ones((200, 1)))
+    for tree in (AF + pyet.exp(C), AF + pyet.exp(pyet.asarray(np.ones(300))),
+                 AF * pyet.sin(pyet.asarray(np.ones((1, 300)))) + pyet.cos(C)):
+        assert "computed once" not in pyet.explain(tree, out=np.empty((200, 300), order="F"))
+    # ... but rows over half a block along it, or a dst in C order: hoisted
+    AF, C = pyet.asarray(np.ones((3000, 20), order="F")), pyet.asarray(np.ones((3000, 1)))
+    assert "computed once (3000 elements" in pyet.explain(
+        AF + pyet.exp(C), out=np.empty((3000, 20), order="F"))
+    assert "computed once (3000 elements" in pyet.explain(
+        AF + pyet.exp(C), out=np.empty((3000, 20)))
 
 
 def test_no_warning_where_numpy_gives_none():
@@ -279,7 +297,8 @@ def test_nodes_record_their_work_per_element():
 def test_the_floor_weighs_the_ops_not_the_bytes(layout):
     # 64 x 64: float64 tanh of a column saves ~4 us (hoisted, though its
     # results are 32 KiB), float32 exp of a column ~0.5 us (fused); into
-    # C order the packed pass computes columns itself (plan_columns)
+    # C order, or Fortran order from Fortran-ordered leaves, the packed pass
+    # computes columns itself (plan_columns): here A is in C order
     for dtype, fn, hoists in [(np.float64, pyet.tanh, True), (np.float32, pyet.exp, False),
                               (np.float64, pyet.sin, True), (np.float32, pyet.sqrt, False)]:
         a, c = np.ones((64, 64), dtype), np.linspace(0, 1, 64, dtype=dtype).reshape(64, 1)

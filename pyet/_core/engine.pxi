@@ -1332,104 +1332,135 @@ cdef inline bint may_hoist(Expr root):
     return 2 * m <= size and (size - m) * root._ns >= HOIST_SAVED_NS
 
 
-cdef inline bint hoisted(Expr e, Py_ssize_t size, Py_ssize_t rows=0):
+cdef struct Packed:
+    # a pass packed in blocks of whole rows (packed_pass): its rows
+    Py_ssize_t m     # their length (0: the pass is not packed)
+    bint fortran     # along the first axis (dst and leaves in Fortran order), else the last
+    Py_ssize_t nd    # the pass's axes (an operand of fewer is broadcast along the first)
+
+
+cdef inline bint hoisted(Expr e, Py_ssize_t size, const Packed *packed=NULL):
     # e is computed once into scratch in a pass of size elements
-    # (HOIST_SAVED_NS), but for a row or column of a packed pass in rows of
-    # ``rows`` (packed_rows), which computes it once itself
+    # (HOIST_SAVED_NS), but for a row or column of a ``packed`` pass
+    # (packed_pass), which computes it once itself
     cdef Py_ssize_t n = shape_size(e.shape)
     return HOIST_SAVED_NS >= 0 and 2 * n <= size and (size - n) * e._ns >= HOIST_SAVED_NS \
-        and not in_pass(e, size, rows)
+        and not (packed != NULL and in_pass(e, size, packed))
 
 
 cdef Expr hoist_for(cnp.ndarray d, Expr e, list lines=None):
     # e with the subtrees dst[...] = e computes once hoisted (hoist_small,
     # after a read-only walk says there is one); with lines, explain's.
     # Callers ask may_hoist first.
-    cdef Py_ssize_t rows = packed_rows(d, e)
-    if lines is None and not any_hoisted(e, rows):
+    cdef Packed packed = packed_pass(d, e)
+    if lines is None and not any_hoisted(e, &packed):
         return e
-    return hoist_small(e, lines, rows)
+    return hoist_small(e, lines, &packed)
 
 
-cdef Py_ssize_t packed_rows(cnp.ndarray d, Expr root) except -1:
-    """The row length m when ``d[...] = root`` runs packed in blocks of whole
-    rows with row and column broadcasts (rows_with_broadcast: dst and every
-    leaf flat in C order, a row of m or a column, 2m <= BLOCK): the pass then
-    computes a subtree of rows once a chunk (chunk_invariant) and one of
-    columns once a row (plan_columns) itself, with no pass of its own
-    (A * exp(row), 128 x 128 float32, pyet/NumPy: hoisted 1.00, in the pass
-    0.72); 0 otherwise.  Trees with special nodes or user functions: 0."""
-    cdef Py_ssize_t m, nd = cnp.PyArray_NDIM(d)
+cdef Packed packed_pass(cnp.ndarray d, Expr root) except *:
+    """How ``d[...] = root`` runs packed in blocks of whole rows with row and
+    column broadcasts (rows_with_broadcast: dst and every leaf flat in C
+    order, or all in Fortran order, a row of m or a column, 2m <= BLOCK):
+    the pass then computes a subtree of rows once a chunk (chunk_invariant)
+    and one of columns once a row (plan_columns) itself, with no pass of its
+    own (A * exp(row), 128 x 128 float32, pyet/NumPy: hoisted 1.00, in the
+    pass 0.72; Fortran order, A * tanh(c) of a column of 64: 1.15-1.46
+    hoisted, 0.65-0.78 in the pass).  Not packed (m 0): trees with special
+    nodes or user functions."""
+    cdef Packed packed
+    cdef Py_ssize_t nd = cnp.PyArray_NDIM(d)
+    packed.m = 0
+    packed.fortran = False
+    packed.nd = nd
     if nd < 2 or not ROW_BROADCASTS_ONCE or root._nleaves > 64 \
-            or root._flags & (HAS_SPECIAL | HAS_PYFUNC) or not cnp.PyArray_IS_C_CONTIGUOUS(d):
-        return 0
-    m = cnp.PyArray_DIMS(d)[nd - 1]
-    if 2 * m > BLOCK or m < 2:
-        return 0
-    return m if leaves_pack(root, root, shape_size(root.shape), m) else 0
+            or root._flags & (HAS_SPECIAL | HAS_PYFUNC):
+        return packed
+    if not cnp.PyArray_IS_C_CONTIGUOUS(d):
+        if not cnp.PyArray_IS_F_CONTIGUOUS(d):
+            return packed
+        packed.fortran = True
+    packed.m = cnp.PyArray_DIMS(d)[0 if packed.fortran else nd - 1]
+    if 2 * packed.m > BLOCK or packed.m < 2 \
+            or not leaves_pack(root, root, shape_size(root.shape), &packed):
+        packed.m = 0
+    return packed
 
 
-cdef bint leaves_pack(Expr x, Expr root, Py_ssize_t size, Py_ssize_t m) except -1:
-    # every leaf below x flat in C order (root's shape), a row of m or a
+cdef bint leaves_pack(Expr x, Expr root, Py_ssize_t size, const Packed *packed) except -1:
+    # every leaf below x flat in the pass's order (root's shape), a row or a
     # column (recursive: callers split trees deeper than MAX_DEPTH; a walk
     # with a list cost ~0.3 us a call in list churn and the collector)
     cdef cnp.ndarray a
-    if x._op == OP_leaf and x.shape and not is_column(x, size, m):
+    if x._op == OP_leaf and x.shape and not is_column(x, size, packed):
         a = <cnp.ndarray>(<Tensor>x)._array
-        return cnp.PyArray_IS_C_CONTIGUOUS(a) and (x.shape == root.shape or is_row(x, m))
+        return (cnp.PyArray_IS_F_CONTIGUOUS(a) if packed.fortran
+                else cnp.PyArray_IS_C_CONTIGUOUS(a)) \
+            and (x.shape == root.shape or is_row(x, packed))
     for y in x._args:
-        if not leaves_pack(<Expr>y, root, size, m):
+        if not leaves_pack(<Expr>y, root, size, packed):
             return False
     return True
 
 
-cdef inline bint is_row(Expr e, Py_ssize_t m):
-    # e is a row of m elements (any leading ones)
-    # (no wraparound: shape[-1] would read before the tuple's items)
-    return len(e.shape) > 0 and e.shape[len(e.shape) - 1] == m and shape_size(e.shape) == m
+cdef inline Py_ssize_t row_axis_len(tuple shape, const Packed *packed):
+    # the length of an operand's axis along the pass's rows (shape not
+    # empty; broadcasting aligns the last axes: an operand of fewer axes has
+    # none along a Fortran pass's first; no wraparound: shape[-1] would read
+    # before the tuple's items)
+    if packed.fortran:
+        return shape[0] if len(shape) == packed.nd else 1
+    return shape[len(shape) - 1]
 
 
-cdef inline bint is_column(Expr e, Py_ssize_t size, Py_ssize_t m):
-    # e is a column of a pass of size elements in rows of m: one element a row
-    return len(e.shape) > 1 and e.shape[len(e.shape) - 1] == 1 and shape_size(e.shape) * m == size
+cdef inline bint is_row(Expr e, const Packed *packed):
+    # e is a row of the pass (any other axes of one)
+    return len(e.shape) > 0 and row_axis_len(e.shape, packed) == packed.m \
+        and shape_size(e.shape) == packed.m
 
 
-cdef inline bint in_pass(Expr e, Py_ssize_t size, Py_ssize_t rows):
-    # e is a row or column a packed pass computes once itself (packed_rows)
-    return rows and (is_row(e, rows) or is_column(e, size, rows))
+cdef inline bint is_column(Expr e, Py_ssize_t size, const Packed *packed):
+    # e is a column of a pass of size elements: one element a row
+    return len(e.shape) > (0 if packed.fortran else 1) and row_axis_len(e.shape, packed) == 1 \
+        and shape_size(e.shape) * packed.m == size
 
 
-cdef bint any_hoisted(Expr root, Py_ssize_t rows) except -1:
+cdef inline bint in_pass(Expr e, Py_ssize_t size, const Packed *packed):
+    # e is a row or column a packed pass computes once itself (packed_pass)
+    return packed.m and (is_row(e, packed) or is_column(e, size, packed))
+
+
+cdef bint any_hoisted(Expr root, const Packed *packed) except -1:
     # whether hoist_small would hoist a subtree: a walk with no memo and no
     # new objects (the rebuild's walk cost ~1.2 us where it found nothing);
     # it visits a node once a path, at most _nleaves paths
     cdef Py_ssize_t size = shape_size(root.shape)
     for e in root._args:
-        if hoists_below(<Expr>e, size, rows):
+        if hoists_below(<Expr>e, size, packed):
             return True
     return False
 
 
-cdef bint hoists_below(Expr e, Py_ssize_t size, Py_ssize_t rows) except -1:
+cdef bint hoists_below(Expr e, Py_ssize_t size, const Packed *packed) except -1:
     # any_hoisted under e (recursive: callers split trees deeper than MAX_DEPTH)
     if e._hoist_min == 0 or not e._args:
         return False
-    if hoisted(e, size, rows):
+    if hoisted(e, size, packed):
         return True
     for a in e._args:
-        if hoists_below(<Expr>a, size, rows):
+        if hoists_below(<Expr>a, size, packed):
             return True
     return False
 
 
-cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
+cdef Expr hoist_small(Expr root, list lines=None, const Packed *packed=NULL):
     """root with each largest subtree below it holding a costly op or a user
     function, of at most half root's elements and saving HOIST_SAVED_NS, replaced
     by a leaf holding its value (_scratch_leaf: recorded, and shared within an
     evaluation); special nodes' operands are theirs to evaluate.  (A root
     broadcast into dst whole is the pass's to compute once: plan_once.)  With
     ``lines`` (explain), nothing is computed: a line says what would be.
-    Rows and columns of passes in ``rows`` (packed_rows) are left to it.  Callers
+    Rows and columns of a ``packed`` pass (packed_pass) are left to it.  Callers
     ask may_hoist first (hoist_for)."""
     cdef Py_ssize_t size = shape_size(root.shape), i
     cdef dict new = {}  # (nodes with nothing costly below: not entered, themselves)
@@ -1440,7 +1471,7 @@ cdef Expr hoist_small(Expr root, list lines=None, Py_ssize_t rows=0):
         done = ready.pop()
         if e._hoist_min == 0 or not e._args or _node_id(e) in new:
             continue  # (special nodes' _hoist_min: 0)
-        if not done and e is not root and hoisted(e, size, rows):
+        if not done and e is not root and hoisted(e, size, packed):
             if lines is None:
                 new[_node_id(e)] = _scratch_leaf(e, e._dt)
             else:
