@@ -21,6 +21,7 @@ raised.
 """
 
 import argparse
+import itertools
 import os
 import re
 import statistics
@@ -204,12 +205,13 @@ def elementwise_cases(n, rng, pattern):
                                   lambda out=out: out, tol=1e-6,
                                   want=lambda b=b, fn=fn, full=full: np.broadcast_to(fn(b), full)))
     # a costly op on a row or column beside a full operand (NumPy computes it on
-    # the small array, then broadcasts it)
-    for dt in FLOATS:
-        a = (rng.random((side, side)) * 4 - 2).astype(dt)
+    # the small array, then broadcasts it), in C order and all in Fortran order
+    for dt, order in itertools.product(FLOATS, "CF"):
+        a = np.asarray((rng.random((side, side)) * 4 - 2).astype(dt), order=order)
         row, col = a[0].copy(), a[:, :1].copy()
         out = np.empty_like(a)
         A, R, C, D = (pyet.asarray(x) for x in (a, row, col, out))
+        lname = "bcast operand" if order == "C" else "bcast operand F"
         for tname, fp, fn in (
                 ("A+exp(row)", lambda A=A, R=R: A + pyet.exp(R),
                  lambda out, a=a, row=row: np.add(a, np.exp(row), out=out)),
@@ -218,7 +220,7 @@ def elementwise_cases(n, rng, pattern):
                 ("A*sin(row)+cos(col)", lambda A=A, R=R, C=C: A * pyet.sin(R) + pyet.cos(C),
                  lambda out, a=a, row=row, col=col: np.add(
                      np.multiply(a, np.sin(row), out=out), np.cos(col), out=out))):
-            cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} bcast operand",
+            cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} {lname}",
                               lambda D=D, fp=fp: D.__setitem__(..., fp()),
                               lambda out=out, fn=fn: fn(out), lambda out=out: out, tol=1e-5))
     # a flat operand plus a broadcast column, short rows (packed blocks)
