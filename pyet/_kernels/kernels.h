@@ -4745,10 +4745,21 @@ PYET_INLINE uint64_t pyet_nonzero_bytes(uint64_t w)
     return (((w & low7) + low7) | w) & ~low7;
 }
 
+PYET_INLINE uint64_t pyet_or_words(const unsigned char *p, int nwords)
+{
+    /* the or of nwords words from p (a constant count: vectorized, inlined) */
+    uint64_t any = 0, w;
+    for (int l = 0; l < nwords; l++) {
+        memcpy(&w, p + 8 * l, 8);
+        any |= w;
+    }
+    return any;
+}
+
 PYET_INLINE int64_t pyet_first_byte(const unsigned char *row, pyet_intp k, uint64_t flip,
                                     const unsigned char *hi)
 {
-    uint64_t w, m, any;
+    uint64_t w, m;
     pyet_intp j = 0, r;
     /* argmin: the first zero byte, libc's memchr (vectorized; its call is
      * cheap from rows of 16); argmax: rows tested 256 bytes a branch, then
@@ -4759,22 +4770,10 @@ PYET_INLINE int64_t pyet_first_byte(const unsigned char *row, pyet_intp k, uint6
         return zero != NULL ? zero - row : 0;
     }
     if (flip == 0) {
-        for (; j + 256 <= k; j += 256) {
-            any = 0;
-            for (int l = 0; l < 32; l++) {
-                memcpy(&w, row + j + 8 * l, 8);
-                any |= w;
-            }
-            if (any) break;
-        }
-        for (; j + 64 <= k; j += 64) {
-            any = 0;
-            for (int l = 0; l < 8; l++) {
-                memcpy(&w, row + j + 8 * l, 8);
-                any |= w;
-            }
-            if (any) break;
-        }
+        for (; j + 256 <= k; j += 256)
+            if (pyet_or_words(row + j, 32)) break;
+        for (; j + 64 <= k; j += 64)
+            if (pyet_or_words(row + j, 8)) break;
     }
     for (; j + 8 <= k; j += 8) {
         memcpy(&w, row + j, 8);
