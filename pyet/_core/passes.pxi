@@ -728,7 +728,9 @@ cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
             if r.itemsize[k] > 4:
                 blocklen = BLOCK
     if prog.nregs == 0:
-        blocklen = max(BLOCK, 8192)
+        # (128 KiB of the widest item: 8192 bools were 32 blocks of 2^18,
+        # each ~36 ns: contiguous bool a & b 1.11-1.16x NumPy -> 1.00-1.09)
+        blocklen = max(BLOCK, 131072 // prog.max_isz)
     if prog.ninstr == 1 and scalars_only(&prog.code[0]):
         # one value repeated (an op of 0-d operands): a fill per block,
         # each block ~30 ns of set-up (bool s != t into 2^18: 5.4 -> 3.4
