@@ -9,7 +9,8 @@ from pyet._core.ops import OPS
 
 def _make(op):
     name, code = op.name, core.OPCODES[op.name]
-    # (a function of the op's arity: Python's own message for a wrong count)
+    # (a function of the op's arity, one or two in the op table: Python's own
+    # message for a wrong count)
     if op.arity == 1:
         def fn(x):
             return _apply_unary(code, x)

@@ -221,6 +221,21 @@ def test_accumulator_sets_never_share_a_cache_line(nthreads, nslots, kept, dtype
         assert thread_stride == nslots * slot_stride
 
 
+def test_compensated_sums_on_two_threads_stay_exact():
+    # 1e-15 steps beside 1.0 (each lost in a plain float64 fold: 5.8e-11 off
+    # here) summed to math.fsum's value within an ulp on two threads (a
+    # Fortran array: each column one fold, three columns split over two
+    # threads, a set of accumulators and compensations each, a cache line apart)
+    a = np.full((100003, 3), 1e-15, order="F")
+    a[::997] = 1.0
+    want = [math.fsum(a[:, j]) for j in range(3)]
+    with pyet_threads(2) as n:
+        if n < 2 or core.reduce_threads(a.size) < 2:
+            pytest.skip("one thread here")
+        got = pyet.evaluate(pyet.sum(pyet.asarray(a) * 1.0, axis=0)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
 @pytest.mark.parametrize("kind", ["sum", "mean", "max", "argmax", "prod"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_short_rows_folded_over_axis0_on_two_threads(kind, dtype):

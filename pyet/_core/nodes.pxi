@@ -1274,7 +1274,7 @@ def apply(str name, tuple operands):
 
 def apply_unary(int op, object x):
     """apply's node of a one-operand op by its code (pyet's generated
-    functions: no name lookup, no tuple; ~0.35 us of a 0.6 us call)."""
+    functions: no name lookup, no tuple; pyet.arccos(A) 0.61 -> 0.17 us)."""
     cdef Expr a = as_operand(x)
     if a._op == OP_scalar:
         return applied(op, [a], True)

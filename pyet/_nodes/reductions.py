@@ -418,7 +418,7 @@ class _Fold:
         slots = self.slots
         if self.compensated:
             core.add_compensations(self.accs, self.size, nsets,
-                                    self.thread_stride // 8)
+                                    self.thread_stride // self.accs.itemsize)
         acc = slots[0][0]
         for t in range(1, nsets):
             acc = _COMBINE[kind](acc, slots[t][0])
