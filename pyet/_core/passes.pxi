@@ -379,7 +379,6 @@ def set_copy_block_min(pyet_intp nbytes):
     return before
 
 
-DEF COPY_RUN_BYTES = 8192  # side-by-side blocks: the run copied again once this long
 DEF COPY_BYTES_PER_ELEMENT = 16  # bytes copied that count as one element of threads_for's work
 
 
@@ -421,22 +420,10 @@ cdef void copy_blocks(BlockCopy *b, char *base, pyet_intp lo, pyet_intp hi) noex
     cdef pyet_intp iidx[MAXD]
     cdef pyet_intp at = 0, off, i = lo
     cdef int d, nin = b.nin
-    cdef pyet_intp size = b.ishape[0] * b.isz, have, c, run
-    cdef char *blk
+    cdef pyet_intp size = b.ishape[0] * b.isz
     if nin == 1 and b.istrides[0] == b.isz and b.nrep == 1 and b.rstrides[0] == size:
-        # blocks side by side (a row into a C matrix): runs growing to
-        # COPY_RUN_BYTES, then that run again, a source still in L1 (a call a
-        # row of 2 float64 was 6.7x the pass computing them; doubling to the
-        # end read its own megabytes back: float64 512^2 1.46x, 0.9 with the run)
-        blk = base + lo * size
-        memmove(blk, base, size)
-        have = run = 1
-        while have < hi - lo:
-            c = min(run, hi - lo - have)
-            memmove(blk + have * size, blk, c * size)
-            have += c
-            if run * size < COPY_RUN_BYTES:
-                run = have
+        # blocks side by side (a row into a C matrix)
+        repeat_block(base + lo * size, base, size, hi - lo)
         return
     for d in range(b.nrep - 1, -1, -1):  # lo's index and block, once
         ridx[d] = i % b.rshape[d]
