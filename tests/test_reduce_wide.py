@@ -200,7 +200,7 @@ def test_add_compensations_checks_its_buffer():
 
 @pytest.mark.parametrize("nthreads,nslots,kept,dtype", [
     (2, 2, (1, 3), np.float64), (2, 1, (5,), np.float32), (3, 2, (2, 9), np.int64),
-    (1, 2, (1, 3), np.float64)])
+    (2, 1, (7,), np.bool_), (2, 1, (70,), np.bool_), (1, 2, (1, 3), np.float64)])
 def test_accumulator_sets_never_share_a_cache_line(nthreads, nslots, kept, dtype):
     from pyet._nodes.reductions import _slots
 

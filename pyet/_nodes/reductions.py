@@ -310,11 +310,10 @@ def _slots(nthreads, nslots, kept, dtype):
     itemsize = np.dtype(dtype).itemsize
     per_thread = nslots * size
     if nthreads > 1:
-        line = _CACHE_LINE // itemsize
+        # items a whole number of lines long (any itemsize), the buffer on a line
+        line = math.lcm(_CACHE_LINE, itemsize) // itemsize
         per_thread = -(-per_thread // line) * line + line
-        raw = np.empty(nthreads * per_thread + line, dtype)
-        skip = (-raw.ctypes.data % _CACHE_LINE) // itemsize
-        buf = raw[skip:skip + nthreads * per_thread]
+        buf = core.aligned_empty((nthreads * per_thread,), core.dtype_code(dtype))
     else:
         buf = np.empty(per_thread, dtype)
     views = [[buf[t * per_thread + k * size:t * per_thread + (k + 1) * size].reshape(kept)
