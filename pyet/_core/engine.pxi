@@ -1367,15 +1367,18 @@ cdef Packed packed_pass(cnp.ndarray d, Expr root) except *:
     own (A * exp(row), 128 x 128 float32, pyet/NumPy: hoisted 1.00, in the
     pass 0.72; Fortran order, A * tanh(c) of a column of 64: 1.15-1.46
     hoisted, 0.65-0.78 in the pass).  Not packed (m 0): trees with special
-    nodes or user functions."""
+    nodes or user functions, roots broadcast into d."""
     cdef Packed packed
-    cdef Py_ssize_t nd = cnp.PyArray_NDIM(d)
+    cdef Py_ssize_t nd = cnp.PyArray_NDIM(d), k
     packed.m = 0
     packed.fortran = False
     packed.nd = nd
     if nd < 2 or not ROW_BROADCASTS_ONCE or root._nleaves > 64 \
-            or root._flags & (HAS_SPECIAL | HAS_PYFUNC):
+            or root._flags & (HAS_SPECIAL | HAS_PYFUNC) or len(root.shape) != nd:
         return packed
+    for k in range(nd):  # (a root broadcast into dst: plan_once's)
+        if root.shape[k] != cnp.PyArray_DIMS(d)[k]:
+            return packed
     if not cnp.PyArray_IS_C_CONTIGUOUS(d):
         if not cnp.PyArray_IS_F_CONTIGUOUS(d):
             return packed
