@@ -160,3 +160,39 @@ def test_long_fortran_columns_through_the_api(kind):
     D = pyet.asarray(out[1:4])
     D[...] = getattr(pyet, kind)(pyet.asarray(x), axis=0)
     np.testing.assert_array_equal(out, [-7, 5, n - 1, 0, -7])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k", [5, 64, 300])
+@pytest.mark.parametrize("src_layout", ["field rows", "field columns", "reversed"])
+@pytest.mark.parametrize("dst_field", [False, True])
+def test_odd_layouts_into_framed_destinations(kind, k, src_layout, dst_field):
+    # bool rows whose bytes are not adjacent (a field of a packed structured
+    # array: each item a record apart) or run backwards, into an int64
+    # destination inside sentinel bytes or a misaligned int64 field between
+    # sentinel fields (its byte stride 10, not a multiple of 8): NumPy's
+    # indices, no other byte written
+    rng = np.random.default_rng(k)
+    vals = rng.random((37, k)) < (0.97 if kind == "argmax" else 0.03)
+    vals[::5] = kind == "argmin"  # rows that never decide
+    rec = np.dtype([("pad", "V2"), ("x", "?")], align=False)
+    if src_layout == "reversed":
+        src = np.flip(np.flip(vals, 1).copy(), 1)
+    else:
+        s = np.zeros(vals.shape if src_layout == "field rows" else vals.T.shape, rec)
+        s["x"] = vals if src_layout == "field rows" else vals.T
+        src = s["x"] if src_layout == "field rows" else s["x"].T
+    np.testing.assert_array_equal(src, vals)
+    if dst_field:
+        d = np.zeros(37, np.dtype([("a", "u1"), ("x", "<i8"), ("b", "u1")], align=False))
+        d["a"] = d["b"] = 0xA5
+        out, frame = d["x"], d.view(np.uint8)
+    else:
+        frame = np.full(37 * 8 + 16, 0xA5, np.uint8)
+        out = frame[8:-8].view(np.int64)
+    pyet.asarray(out)[...] = getattr(pyet, kind)(pyet.asarray(src), axis=1)
+    np.testing.assert_array_equal(out, getattr(np, kind)(vals, axis=1))
+    if dst_field:
+        assert (d["a"] == 0xA5).all() and (d["b"] == 0xA5).all()
+    else:
+        assert (frame[:8] == 0xA5).all() and (frame[-8:] == 0xA5).all()

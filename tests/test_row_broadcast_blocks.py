@@ -351,3 +351,94 @@ def test_random_row_and_column_subtrees_and_block_sizes(rows, inner, lead, dtype
         core.set_block_size(before[0])
         core.set_hoist_saved(before[1])
     np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
+
+
+def _packed_field(values, lead=1):
+    # values as a field of a packed structured array: its byte strides are
+    # not multiples of its itemsize (a ``lead``-byte field before it)
+    rec = np.dtype([("pad", f"V{lead}"), ("x", values.dtype)], align=False)
+    s = np.zeros(values.shape, rec)
+    s["x"] = values
+    return s["x"]
+
+
+def _framed_dst(shape, dtype, layout):
+    # (bytes around and under dst, dst): C or Fortran order inside sentinel
+    # bytes, or a field of a packed structured array between sentinel fields
+    if layout == "field":
+        rec = np.dtype([("a", "u1"), ("x", dtype), ("b", "u1")], align=False)
+        s = np.zeros(shape, rec)
+        s["a"] = s["b"] = 0xA5
+        return s.reshape(-1).view(np.uint8), s["x"]
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = np.full(n + 128, 0xA5, np.uint8)
+    body = buf[64:64 + n].view(dtype)
+    return buf, (body.reshape(shape) if layout == "C" else body.reshape(shape[::-1]).T)
+
+
+def _sentinels_kept(buf, out):
+    # every byte of buf outside out's elements is still 0xA5
+    mask = np.ones(buf.size, bool)
+    start = out.__array_interface__["data"][0] - buf.__array_interface__["data"][0]
+    idx = start + np.indices(out.shape).reshape(out.ndim, -1).T @ np.array(out.strides)
+    for k in range(out.itemsize):
+        mask[idx + k] = False
+    return (buf[mask] == 0xA5).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("odd", ["fields", "reversed"])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("a_odd", [False, True])
+@pytest.mark.parametrize("dst_layout", ["order", "field"])
+def test_odd_operand_layouts_beside_packed_passes(dtype, odd, order, a_odd, dst_layout):
+    # the trees packed passes compute rows and columns of (once a chunk, once
+    # a row), the row and column (and A with a_odd) with byte strides that
+    # are not multiples of their itemsize (fields of packed structured
+    # arrays) or negative (reversed views), A in C or Fortran order, into
+    # destinations inside sentinel bytes (of A's order, or a field): NumPy's
+    # values, no other byte written, with hoisting on and off; where A and
+    # dst are flat in one order a column's subtree is the pass's (no scratch)
+    rng = np.random.default_rng(11)
+    shape = (40, 96)
+    a, b, c = _values(rng, shape, dtype), _values(rng, shape[1], dtype), \
+        _values(rng, (shape[0], 1), dtype)
+    a = np.asarray(a, order=order)
+
+    def oddly(x, lead):
+        if odd == "fields":
+            return _packed_field(x, lead)
+        r = np.flip(np.flip(x).copy())  # the same values through negative strides
+        assert all(st <= 0 for st in r.strides)
+        return r
+
+    A = pyet.asarray(oddly(a, 1) if a_odd else a)
+    B, C = pyet.asarray(oddly(b, 3)), pyet.asarray(oddly(c, 5))
+    fl = np.dtype(dtype).kind == "f"
+    # (a column of the pass is read strided where it lies; a row must be flat:
+    # c is the column of a C-ordered pass, b of a Fortran-ordered one)
+    trees = [(lambda: A * pyet.tanh(C), lambda: a * np.tanh(c), order == "C"),
+             (lambda: A * pyet.exp(B), lambda: a * np.exp(b), order == "F"),
+             (lambda: A * pyet.sin(B) + pyet.cos(C), lambda: a * np.sin(b) + np.cos(c), False)] \
+        if fl else [(lambda: A * C + B, lambda: a * c + b, False),
+                    (lambda: (B - C) * A, lambda: (b - c) * a, False)]
+    for build, ref, column_only in trees:
+        with np.errstate(all="ignore"):
+            want = ref().astype(dtype)
+        for saved in (0, -1):
+            before = core.set_hoist_saved(saved)
+            try:
+                buf, out = _framed_dst(shape, dtype, order if dst_layout == "order" else "field")
+                pyet.stats(reset=True)
+                pyet.asarray(out)[...] = build()
+                scratch = pyet.stats()["scratch_bytes"]
+            finally:
+                core.set_hoist_saved(before)
+            if fl:
+                tol = 2e-6 if dtype == np.float32 else 1e-13
+                np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+            else:
+                np.testing.assert_array_equal(out, want)
+            assert _sentinels_kept(buf, out)
+            if column_only and saved == 0 and dst_layout == "order" and not a_odd:
+                assert scratch == 0  # (the packed pass's own column, read strided)
