@@ -1,0 +1,206 @@
+"""Small plain passes run directly (passes.pxi direct_pass): every leaf of
+dst's shape and memory order, contiguous, aligned, apart from dst or dst
+itself, at most GIL_HELD_PASS elements.  Each case against NumPy, with the
+path checked taken (or refused) and the same values with it turned off."""
+
+import numpy as np
+import pytest
+
+import pyet
+from pyet._core import core
+
+SHAPES = [(3, 5), (16, 16), (360,), (4, 3, 5, 2, 3, 1), (1, 16, 1, 16, 1), (1,), (511,),
+          (512,), (513,), (32, 32), (2, 3, 4)]
+
+
+@pytest.fixture
+def direct_on():
+    old = core.set_direct_passes(True)
+    yield
+    core.set_direct_passes(old)
+
+
+def run(dst, expr, *, direct):
+    """dst[...] = expr (dst an ndarray, its pyet view assigned: NumPy's own
+    ``dst[...] = expr`` evaluates expr into a new C-ordered array first);
+    whether it ran as a direct pass."""
+    old = core.set_direct_passes(direct)
+    try:
+        before = core.direct_pass_count()
+        pyet.asarray(dst)[...] = expr
+        return core.direct_pass_count() > before
+    finally:
+        core.set_direct_passes(old)
+
+
+def framed(shape, dtype, order="C"):
+    """An array of shape inside two items of sentinel bytes each side (intact())."""
+    n, isz = int(np.prod(shape)), np.dtype(dtype).itemsize
+    raw = np.full((n + 4) * isz, 0x5A, np.uint8)
+    return raw, raw[2 * isz:(n + 2) * isz].view(dtype).reshape(shape, order=order)
+
+
+def intact(raw, dtype, n):
+    isz = np.dtype(dtype).itemsize
+    return bool((raw[:2 * isz] == 0x5A).all() and (raw[(n + 2) * isz:] == 0x5A).all())
+
+
+TREES = [
+    ("a + b", lambda a, b: a + b),
+    ("a * b + 1", lambda a, b: a * b + 1),
+    ("a / b - 2.5 * a", lambda a, b: a / b - 2.5 * a),
+    ("where(a > b, a, b)", lambda a, b: pyet.where(a > b, a, b) if isinstance(a, pyet.Expr)
+     else np.where(a > b, a, b)),
+    ("maximum(a, b) * (a - b)", lambda a, b: (pyet.maximum if isinstance(a, pyet.Expr)
+                                              else np.maximum)(a, b) * (a - b)),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("order", "CF")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int64])
+@pytest.mark.parametrize("name,tree", TREES, ids=[t[0] for t in TREES])
+def test_trees_against_numpy(shape, order, dtype, name, tree):
+    rng = np.random.default_rng(len(shape) * 7 + len(name))
+    a = np.asarray((rng.random(shape) * 8 + 1).astype(dtype), order=order)
+    b = np.asarray((rng.random(shape) * 8 + 1).astype(dtype), order=order)
+    with np.errstate(all="ignore"):
+        want = np.asarray(tree(a, b))
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    e = tree(A, B)
+    raw, out = framed(shape, e.dtype, order)
+    took = run(out, e, direct=True)
+    assert took == (out.size <= 1024), "the direct path is taken up to GIL_HELD_PASS"
+    np.testing.assert_array_equal(out, want.astype(e.dtype))
+    assert intact(raw, e.dtype, out.size)
+    out2 = np.empty(shape, e.dtype, order=order)
+    assert not run(out2, e, direct=False)
+    np.testing.assert_array_equal(out2, out)
+
+
+def test_comparison_into_bool_and_casts(direct_on):
+    a = np.arange(20.0).reshape(4, 5)
+    b = a[::-1].copy()
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    out = np.empty((4, 5), bool)
+    assert run(out, A < B, direct=True)
+    np.testing.assert_array_equal(out, a < b)
+    out64 = np.empty((4, 5), np.float64)
+    i = np.arange(20, dtype=np.int32).reshape(4, 5)
+    assert run(out64, pyet.asarray(i) * 3, direct=True)  # int32 tree cast into float64
+    np.testing.assert_array_equal(out64, (i * 3).astype(np.float64))
+
+
+def test_in_place_leaf_is_dst(direct_on):
+    d = np.arange(12.0).reshape(3, 4)
+    want = d * 2 + d
+    D = pyet.asarray(d)
+    assert run(d, D * 2 + D, direct=True)
+    np.testing.assert_array_equal(d, want)
+
+
+@pytest.mark.parametrize("offset", [1, -1, 2])
+def test_leaf_overlapping_dst_is_refused(offset, direct_on):
+    base = np.arange(40.0)
+    dst, src = (base[offset:offset + 20], base[:20]) if offset > 0 else (
+        base[:20], base[-offset:20 - offset])
+    want = src.copy() * 2 + 1
+    assert not run(dst, pyet.asarray(src) * 2 + 1, direct=True)
+    np.testing.assert_array_equal(dst, want)
+
+
+def test_itemsize_aliasing_is_refused(direct_on):
+    # a float32 leaf over the float64 destination's bytes: not element for element
+    base = np.arange(8.0)
+    leaf = base.view(np.float32)[:8]
+    want = leaf.astype(np.float64) + 1
+    assert not run(base, pyet.asarray(leaf) + 1, direct=True)
+    np.testing.assert_array_equal(base, want)
+
+
+def test_layouts_it_refuses(direct_on):
+    rng = np.random.default_rng(3)
+    a = rng.random((6, 8))
+    A = pyet.asarray(a)
+    cases = [
+        (np.empty((8, 6)).T, A + 1, "dst in Fortran order, leaf in C"),
+        (np.empty((6, 16))[:, ::2], A + 1, "strided dst"),
+        (np.empty((6, 8)), pyet.asarray(a[:, ::-1]) + 1, "reversed leaf"),
+        (np.empty((6, 8)), pyet.asarray(np.broadcast_to(a[:1], (6, 8))) * A, "broadcast leaf"),
+        (np.empty((6, 8)), A + pyet.asarray(a[0]), "leaf of fewer dimensions"),
+        (np.empty((40, 40)), pyet.asarray(rng.random((40, 40))) * 2, "more than 1024 elements"),
+    ]
+    for dst, e, why in cases:
+        want = np.asarray(e)
+        assert not run(dst, e, direct=True), why
+        np.testing.assert_array_equal(dst, want, err_msg=why)
+
+
+def test_misaligned_fields(direct_on):
+    rec = np.zeros(30, np.dtype([("c", "u1"), ("x", "<f8"), ("y", "<f8")], align=False))
+    rec["x"] = np.arange(30.0)
+    rec["y"] = 2.0
+    X, Y = pyet.asarray(rec["x"]), pyet.asarray(rec["y"])
+    out = np.empty(30)
+    assert not run(out, X * Y, direct=True)
+    np.testing.assert_array_equal(out, np.arange(30.0) * 2)
+    raw = np.zeros(30 * 8 + 1, np.uint8)
+    dst = raw[1:].view(np.float64)  # a misaligned destination
+    assert not run(dst, pyet.asarray(np.arange(30.0)) + 1, direct=True)
+    np.testing.assert_array_equal(dst, np.arange(30.0) + 1)
+
+
+def test_many_leaves_and_scalars(direct_on):
+    arrs = [np.full((4, 4), float(k + 1)) for k in range(9)]
+    Ts = [pyet.asarray(x) for x in arrs]
+    e7 = Ts[0] + Ts[1] + Ts[2] + Ts[3] + Ts[4] + Ts[5] + Ts[6]
+    out = np.empty((4, 4))
+    assert run(out, e7, direct=True)
+    np.testing.assert_array_equal(out, np.full((4, 4), 28.0))
+    e8 = e7 + Ts[7]
+    assert not run(out, e8, direct=True)  # dst and 8 leaves: over DIRECT_OPS
+    np.testing.assert_array_equal(out, np.full((4, 4), 36.0))
+    e = Ts[0]
+    for k in range(20):  # 20 scalars: over DIRECT_SCALARS
+        e = e * 1.0 + (k + 0.5)
+    want = arrs[0].copy()
+    for k in range(20):
+        want = want * 1.0 + (k + 0.5)
+    assert not run(out, e, direct=True)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_int32_scalars_bound(direct_on):
+    a = np.arange(-5, 5, dtype=np.int32)
+    out = np.full(10, -7, np.int32)
+    assert run(out, pyet.asarray(a) * 2147483647 + (-2147483648), direct=True)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, a * np.int32(2147483647) + np.int32(-2147483648))
+
+
+def test_floating_point_errors_follow_errstate(direct_on):
+    a = np.array([1.0, 0.0, -1.0, 2.0])
+    z = np.zeros(4)
+    A, Z = pyet.asarray(a), pyet.asarray(z)
+    out = np.empty(4)
+    with np.errstate(divide="raise", invalid="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            pyet.asarray(out)[...] = A / Z + 1
+    with np.errstate(all="ignore"):
+        before = core.direct_pass_count()
+        pyet.asarray(out)[...] = A / Z + 1
+        assert core.direct_pass_count() == before + 1
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out, a / z + 1)
+    with np.errstate(invalid="warn", divide="ignore"):
+        with pytest.warns(RuntimeWarning, match="invalid value"):
+            pyet.asarray(out)[...] = A / Z + 1
+
+
+def test_empty_and_one_element(direct_on):
+    out = np.empty((0, 3))
+    e = pyet.asarray(np.empty((0, 3))) + 1
+    assert not run(out, e, direct=True)
+    one = np.empty((1, 1))
+    assert run(one, pyet.asarray(np.full((1, 1), 2.0)) * 3, direct=True)
+    assert one[0, 0] == 6.0
