@@ -1365,7 +1365,8 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
-    if ndst == 1 and not red and DIRECT_PASSES and PLAIN_PASSES and direct_pass(prog, dst, leaves, scalars):
+    if ndst == 1 and not red and DIRECT_PASSES and PLAIN_PASSES \
+            and direct_pass(prog, dst, leaves, scalars):
         return 0
     cdef Run r
     # one allocation for the per-call metadata: strides before and after
