@@ -30,6 +30,7 @@ Node families (``pyet._nodes``) build on this module; they subclass
 """
 
 cimport numpy as cnp
+from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset

@@ -9,6 +9,10 @@ DEF KEPT_SCRATCH = 8 << 20  # larger scratch kept between passes up to this (tak
 DEF GIL_HELD_PASS = 1024  # one-thread passes of at most this many elements keep the GIL
 # (NumPy keeps it up to 500 elements; releasing and retaking it cost 1.54x -> 1.26x
 # NumPy on a 257-element a+b)
+# direct passes (direct_pass): their operands and registers' memory, on the stack
+DEF DIRECT_OPS = 8           # dst and up to 7 leaves
+DEF DIRECT_SCALARS = 16
+DEF DIRECT_REG_BYTES = 16384
 
 # a pass gathering leaves whose rows span GATHER_BLOCK_BYTES or more (their
 # steps summed, times the items) runs in blocks of GATHER_BLOCK (plan_blocks)
@@ -144,10 +148,17 @@ def set_columns_once(bint on):
 
 # ---------------------------------------------------------------- binding
 
+cdef inline bint child_scalar_ok(Expr e, Py_ssize_t i) noexcept:
+    # whether e's operand i may be taken as a scalar (lowering's operand()):
+    # not a user function's, where's condition or an array exponent's
+    return not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)
+                or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape))
+
+
 cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_ok=True):
     # pre-order, left to right: the order lowering numbers leaves, scalars
     # and user functions (none of which is part of a program); scalar_ok as
-    # lowering's operand() has it
+    # lowering's operand() has it (collect_small: the same walk into C arrays)
     cdef Py_ssize_t i
     if e._op == OP_leaf:
         if not scalar_ok or not one_value(e):
@@ -162,9 +173,40 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
         if e._op == OP_pyfunc and not (<PyFunc>e)._in_pass:
             pyfuncs.append((<PyFunc>e)._fn)
         for i in range(len(e._args)):
-            collect(<Expr>e._args[i], leaves, scalars, pyfuncs,
-                    not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)
-                         or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape)))
+            collect(<Expr>e._args[i], leaves, scalars, pyfuncs, child_scalar_ok(e, i))
+
+
+cdef struct Small:
+    # collect_small's operands: leaves' arrays (borrowed from the tree) and
+    # scalar slots, at most DIRECT_OPS - 1 and DIRECT_SCALARS
+    int nleaves, nscalars
+    PyObject *leaves[DIRECT_OPS - 1]
+    char slots[8 * DIRECT_SCALARS]
+
+
+cdef int collect_small(Expr e, Small *s, Program prog, bint scalar_ok=True) except -1:
+    """collect's walk of a tree without user functions into s, each scalar
+    stored in the program's dtype as it is met; 0 when the tree has more
+    operands than s holds (s then partly filled), 1 when all were taken."""
+    cdef Py_ssize_t i
+    if e._op == OP_leaf and (not scalar_ok or not one_value(e)):
+        if s.nleaves == DIRECT_OPS - 1:
+            return 0
+        s.leaves[s.nleaves] = <PyObject *>(<Tensor>e)._array
+        s.nleaves += 1
+        return 1
+    if e._op == OP_leaf or e._op == OP_scalar:
+        if s.nscalars == DIRECT_SCALARS:
+            return 0
+        store_scalar(s.slots + 8 * s.nscalars, (<Scalar>e)._value if e._op == OP_scalar
+                     else (<Tensor>e)._array if not e.shape else constant_value(e),
+                     prog.scalar_dt[s.nscalars])
+        s.nscalars += 1
+        return 1
+    for i in range(len(e._args)):
+        if not collect_small(<Expr>e._args[i], s, prog, child_scalar_ok(e, i)):
+            return 0
+    return 1
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
@@ -1271,9 +1313,6 @@ cdef void finish_once(Run *r, Once *o) noexcept:
 # itself) runs as one row of run_plain's blocks, with none of execute_group's
 # binding, merging and planning: a 256-element a + b spent ~2,600 of its
 # ~5,400 instructions there (callgrind), 1.1-1.3x NumPy's call
-DEF DIRECT_OPS = 8           # dst and up to 7 leaves
-DEF DIRECT_SCALARS = 16
-DEF DIRECT_REG_BYTES = 16384  # the registers' memory, on the stack
 cdef bint DIRECT_PASSES = True
 cdef Py_ssize_t _direct_count = 0
 
@@ -1292,51 +1331,86 @@ def direct_pass_count():
 
 
 cdef int direct_pass(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
-    """Run prog over dst as described above: 1, or 0 (nothing done) when the
-    pass is not such a pass."""
-    global _direct_count
-    cdef int nd = cnp.PyArray_NDIM(dst), nops = 1 + len(leaves), k, d, isz
-    cdef int dsz = cnp.PyArray_ITEMSIZE(dst)
-    cdef bint c_order = cnp.PyArray_IS_C_CONTIGUOUS(dst)
-    cdef pyet_intp n = 1, block
-    cdef cnp.ndarray a
-    if nops > DIRECT_OPS or len(scalars) > DIRECT_SCALARS or not prog.plain \
-            or not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
+    """Run prog over dst as described above (execute_group's operands): 1, or
+    0 (nothing done) when the pass is not such a pass."""
+    cdef Small s
+    cdef int k
+    s.nleaves, s.nscalars = len(leaves), len(scalars)
+    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not prog.plain:
         return 0
+    for k in range(s.nleaves):
+        s.leaves[k] = <PyObject *>leaves[k]
+    cdef DirectLayout lay
+    if not direct_layout(prog, dst, &s, &lay):
+        return 0
+    for k in range(s.nscalars):
+        store_scalar(s.slots + 8 * k, scalars[k], prog.scalar_dt[k])
+    return direct_run(prog, &s, &lay)
+
+
+cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
+    """direct_pass straight from the tree (assign_elementwise), its operands
+    collected into C arrays (collect's three lists and their appends were
+    ~900 of a small pass's ~3,400 instructions)."""
+    cdef Small s
+    s.nleaves = s.nscalars = 0
+    if not prog.plain or not collect_small(e, &s, prog):
+        return 0
+    cdef DirectLayout lay
+    if not direct_layout(prog, dst, &s, &lay):
+        return 0
+    return direct_run(prog, &s, &lay)
+
+
+cdef struct DirectLayout:
+    pyet_intp n, block
+    char *base[DIRECT_OPS]
+    int itemsize[DIRECT_OPS]
+    pyet_intp strides[DIRECT_OPS * MAXD]  # (run_plain reads [k * MAXD])
+
+
+cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *lay) noexcept:
+    # whether dst and s's leaves make a direct pass (above), its operands in lay
+    cdef int nd = cnp.PyArray_NDIM(dst), k, d, isz, dsz = cnp.PyArray_ITEMSIZE(dst)
+    cdef bint c_order = cnp.PyArray_IS_C_CONTIGUOUS(dst)
+    cdef pyet_intp n = 1
+    cdef cnp.ndarray a
+    if not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
+        return False
     for d in range(nd):
         n *= cnp.PyArray_DIMS(dst)[d]
-    block = n if n < BLOCK else BLOCK
-    if n == 0 or n > GIL_HELD_PASS or prog.nregs * block * MAX_REG_BYTES > DIRECT_REG_BYTES:
-        return 0
-    cdef char *base[DIRECT_OPS]
-    cdef pyet_intp strides[DIRECT_OPS * MAXD]
-    cdef int itemsize[DIRECT_OPS]
+    lay.n = n
+    lay.block = n if n < BLOCK else BLOCK
+    if n == 0 or n > GIL_HELD_PASS or prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES:
+        return False
     cdef uintptr_t lo = <uintptr_t>cnp.PyArray_DATA(dst), hi = lo + n * dsz, p
     if lo & (dsz - 1):  # (item sizes are powers of two)
-        return 0
-    base[0], itemsize[0], strides[0] = <char *>lo, dsz, dsz
-    for k in range(1, nops):
-        a = <cnp.ndarray>leaves[k - 1]
+        return False
+    lay.base[0], lay.itemsize[0], lay.strides[0] = <char *>lo, dsz, dsz
+    for k in range(1, s.nleaves + 1):
+        a = <cnp.ndarray>s.leaves[k - 1]
         if cnp.PyArray_NDIM(a) != nd or not (cnp.PyArray_IS_C_CONTIGUOUS(a) if c_order
                                              else cnp.PyArray_IS_F_CONTIGUOUS(a)):
-            return 0
+            return False
         for d in range(nd):
             if cnp.PyArray_DIMS(a)[d] != cnp.PyArray_DIMS(dst)[d]:
-                return 0
+                return False
         isz = cnp.PyArray_ITEMSIZE(a)
         p = <uintptr_t>cnp.PyArray_DATA(a)
         if p & (isz - 1) or (p < hi and lo < p + n * isz and not (p == lo and isz == dsz)):
-            return 0  # misaligned, or overlapping dst other than element for element
-        base[k], itemsize[k], strides[k * MAXD] = <char *>p, isz, isz
-    cdef char scalar_slots[8 * DIRECT_SCALARS]
-    for k in range(len(scalars)):
-        store_scalar(scalar_slots + 8 * k, scalars[k], prog.scalar_dt[k])
+            return False  # misaligned, or overlapping dst other than element for element
+        lay.base[k], lay.itemsize[k], lay.strides[k * MAXD] = <char *>p, isz, isz
+    return True
+
+
+cdef int direct_run(Program prog, Small *s, DirectLayout *lay) except -1:
+    global _direct_count
     cdef char regs[DIRECT_REG_BYTES + 64]
     cdef Run r
     memset(&r, 0, sizeof(Run))
-    r.nd, r.nops, r.ndst, r.shape[0], r.total = 1, nops, 1, n, n
-    r.base, r.strides, r.itemsize, r.scalars = base, strides, itemsize, scalar_slots
-    r.block, r.nblocks = block, (n + block - 1) // block
+    r.nd, r.nops, r.ndst, r.shape[0], r.total = 1, s.nleaves + 1, 1, lay.n, lay.n
+    r.base, r.strides, r.itemsize, r.scalars = lay.base, lay.strides, lay.itemsize, s.slots
+    r.block, r.nblocks = lay.block, (lay.n + lay.block - 1) // lay.block
     r.nitems = r.nblocks
     r.plain, r.dst_reg, r.red = True, -1, RED_NONE
     r.prog = <void *>prog
