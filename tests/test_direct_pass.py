@@ -204,3 +204,50 @@ def test_empty_and_one_element(direct_on):
     one = np.empty((1, 1))
     assert run(one, pyet.asarray(np.full((1, 1), 2.0)) * 3, direct=True)
     assert one[0, 0] == 6.0
+
+
+def test_scalars_from_the_tree(direct_on):
+    # collect_small takes 0-d leaves, constant (broadcast) leaves and Python
+    # scalars as scalars in the program's dtype, and keeps where's condition
+    # and an array exponent as leaves (collect's rule, child_scalar_ok)
+    rng = np.random.default_rng(5)
+    a = rng.random((6, 7)) + 0.5
+    m = rng.random((6, 7)) < 0.5
+    A, M = pyet.asarray(a), pyet.asarray(m)
+    zero_d = pyet.asarray(np.array(3.0))
+    const = pyet.asarray(np.broadcast_to(np.float32(2.5), (6, 7)))
+    out = np.empty((6, 7))
+    cases = [
+        (A * zero_d, a * 3.0),
+        (A + const, a + np.float32(2.5)),
+        (pyet.where(M, A, 0.5), np.where(m, a, 0.5)),
+        (pyet.where(M, 1.5, A) * 2 - 1, np.where(m, 1.5, a) * 2 - 1),
+        (A ** pyet.asarray(np.full((6, 7), 2.0)), a ** 2.0),
+    ]
+    for e, want in cases:
+        assert run(out, e, direct=True), repr(e)
+        np.testing.assert_array_equal(out, want)
+    i = rng.integers(0, 5, (6, 7)).astype(np.int64)
+    k = rng.integers(0, 4, (6, 7)).astype(np.int64)
+    outi = np.empty((6, 7), np.int64)
+    run(outi, pyet.asarray(i) ** pyet.asarray(k), direct=True)
+    np.testing.assert_array_equal(outi, i ** k)
+    with pytest.raises(ValueError, match="negative"):
+        pyet.asarray(outi)[...] = pyet.asarray(i) ** pyet.asarray(-k - 1)
+
+
+def test_recorded_plans_and_user_functions(direct_on):
+    # a plan's replays and passes with user functions keep their own paths
+    a = np.arange(12.0).reshape(3, 4)
+    A = pyet.asarray(a)
+    out = np.empty((3, 4))
+    plan = pyet.EvalPlan()
+    plan.assign(out, A * 2 + 1)
+    for _ in range(3):
+        out[...] = 0
+        plan.run()
+        np.testing.assert_array_equal(out, a * 2 + 1)
+    run(out, pyet.F(np.exp, A) + 1, direct=True)
+    np.testing.assert_allclose(out, np.exp(a) + 1)
+    run(out, pyet.F(lambda x: x * 3, A) - A, direct=True)
+    np.testing.assert_array_equal(out, a * 2)
