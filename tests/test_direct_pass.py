@@ -251,3 +251,29 @@ def test_recorded_plans_and_user_functions(direct_on):
     np.testing.assert_allclose(out, np.exp(a) + 1)
     run(out, pyet.F(lambda x: x * 3, A) - A, direct=True)
     np.testing.assert_array_equal(out, a * 2)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (4, 3, 5, 2, 3, 1), (1000,), (1025,)], ids=str)
+@pytest.mark.parametrize("order", "CF")
+def test_numpy_loops_in_direct_passes(shape, order, direct_on):
+    # ops lowered to NumPy's own loops (Program.cloop) run in direct passes
+    # too, alone and between kernels: NumPy's bits
+    rng = np.random.default_rng(11)
+    a32 = np.asarray((rng.random(shape) * 3 + 0.1).astype(np.float32), order=order)
+    b32 = np.asarray((rng.random(shape) + 0.1).astype(np.float32), order=order)
+    a64 = np.asarray(rng.random(shape) * 3 + 0.1, order=order)
+    A32, B32, A64 = pyet.asarray(a32), pyet.asarray(b32), pyet.asarray(a64)
+    small = int(np.prod(shape)) <= 1024
+    cases = [(pyet.sin(A32), np.sin(a32)), (pyet.cos(A32) * 2 + 1, np.cos(a32) * 2 + 1),
+             (pyet.log(A64), np.log(a64)), (A32 ** B32, a32 ** b32),
+             (pyet.tan(A64) - A64, np.tan(a64) - a64)]
+    for e, want in cases:
+        explained = pyet.explain(e)
+        assert "NumPy's loop" in explained, explained
+        raw, out = framed(shape, e.dtype, order)
+        assert run(out, e, direct=True) == small, explained
+        np.testing.assert_array_equal(out, want)
+        assert intact(raw, e.dtype, out.size)
+        out2 = np.empty(shape, e.dtype, order=order)
+        assert not run(out2, e, direct=False)
+        np.testing.assert_array_equal(out2, out)

@@ -630,6 +630,8 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 inp[j] = slot[sl[j]]
             if ins.op == OP_cast:
                 pyet_cast(ins.dt, ins.dt_out, n, slot[sl[PYET_MAX_IN]], inp[0])
+            elif ins.op == OP_pyfunc:  # (a direct pass's NumPy loop: Program.direct_ok)
+                call_np_loop(prog, i, ins, n, slot[sl[PYET_MAX_IN]], inp)
             else:
                 call_routed(ins, n, slot[sl[PYET_MAX_IN]], inp, route, i)
         blk += 1

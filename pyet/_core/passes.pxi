@@ -1308,11 +1308,12 @@ cdef void finish_once(Run *r, Once *o) noexcept:
         d = d0 - 1
 
 
-# A small plain pass (at most GIL_HELD_PASS elements, every leaf of dst's
-# shape and memory order, contiguous, aligned, and apart from dst or dst
-# itself) runs as one row of run_plain's blocks, with none of execute_group's
-# binding, merging and planning: a 256-element a + b spent ~2,600 of its
-# ~5,400 instructions there (callgrind), 1.1-1.3x NumPy's call
+# A small pass of kernels and NumPy loops (Program.direct_ok: at most
+# GIL_HELD_PASS elements, every leaf of dst's shape and memory order,
+# contiguous, aligned, and apart from dst or dst itself) runs as one row of
+# run_plain's blocks, with none of execute_group's binding, merging and
+# planning: a 256-element a + b spent ~2,600 of its ~5,400 instructions there
+# (callgrind), 1.1-1.3x NumPy's call
 cdef bint DIRECT_PASSES = True
 cdef Py_ssize_t _direct_count = 0
 
@@ -1336,7 +1337,7 @@ cdef int direct_pass(Program prog, cnp.ndarray dst, list leaves, list scalars) e
     cdef Small s
     cdef int k
     s.nleaves, s.nscalars = len(leaves), len(scalars)
-    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not prog.plain:
+    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not prog.direct_ok:
         return 0
     for k in range(s.nleaves):
         s.leaves[k] = <PyObject *>leaves[k]
@@ -1354,7 +1355,7 @@ cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
     ~900 of a small pass's ~3,400 instructions)."""
     cdef Small s
     s.nleaves = s.nscalars = 0
-    if not prog.plain or not collect_small(e, &s, prog):
+    if not prog.direct_ok or not collect_small(e, &s, prog):
         return 0
     cdef DirectLayout lay
     if not direct_layout(prog, dst, &s, &lay):
