@@ -277,3 +277,54 @@ def test_numpy_loops_in_direct_passes(shape, order, direct_on):
         out2 = np.empty(shape, e.dtype, order=order)
         assert not run(out2, e, direct=False)
         np.testing.assert_array_equal(out2, out)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (1,), (3, 5), (4, 3, 5, 2, 3, 1), (1024,), (1025,)],
+                         ids=str)
+@pytest.mark.parametrize("order", "CF")
+def test_copies_and_fills(dtype, shape, order, direct_on):
+    # dst = leaf (Program.copies_leaf) and dst = scalar (an instruction on
+    # scalars only: one value, repeated) in direct passes
+    rng = np.random.default_rng(13)
+    a = np.asarray((rng.random(shape) * 100).astype(dtype), order=order)
+    small = int(np.prod(shape)) <= 1024
+    raw, out = framed(shape, dtype, order)
+    assert run(out, pyet.asarray(a), direct=True) == small
+    np.testing.assert_array_equal(out, a)
+    assert intact(raw, dtype, out.size)
+    value = np.asarray(7).astype(dtype)[()]
+    assert run(out, value.item(), direct=True) == small
+    np.testing.assert_array_equal(out, np.full(shape, value))
+    assert intact(raw, dtype, out.size)
+    assert run(out, pyet.asarray(out), direct=True) == small  # onto itself
+    np.testing.assert_array_equal(out, np.full(shape, value))
+    if dtype != np.bool_:
+        run(out, pyet.asarray(a) * 0 + pyet.asarray(np.asarray(3).astype(dtype)), direct=True)
+        np.testing.assert_array_equal(out, np.full(shape, 3, dtype))
+    assert intact(raw, dtype, out.size)
+
+
+def test_overlapping_copy_is_refused(direct_on):
+    base = np.arange(30.0)
+    assert not run(base[1:21], pyet.asarray(base[:20]), direct=True)
+    np.testing.assert_array_equal(base[1:21], np.arange(20.0))
+    base = np.arange(30.0)
+    assert not run(base[:20], pyet.asarray(base[1:21]), direct=True)
+    np.testing.assert_array_equal(base[:20], np.arange(1.0, 21.0))
+
+
+def test_values_of_zero_d_operands_keep_their_path(direct_on):
+    # a tree of 0-d operands alone may raise: its value is computed before dst
+    # is written (as NumPy's 0-d temporary), so it is not a direct pass
+    s, z = pyet.asarray(np.array(1.0)), pyet.asarray(np.array(0.0))
+    raw, out = framed((3, 4), np.float64)
+    out[...] = 7.0
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        run(out, (s + z) / z, direct=True)
+    np.testing.assert_array_equal(out, np.full((3, 4), 7.0))
+    with np.errstate(divide="ignore"):
+        assert not run(out, (s + z) / z, direct=True)
+    assert np.isposinf(out).all() and intact(raw, np.float64, 12)
+    assert run(out, 2.5, direct=True)  # a fill cannot raise: direct
+    np.testing.assert_array_equal(out, np.full((3, 4), 2.5))

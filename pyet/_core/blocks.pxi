@@ -607,7 +607,7 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef void **rows = slot + prog.nregs + prog.nscalars
     cdef char *row[256]
     cdef pyet_intp idx[MAXD]
-    cdef pyet_intp inner = r.shape[r.nd - 1], regbytes = r.block * MAX_REG_BYTES, blk, x0, n
+    cdef pyet_intp inner = r.shape[r.nd - 1], regbytes = r.block * MAX_REG_BYTES, blk, x0, n, ni
     cdef int i, j, k, nops = r.nops, last = r.nd - 1
     cdef const short *sl
     cdef pyet_instr *ins
@@ -628,12 +628,17 @@ cdef int run_plain(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
             sl = prog.slots + i * (PYET_MAX_IN + 1)
             for j in range(ins.nin):
                 inp[j] = slot[sl[j]]
+            # (a direct pass's (Program.direct_ok) NumPy loops, and its
+            # instructions on scalars only: one value computed, then repeated)
+            ni = 1 if n > 1 and scalars_only(ins) else n
             if ins.op == OP_cast:
-                pyet_cast(ins.dt, ins.dt_out, n, slot[sl[PYET_MAX_IN]], inp[0])
-            elif ins.op == OP_pyfunc:  # (a direct pass's NumPy loop: Program.direct_ok)
-                call_np_loop(prog, i, ins, n, slot[sl[PYET_MAX_IN]], inp)
+                pyet_cast(ins.dt, ins.dt_out, ni, slot[sl[PYET_MAX_IN]], inp[0])
+            elif ins.op == OP_pyfunc:
+                call_np_loop(prog, i, ins, ni, slot[sl[PYET_MAX_IN]], inp)
             else:
-                call_routed(ins, n, slot[sl[PYET_MAX_IN]], inp, route, i)
+                call_routed(ins, ni, slot[sl[PYET_MAX_IN]], inp, route, i)
+            if ni < n:
+                repeat_first(<char *>slot[sl[PYET_MAX_IN]], pyet_itemsize[ins.dt_out], n)
         blk += 1
         if blk == r.nblocks:
             blk = 0

@@ -169,7 +169,8 @@ cdef class Program:
     # instruction on scalars only)
     cdef short *slots
     cdef bint plain
-    # plain but for NumPy loops called straight (cloop): what a direct pass runs
+    # what a direct pass runs: plain but for NumPy loops called straight
+    # (cloop), dst = leaf, and instructions on scalars only
     cdef bint direct_ok
     # float arithmetic only: every instruction float in and out, no where or cast
     cdef bint float_arith
@@ -734,12 +735,13 @@ cdef void _plain_slots(Program p) noexcept:
     cdef int i, j
     cdef short *sl
     # (the table's size is checked per pass, against its operands: plan_operands)
-    p.direct_ok = not p.has_pyfunc and not p.user_pyfunc and not p.copies_leaf
+    p.direct_ok = not p.has_pyfunc and not p.user_pyfunc
+    p.plain = p.direct_ok and not p.np_loops and not p.copies_leaf
     p.float_arith = True
     for i in range(p.ninstr):
         sl = p.slots + i * (PYET_MAX_IN + 1)
-        if (p.code[i].op == OP_pyfunc and p.cloop[i] == NULL) or scalars_only(&p.code[i]):
-            p.direct_ok = False
+        if p.code[i].op == OP_pyfunc or scalars_only(&p.code[i]):
+            p.plain = False
         if (p.code[i].dt != DT_F32 and p.code[i].dt != DT_F64) \
                 or p.code[i].dt_out != p.code[i].dt or p.code[i].op == OP_where \
                 or p.code[i].op == OP_cast:
@@ -748,7 +750,6 @@ cdef void _plain_slots(Program p) noexcept:
             sl[j] = _slot(p, p.code[i].src_kind[j], p.code[i].src[j])
         sl[PYET_MAX_IN] = _slot(p, SRC_REG, p.code[i].out) if p.code[i].out >= 0 \
             else _slot(p, SRC_DST, -1 - p.code[i].out)
-    p.plain = p.direct_ok and not p.np_loops
 
 
 cdef inline short _slot(Program p, int kind, int idx) noexcept:

@@ -1378,6 +1378,10 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
     cdef cnp.ndarray a
     if not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
         return False
+    if s.nleaves == 0 and not (prog.ninstr == 1 and prog.code[0].op == OP_copy):
+        # a value of 0-d operands alone, which may raise: computed before dst
+        # is written (execute_group's plan_once), as NumPy's temporary
+        return False
     for d in range(nd):
         n *= cnp.PyArray_DIMS(dst)[d]
     lay.n = n
