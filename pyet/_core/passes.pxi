@@ -1355,7 +1355,10 @@ cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
     ~900 of a small pass's ~3,400 instructions)."""
     cdef Small s
     s.nleaves = s.nscalars = 0
-    if not prog.direct_ok or not collect_small(e, &s, prog):
+    if not prog.direct_ok or (cnp.PyArray_NDIM(dst) == 0 and not (
+            prog.ninstr == 1 and prog.code[0].op == OP_copy)):
+        return 0  # (a 0-d dst's operands are 0-d: direct_layout's refusal, before the walk)
+    if not collect_small(e, &s, prog):
         return 0
     cdef DirectLayout lay
     if not direct_layout(prog, dst, &s, &lay):
