@@ -328,3 +328,25 @@ def test_values_of_zero_d_operands_keep_their_path(direct_on):
     assert np.isposinf(out).all() and intact(raw, np.float64, 12)
     assert run(out, 2.5, direct=True)  # a fill cannot raise: direct
     np.testing.assert_array_equal(out, np.full((3, 4), 2.5))
+
+
+def test_small_passes_on_threads_keep_the_planner():
+    # with the threads' least work set below a small pass (the thread tests'
+    # way of running small arrays on threads), the pass is split over threads
+    # as before, not run direct; the values the same
+    from conftest import pyet_threads
+
+    from pyet._kernels import parallel
+    a = np.random.default_rng(2).random((32, 32))
+    A = pyet.asarray(a)
+    before = parallel.get_min_per_thread()
+    parallel.set_min_per_thread(16)
+    try:
+        with pyet_threads(2) as n:
+            out = np.empty((32, 32))
+            took = run(out, A * 2 + 1, direct=True)
+            np.testing.assert_array_equal(out, a * 2 + 1)
+    finally:
+        parallel.set_min_per_thread(before)
+    assert took == (n < 2)
+    assert run(out, A * 3, direct=True)  # the least work restored: direct again

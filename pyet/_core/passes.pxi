@@ -1389,7 +1389,8 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
         n *= cnp.PyArray_DIMS(dst)[d]
     lay.n = n
     lay.block = n if n < BLOCK else BLOCK
-    if n == 0 or n > GIL_HELD_PASS or prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES:
+    if n == 0 or n > GIL_HELD_PASS or prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES \
+            or threads_for(n, n) > 1:  # (one thread: the threads' least work set lower, not here)
         return False
     cdef uintptr_t lo = <uintptr_t>cnp.PyArray_DATA(dst), hi = lo + n * dsz, p
     if lo & (dsz - 1):  # (item sizes are powers of two)
