@@ -350,3 +350,63 @@ def test_small_passes_on_threads_keep_the_planner():
         parallel.set_min_per_thread(before)
     assert took == (n < 2)
     assert run(out, A * 3, direct=True)  # the least work restored: direct again
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7, -1, -3])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int64, np.bool_])
+def test_one_axis_strided_operands(step, dtype, direct_on):
+    # operands of one axis longer than 1 stepping any whole number of items:
+    # a one-op program's NumPy loop where the pass would call it, else the
+    # planner; the same values either way, the destination's frame intact
+    rng = np.random.default_rng(abs(step) + 17)
+    n = 300
+    base_a = (rng.random(abs(step) * n + 5) * 9 + 1).astype(dtype)
+    base_b = (rng.random(abs(step) * n + 5) * 9 + 1).astype(dtype)
+    a = base_a[2::step][:n] if step > 0 else base_a[::step][:n]
+    b = base_b[2::step][:n] if step > 0 else base_b[::step][:n]
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    trees = [(A | B, a | b), (~A, ~a)] if dtype == np.bool_ else [
+        (A + B, a + b), (A * B, a * b), (pyet.maximum(A, B), np.maximum(a, b)), (-A, -a),
+        (A * 2 + B, a * 2 + b)]
+    for shape in [(n,), (1, n, 1)]:
+        for e, want in trees:
+            e = pyet.reshape(e, shape)
+            raw, out = framed(shape, e.dtype)
+            run(out, e, direct=True)
+            np.testing.assert_array_equal(out, want.reshape(shape))
+            assert intact(raw, e.dtype, n)
+            # into a strided destination too
+            big = np.zeros(3 * n, e.dtype)
+            dst = big[1::3].reshape(shape)
+            run(dst, e, direct=True)
+            np.testing.assert_array_equal(dst, want.reshape(shape))
+            assert (big[0::3] == 0).all() and (big[2::3] == 0).all()
+
+
+def test_one_axis_strided_paths(direct_on):
+    a = np.arange(900.0)[::3]
+    b = np.arange(900.0, 1800.0)[::3]
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    out = np.empty(300)
+    assert run(out, A + B, direct=True)  # a one-op program with NumPy's loop: direct
+    np.testing.assert_array_equal(out, a + b)
+    assert not run(out, A * B + 1, direct=True)  # two ops on strided leaves: the planner
+    np.testing.assert_array_equal(out, a * b + 1)
+    base = np.arange(40.0)
+    dst, src = base[0:20:2], base[1:21:2]  # interleaved: refused, then copied as before
+    want = src + 1
+    assert not run(dst, pyet.asarray(src) + 1, direct=True)
+    np.testing.assert_array_equal(dst, want)
+    base = np.arange(70.0)
+    dst, src = base[3:63:3], base[0:60:3]  # dst[i] is src[i + 1]: refused, copied first
+    want = src * 2
+    assert not run(dst, pyet.asarray(src) * 2, direct=True)
+    np.testing.assert_array_equal(dst, want)
+    inplace = np.arange(60.0)[::3]
+    T = pyet.asarray(inplace)
+    assert run(inplace, T + T, direct=True)  # dst itself, element for element
+    np.testing.assert_array_equal(inplace, np.arange(60.0)[::3] * 2)
+    rec = np.zeros(50, np.dtype([("c", "u1"), ("x", "<f8")], align=False))
+    rec["x"] = np.arange(50.0)
+    assert not run(out[:50], pyet.asarray(rec["x"]) + pyet.asarray(rec["x"]), direct=True)
+    np.testing.assert_array_equal(out[:50], np.arange(50.0) * 2)

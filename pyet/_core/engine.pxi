@@ -512,6 +512,9 @@ cdef class Pass(Action):
 
     cdef int run(self) except -1:
         STATS[0] += 1
+        if len(self.dsts) == 1 and direct_pass(self.prog, self.dsts[0], self.leaves,
+                                               self.scalars):
+            return 0
         return execute_group(self.prog, self.dsts, self.leaves, self.scalars, [])
 
 

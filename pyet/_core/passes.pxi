@@ -184,13 +184,23 @@ cdef struct Small:
     char slots[8 * DIRECT_SCALARS]
 
 
-cdef int collect_small(Expr e, Small *s, Program prog, bint scalar_ok=True) except -1:
+cdef int collect_small(Expr e, Small *s, Program prog, bint contiguous,
+                       bint scalar_ok=True) except -1:
     """collect's walk of a tree without user functions into s, each scalar
     stored in the program's dtype as it is met; 0 when the tree has more
-    operands than s holds (s then partly filled), 1 when all were taken."""
+    operands than s holds (s then partly filled), or with ``contiguous`` at
+    the first leaf that is not contiguous (direct_tree: the refusal costs
+    nothing further), 1 when all were taken."""
     cdef Py_ssize_t i
-    if e._op == OP_leaf and (not scalar_ok or not one_value(e)):
-        if s.nleaves == DIRECT_OPS - 1:
+    cdef cnp.ndarray a
+    # (one_value's rule; a leaf whose last stride is not 0 is not constant:
+    # is_constant's size and strides not looked at, ~70 instructions a leaf)
+    if e._op == OP_leaf and not (scalar_ok and (not e.shape or (
+            cnp.PyArray_STRIDES(<cnp.ndarray>(<Tensor>e)._array)[len(e.shape) - 1] == 0
+            and is_constant(e)))):
+        a = <cnp.ndarray>(<Tensor>e)._array
+        if s.nleaves == DIRECT_OPS - 1 or (contiguous and not (
+                cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_IS_F_CONTIGUOUS(a))):
             return 0
         s.leaves[s.nleaves] = <PyObject *>(<Tensor>e)._array
         s.nleaves += 1
@@ -204,7 +214,7 @@ cdef int collect_small(Expr e, Small *s, Program prog, bint scalar_ok=True) exce
         s.nscalars += 1
         return 1
     for i in range(len(e._args)):
-        if not collect_small(<Expr>e._args[i], s, prog, child_scalar_ok(e, i)):
+        if not collect_small(<Expr>e._args[i], s, prog, contiguous, child_scalar_ok(e, i)):
             return 0
     return 1
 
@@ -1332,21 +1342,17 @@ def direct_pass_count():
 
 
 cdef int direct_pass(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
-    """Run prog over dst as described above (execute_group's operands): 1, or
-    0 (nothing done) when the pass is not such a pass."""
+    """Run prog over dst as described above (a recorded pass's operands,
+    Pass.run): 1, or 0 (nothing done) when the pass is not such a pass."""
     cdef Small s
     cdef int k
     s.nleaves, s.nscalars = len(leaves), len(scalars)
-    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not prog.direct_ok:
+    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not prog.direct_ok \
+            or not DIRECT_PASSES or not PLAIN_PASSES:
         return 0
     for k in range(s.nleaves):
         s.leaves[k] = <PyObject *>leaves[k]
-    cdef DirectLayout lay
-    if not direct_layout(prog, dst, &s, &lay):
-        return 0
-    for k in range(s.nscalars):
-        store_scalar(s.slots + 8 * k, scalars[k], prog.scalar_dt[k])
-    return direct_run(prog, &s, &lay)
+    return direct_laid_out(prog, dst, &s, scalars)
 
 
 cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
@@ -1358,28 +1364,59 @@ cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
     if not prog.direct_ok or (cnp.PyArray_NDIM(dst) == 0 and not (
             prog.ninstr == 1 and prog.code[0].op == OP_copy)):
         return 0  # (a 0-d dst's operands are 0-d: direct_layout's refusal, before the walk)
-    if not collect_small(e, &s, prog):
+    # operands stepping other than their item size only for a one-op
+    # program's NumPy loop (direct_run)
+    cdef bint contiguous = prog.ninstr != 1 or prog.whole_loop == NULL
+    if contiguous and not (cnp.PyArray_IS_C_CONTIGUOUS(dst) or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
         return 0
+    if not collect_small(e, &s, prog, contiguous):
+        return 0
+    return direct_laid_out(prog, dst, &s, None)
+
+
+cdef int direct_laid_out(Program prog, cnp.ndarray dst, Small *s, list scalars) except -1:
+    # the layout's checks and the run, scalars (when not stored yet) stored
+    # between them (the layout's 4 KiB in this frame, not the walk's: a
+    # refused walk costs no stack pages)
     cdef DirectLayout lay
-    if not direct_layout(prog, dst, &s, &lay):
+    cdef int k
+    if not direct_layout(prog, dst, s, &lay):
         return 0
-    return direct_run(prog, &s, &lay)
+    if scalars is not None:
+        for k in range(s.nscalars):
+            store_scalar(s.slots + 8 * k, scalars[k], prog.scalar_dt[k])
+    return direct_run(prog, s, &lay)
 
 
 cdef struct DirectLayout:
     pyet_intp n, block
+    bint strided             # an operand's items step other than its item size
     char *base[DIRECT_OPS]
     int itemsize[DIRECT_OPS]
     pyet_intp strides[DIRECT_OPS * MAXD]  # (run_plain reads [k * MAXD])
 
 
+cdef inline int only_axis(cnp.ndarray a) noexcept:
+    # a's one axis longer than 1; -1: none, -2: several
+    cdef int d, k = -1
+    for d in range(cnp.PyArray_NDIM(a)):
+        if cnp.PyArray_DIMS(a)[d] > 1:
+            if k >= 0:
+                return -2
+            k = d
+    return k
+
+
 cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *lay) noexcept:
-    # whether dst and s's leaves make a direct pass (above), its operands in lay
+    # whether dst and s's leaves make a direct pass (above), its operands in
+    # lay: contiguous in dst's memory order, or of one axis longer than 1
+    # stepping any whole number of items (lay.strided: NumPy's loop, below)
     cdef int nd = cnp.PyArray_NDIM(dst), k, d, isz, dsz = cnp.PyArray_ITEMSIZE(dst)
+    cdef int axis = only_axis(dst)
     cdef bint c_order = cnp.PyArray_IS_C_CONTIGUOUS(dst)
-    cdef pyet_intp n = 1
+    cdef pyet_intp n = 1, step
     cdef cnp.ndarray a
-    if not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
+    if axis < 0 and not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
         return False
     if s.nleaves == 0 and not (prog.ninstr == 1 and prog.code[0].op == OP_copy):
         # a value of 0-d operands alone, which may raise: computed before dst
@@ -1389,33 +1426,59 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
         n *= cnp.PyArray_DIMS(dst)[d]
     lay.n = n
     lay.block = n if n < BLOCK else BLOCK
+    lay.strided = False
     if n == 0 or n > GIL_HELD_PASS or prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES \
             or threads_for(n, n) > 1:  # (one thread: the threads' least work set lower, not here)
         return False
-    cdef uintptr_t lo = <uintptr_t>cnp.PyArray_DATA(dst), hi = lo + n * dsz, p
-    if lo & (dsz - 1):  # (item sizes are powers of two)
-        return False
-    lay.base[0], lay.itemsize[0], lay.strides[0] = <char *>lo, dsz, dsz
-    for k in range(1, s.nleaves + 1):
-        a = <cnp.ndarray>s.leaves[k - 1]
-        if cnp.PyArray_NDIM(a) != nd or not (cnp.PyArray_IS_C_CONTIGUOUS(a) if c_order
-                                             else cnp.PyArray_IS_F_CONTIGUOUS(a)):
-            return False
-        for d in range(nd):
-            if cnp.PyArray_DIMS(a)[d] != cnp.PyArray_DIMS(dst)[d]:
+    cdef uintptr_t lo = 0, hi = 0, p, plo, phi
+    for k in range(s.nleaves + 1):
+        a = dst if k == 0 else <cnp.ndarray>s.leaves[k - 1]
+        if k:
+            if cnp.PyArray_NDIM(a) != nd:
                 return False
+            for d in range(nd):
+                if cnp.PyArray_DIMS(a)[d] != cnp.PyArray_DIMS(dst)[d]:
+                    return False
         isz = cnp.PyArray_ITEMSIZE(a)
         p = <uintptr_t>cnp.PyArray_DATA(a)
-        if p & (isz - 1) or (p < hi and lo < p + n * isz and not (p == lo and isz == dsz)):
-            return False  # misaligned, or overlapping dst other than element for element
-        lay.base[k], lay.itemsize[k], lay.strides[k * MAXD] = <char *>p, isz, isz
+        if axis >= 0:
+            step = cnp.PyArray_STRIDES(a)[axis]
+        elif cnp.PyArray_IS_C_CONTIGUOUS(a) if c_order else cnp.PyArray_IS_F_CONTIGUOUS(a):
+            step = isz
+        else:
+            return False
+        if (p | <uintptr_t>step) & (isz - 1):  # (item sizes are powers of two)
+            return False
+        plo = p + (n - 1) * step if step < 0 else p
+        phi = (p if step < 0 else p + (n - 1) * step) + isz
+        if k == 0:
+            lo, hi = plo, phi
+        elif plo < hi and lo < phi and not (
+                p == <uintptr_t>lay.base[0] and step == lay.strides[0] and isz == dsz):
+            return False  # overlapping dst other than element for element
+        lay.base[k], lay.itemsize[k], lay.strides[k * MAXD] = <char *>p, isz, step
+        if step != isz:
+            if prog.ninstr != 1 or prog.whole_loop == NULL:
+                return False  # (strided operands: a one-op program's NumPy loop only)
+            lay.strided = True
     return True
 
 
 cdef int direct_run(Program prog, Small *s, DirectLayout *lay) except -1:
+    # run_plain's blocks over contiguous operands; strided ones (one axis)
+    # only as a one-op program's NumPy loop where the pass would call it
+    # (whole_wanted, run_loop_rows), else 0: nothing done
     global _direct_count
     cdef char regs[DIRECT_REG_BYTES + 64]
     cdef Run r
+    if lay.strided:  # (whole_wanted's and run_loop_rows' fields: no memset of the Run)
+        r.nd, r.nops, r.ndst, r.shape[0], r.total = 1, s.nleaves + 1, 1, lay.n, lay.n
+        r.base, r.strides, r.itemsize, r.scalars = lay.base, lay.strides, lay.itemsize, s.slots
+        r.tile, r.packed, r.fpflags = 0, False, 0
+        if not whole_wanted(&r, prog) or run_loop_rows(&r, prog) < 0:
+            return 0
+        _direct_count += 1
+        return 1
     memset(&r, 0, sizeof(Run))
     r.nd, r.nops, r.ndst, r.shape[0], r.total = 1, s.nleaves + 1, 1, lay.n, lay.n
     r.base, r.strides, r.itemsize, r.scalars = lay.base, lay.strides, lay.itemsize, s.slots
@@ -1448,9 +1511,6 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     if nops > 255:
         raise ValueError(f"pyet evaluates trees of at most {255 - ndst} array operands, "
                          f"got {nops - ndst}")
-    if ndst == 1 and not red and DIRECT_PASSES and PLAIN_PASSES \
-            and direct_pass(prog, dst, leaves, scalars):
-        return 0
     cdef Run r
     # one allocation for the per-call metadata: strides before and after
     # merging, base pointers, gather buffers, item sizes, scalar slots
