@@ -144,6 +144,15 @@ def test_misaligned_fields(direct_on):
     out = np.empty(30)
     assert not run(out, X * Y, direct=True)
     np.testing.assert_array_equal(out, np.arange(30.0) * 2)
+    mis = np.zeros(30 * 8 + 1, np.uint8)[1:].view(np.float64)  # a misaligned leaf
+    mis[...] = np.arange(30.0)
+    for e, want in ((pyet.asarray(mis) * 2, np.arange(30.0) * 2),
+                    (pyet.log(pyet.asarray(mis) + 1), np.log(np.arange(30.0) + 1)),
+                    (pyet.asarray(mis[::3]) + 1, np.arange(0.0, 30.0, 3) + 1)):
+        raw_out, o = framed(want.shape, np.float64)
+        assert not run(o, e, direct=True)
+        np.testing.assert_array_equal(o, want)
+        assert intact(raw_out, np.float64, o.size)
     raw = np.zeros(30 * 8 + 1, np.uint8)
     dst = raw[1:].view(np.float64)  # a misaligned destination
     assert not run(dst, pyet.asarray(np.arange(30.0)) + 1, direct=True)
@@ -410,3 +419,40 @@ def test_one_axis_strided_paths(direct_on):
     rec["x"] = np.arange(50.0)
     assert not run(out[:50], pyet.asarray(rec["x"]) + pyet.asarray(rec["x"]), direct=True)
     np.testing.assert_array_equal(out[:50], np.arange(50.0) * 2)
+
+
+PACKED = np.dtype([("c", "u1"), ("x", "<f8"), ("y", "<f4"), ("i", "<i4")], align=False)
+
+
+@pytest.mark.parametrize("shape", [(50,), (5, 10), (40, 50)], ids=str)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_packed_fields_as_leaves_and_destinations(shape, reverse, direct_on):
+    # fields of a packed structured array step 17 bytes, not a multiple of
+    # any item size: refused by direct passes (the planner copies such leaves
+    # and scatters into such destinations), reversed fields too; every other
+    # field of the destination's records, and the bytes around the records,
+    # stay as they were
+    rng = np.random.default_rng(len(shape) + reverse)
+    src = np.zeros(shape, PACKED)
+    src["x"] = rng.random(shape) * 10
+    src["y"] = rng.random(shape).astype(np.float32)
+    src["i"] = rng.integers(-50, 50, shape)
+    raw = np.full(src.nbytes + 2 * 17, 0x5A, np.uint8)
+    dst_rec = raw[17:17 + src.nbytes].view(PACKED).reshape(shape)
+    dst_rec["c"], dst_rec["x"], dst_rec["y"], dst_rec["i"] = 7, -1.0, -2.0, -3
+    view = (lambda a: a[::-1]) if reverse else (lambda a: a)
+    X, Y, K = (pyet.asarray(view(src[f])) for f in ("x", "y", "i"))
+    x, y, i = (view(src[f]) for f in ("x", "y", "i"))
+    cases = [("x", X * 2 + Y, x * 2 + y), ("y", Y - 1, y - np.float32(1)),
+             ("i", K + K, i + i), ("x", X, x)]
+    for field, e, want in cases:
+        dst = view(dst_rec[field])
+        assert not run(dst, e, direct=True)
+        np.testing.assert_array_equal(dst, want)
+        # a contiguous destination from the same fields
+        out_raw, out = framed(shape, e.dtype)
+        assert not run(out, e, direct=True)  # (the leaves step 17 bytes)
+        np.testing.assert_array_equal(out, want)
+        assert intact(out_raw, e.dtype, out.size)
+    assert (dst_rec["c"] == 7).all()
+    assert (raw[:17] == 0x5A).all() and (raw[17 + src.nbytes:] == 0x5A).all()

@@ -81,8 +81,7 @@ cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_PYFUNC and hoist_pyfunc(d, e, dst_dt):
         return
     cdef Program prog = get_program(e, dst_dt)
-    if not e._flags & HAS_PYFUNC and DIRECT_PASSES and PLAIN_PASSES and _recorder() is None \
-            and direct_tree(prog, d, e):
+    if not e._flags & HAS_PYFUNC and _recorder() is None and direct_tree(prog, d, e):
         STATS[0] += 1
         return
     cdef list leaves = [], scalars = [], pyfuncs = []

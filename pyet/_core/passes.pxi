@@ -1362,8 +1362,8 @@ cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
     ~900 of a small pass's ~3,400 instructions)."""
     cdef Small s
     s.nleaves = s.nscalars = 0
-    if not prog.direct_ok or (cnp.PyArray_NDIM(dst) == 0 and not (
-            prog.ninstr == 1 and prog.code[0].op == OP_copy)):
+    if not prog.direct_ok or not DIRECT_PASSES or not PLAIN_PASSES or (
+            cnp.PyArray_NDIM(dst) == 0 and not (prog.ninstr == 1 and prog.code[0].op == OP_copy)):
         return 0  # (a 0-d dst's operands are 0-d: direct_layout's refusal, before the walk)
     # operands stepping other than their item size only for a one-op
     # program's NumPy loop (direct_run)
@@ -1448,10 +1448,9 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
             step = isz
         else:
             return False
-        if (p | <uintptr_t>step) & (isz - 1):  # (item sizes are powers of two)
-            return False
-        plo = p + (n - 1) * step if step < 0 else p
-        phi = (p if step < 0 else p + (n - 1) * step) + isz
+        if p & (isz - 1):  # (item sizes are powers of two; a strided operand's
+            return False   # steps: whole_wanted's _items_aligned, direct_run)
+        extent(a, &plo, &phi)
         if k == 0:
             lo, hi = plo, phi
         elif plo < hi and lo < phi and not (
