@@ -70,11 +70,11 @@ def test_hoisted_trees_equal_numpy_and_element_by_element(dtype, shape, layout, 
     dst_layout = "F" if layout == "F leaves" else layout
     buf, out = _framed(shape, dtype, dst_layout)
     # rows and columns of passes in rows of at most half a block, dst and A
-    # alike in C or in Fortran order, are the pass's to compute once (packed
-    # rows: chunk_invariant, plan_columns): nothing hoisted there; every
-    # other case hoists
+    # alike in C or in Fortran order (or dst's rows strided, A in C order),
+    # are the pass's to compute once (packed rows: chunk_invariant,
+    # plan_columns): nothing hoisted there; every other case hoists
     block = core.get_block_size()
-    rows_in_pass = (layout == "C" and 2 * shape[1] <= block) or (
+    rows_in_pass = (layout in ("C", "step2") and 2 * shape[1] <= block) or (
         layout == "F leaves" and 2 * shape[0] <= block)
     before = core.set_hoist_saved(0)
     try:
@@ -293,17 +293,18 @@ def test_nodes_record_their_work_per_element():
     assert (A + pyet.sum(pyet.exp(A)))._ns == 0  # (a special node's operands: its own)
 
 
-@pytest.mark.parametrize("layout", ["F", "step2"])
+@pytest.mark.parametrize("layout", ["F", "row gaps"])
 def test_the_floor_weighs_the_ops_not_the_bytes(layout):
     # 64 x 64: float64 tanh of a column saves ~4 us (hoisted, though its
     # results are 32 KiB), float32 exp of a column ~0.5 us (fused); into
-    # C order, or Fortran order from Fortran-ordered leaves, the packed pass
-    # computes columns itself (plan_columns): here A is in C order
+    # C order (or rows strided), or Fortran order from Fortran-ordered
+    # leaves, the packed pass computes columns itself (plan_columns): here A
+    # is in C order, dst in Fortran order or every other row of a wider array
     for dtype, fn, hoists in [(np.float64, pyet.tanh, True), (np.float32, pyet.exp, False),
                               (np.float64, pyet.sin, True), (np.float32, pyet.sqrt, False)]:
         a, c = np.ones((64, 64), dtype), np.linspace(0, 1, 64, dtype=dtype).reshape(64, 1)
         out = np.empty((64, 64), dtype, order="F") if layout == "F" else \
-            np.empty((64, 128), dtype)[:, ::2]
+            np.empty((128, 64), dtype)[::2]
         pyet.stats(reset=True)
         pyet.asarray(out)[...] = pyet.asarray(a) * fn(pyet.asarray(c))
         assert (pyet.stats()["scratch_bytes"] == c.nbytes) == hoists, (dtype, fn)

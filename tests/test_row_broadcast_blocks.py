@@ -442,3 +442,109 @@ def test_odd_operand_layouts_beside_packed_passes(dtype, odd, order, a_odd, dst_
             assert _sentinels_kept(buf, out)
             if column_only and saved == 0 and dst_layout == "order" and not a_odd:
                 assert scratch == 0  # (the packed pass's own column, read strided)
+
+
+def _strided_rows_dst(shape, dtype, layout):
+    # (buffer of 0xA5 bytes, dst in it) with dst's rows strided: every other
+    # item (rows following on, or with a gap after each), every third,
+    # reversed, reversed every other, or every other of a 3-D array
+    isz = np.dtype(dtype).itemsize
+    rows, m = int(np.prod(shape[:-1])), shape[-1]
+    width = {"step2": 2 * m, "step2 gaps": 2 * m + 3, "step3": 3 * m, "reversed": m + 5,
+             "reversed step2": 2 * m + 1}[layout]
+    buf = np.full((rows * width + 32) * isz, 0xA5, np.uint8)
+    body = buf[16 * isz:(16 + rows * width) * isz].view(dtype).reshape(rows, width)
+    out = {"step2": body[:, ::2], "step2 gaps": body[:, :2 * m:2], "step3": body[:, ::3],
+           "reversed": body[:, m - 1::-1], "reversed step2": body[:, 2 * m - 2::-2]}[layout]
+    return buf, out.reshape(shape)
+
+
+_STRIDED_ROWS = ["step2", "step2 gaps", "step3", "reversed", "reversed step2"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", _STRIDED_ROWS)
+@pytest.mark.parametrize("shape", [(40, 96), (7, 129), (600, 2), (3, 5, 64), (1, 200), (130, 3)])
+def test_strided_row_destinations_packed_and_scattered(dtype, layout, shape):
+    # a destination whose rows are strided takes the packed pass with the
+    # row or column broadcast (strided_rows), its blocks written back whole
+    # rows at a time (pyet_scatter_rows): NumPy's values, the same bits as
+    # row by row, no other byte of the buffer written
+    rng = np.random.default_rng(12)
+    z = _values(rng, shape, dtype)
+    b, c = _values(rng, shape[-1:], dtype), _values(rng, shape[:-1] + (1,), dtype)
+    Z, B, C = pyet.asarray(z), pyet.asarray(b), pyet.asarray(c)
+    for build, want in [(lambda: Z + B, z + b), (lambda: Z * C - B, z * c - b),
+                        (lambda: pyet.where(Z > B, C, Z), np.where(z > b, c, z))]:
+        def run(build=build):
+            buf, out = _strided_rows_dst(shape, dtype, layout)
+            pyet.asarray(out)[...] = build()
+            return buf, out
+
+        (buf, out), (ref_buf, _) = _both_ways(run)
+        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(buf, ref_buf)
+        assert _sentinels_kept(buf, out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", _STRIDED_ROWS)
+@pytest.mark.parametrize("tree", range(7))
+def test_row_subtrees_into_strided_rows_are_the_pass_s(dtype, layout, tree):
+    # a costly subtree of the row (once a chunk) or of a column (once a row)
+    # into strided rows is the packed pass's: no scratch even where hoisting
+    # would save any time; the same bits as hoisted and as fused row by row
+    rng = np.random.default_rng(13)
+    shape = (70, 96)
+    z, b, c = _values(rng, shape, dtype), _values(rng, 96, dtype), _values(rng, (70, 1), dtype)
+    Z, B, C = pyet.asarray(z), pyet.asarray(b), pyet.asarray(c)
+    trees = _row_trees(Z, B, C) + [(lambda: Z * pyet.tanh(C), lambda z, b, c: z * np.tanh(c))]
+    build, ref = trees[tree]
+    results = []
+    for saved in (0, -1):
+        before = core.set_hoist_saved(saved)
+        try:
+            buf, out = _strided_rows_dst(shape, dtype, layout)
+            pyet.stats(reset=True)
+            pyet.asarray(out)[...] = build()
+            if saved == 0:
+                assert pyet.stats()["scratch_bytes"] == 0
+        finally:
+            core.set_hoist_saved(before)
+        assert _sentinels_kept(buf, out)
+        results.append(buf)
+    with np.errstate(all="ignore"):
+        want = ref(z, b, c)
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_rows_with_gaps_between_them_are_not_packed():
+    # contiguous rows with gaps between them stay row by row (written where
+    # they lie): a costly column subtree is hoisted there
+    c = np.linspace(0, 1, 64).reshape(64, 1)
+    out = np.empty((128, 64))[::2]
+    pyet.stats(reset=True)
+    pyet.asarray(out)[...] = pyet.asarray(np.ones((64, 64))) * pyet.tanh(pyet.asarray(c))
+    assert pyet.stats()["scratch_bytes"] == c.nbytes
+    np.testing.assert_allclose(out, np.tanh(c) * np.ones((64, 64)), rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_rows_split_between_threads(dtype, threaded):
+    rng = np.random.default_rng(14)
+    for shape in [(97, 130), (300, 200), (2000, 4)]:
+        z, c = _values(rng, shape, dtype), _values(rng, (shape[0], 1), dtype)
+        b = _values(rng, shape[1], dtype)
+
+        def run(z=z, c=c, b=b, shape=shape):
+            buf, out = _strided_rows_dst(shape, dtype, "step2 gaps")
+            pyet.asarray(out)[...] = pyet.tanh(pyet.asarray(z) * pyet.asarray(c)) + \
+                pyet.asarray(b)
+            return buf, out
+
+        (buf, out), (ref_buf, _) = _both_ways(run)
+        np.testing.assert_allclose(out, np.tanh(z * c) + b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(buf, ref_buf)
+        assert _sentinels_kept(buf, out)

@@ -665,7 +665,7 @@ cdef void packed_copy(Run *r, pyet_intp p0, pyet_intp n, char *gathered,
     """Packed blocks: gather the n elements from flat position p0 (C order over
     the merged dimensions) of every operand that is not flat into its block
     (again: but the row broadcasts gathered for an earlier block), or
-    (scatter) write the destination's block back, row piece by row piece."""
+    (scatter) write the destination's block back (its whole rows at once)."""
     cdef int nd = r.nd, d, k, k0 = 1, k1 = r.nops, isz, skip = r.nonce if again else 0
     cdef pyet_intp idx[MAXD]
     cdef char *row[256]
@@ -681,7 +681,7 @@ cdef void packed_copy(Run *r, pyet_intp p0, pyet_intp n, char *gathered,
         for k in range(k0, k1):
             row[k] += idx[d] * r.strides[k * MAXD + d]
     while True:
-        if not scatter and x == 0 and n - off >= 2 * inner:
+        if x == 0 and n - off >= 2 * inner:
             # whole rows along dimension nd - 2: one call an operand for all
             # of them (a call a row, ~30 instructions: A + col on (1e5, 4)
             # float64 was 2.45x NumPy)
@@ -692,6 +692,12 @@ cdef void packed_copy(Run *r, pyet_intp p0, pyet_intp n, char *gathered,
                 if r.gather[k] < skip or r.dup[k]:
                     continue
                 isz = r.itemsize[k]
+                if scatter:
+                    pyet_scatter_rows(row[k], r.strides[k * MAXD + nd - 2],
+                                      r.strides[k * MAXD + nd - 1],
+                                      gathered + r.gather[k] * regbytes + off * isz, seg, inner,
+                                      isz)
+                    continue
                 if k < 64 and (r.col_compact >> k) & 1:  # one element a row
                     pyet_copy_strided(gathered + r.gather[k] * regbytes + off // inner * isz,
                                       isz, row[k], r.strides[k * MAXD + nd - 2], seg, isz)
@@ -1036,7 +1042,8 @@ cdef bint column_broadcast(Run *r, int k) noexcept nogil:
 
 
 cdef bint rows_with_broadcast(Run *r) noexcept nogil:
-    # flat operands and at least one row or column broadcast: packed in whole
+    # flat operands (or a destination with strided rows, scattered as it is
+    # unpacked) and at least one row or column broadcast: packed in whole
     # rows, a row broadcast gathered once (a bias on rows of 128, run row by
     # row, took 2.4x the time of the same pass with the bias repeated in
     # memory; rows longer than half a block gain nothing from it), a column
@@ -1048,7 +1055,7 @@ cdef bint rows_with_broadcast(Run *r) noexcept nogil:
     for k in range(r.nops):
         if row_broadcast(r, k) or (k >= r.ndst and column_broadcast(r, k)):
             any_row = True
-        elif not flat_operand(r, k):
+        elif not flat_operand(r, k) and not (k < r.ndst and strided_rows(r, k)):
             return False
     return any_row
 
@@ -1068,6 +1075,13 @@ cdef pyet_intp tile_lead(Run *r) noexcept nogil:
                 return 0
             return (r.tile - (64 - off) % 64 // r.itemsize[k] % r.tile) % r.tile
     return 0
+
+
+cdef inline bint strided_rows(Run *r, int k) noexcept nogil:
+    # operand k's rows are strided (not contiguous), each after the last
+    # (not read across them): big[:, ::2], big[:, ::-1]
+    cdef pyet_intp s = r.strides[k * MAXD + r.nd - 1]
+    return s != r.itemsize[k] and s != 0 and not across_rows(r, k)
 
 
 cdef inline bint across_rows(Run *r, int k) noexcept nogil:

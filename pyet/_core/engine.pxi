@@ -1366,8 +1366,9 @@ cdef Expr hoist_for(cnp.ndarray d, Expr e, list lines=None):
 
 cdef Packed packed_pass(cnp.ndarray d, Expr root) except *:
     """How ``d[...] = root`` runs packed in blocks of whole rows with row and
-    column broadcasts (rows_with_broadcast: dst and every leaf flat in C
-    order, or all in Fortran order, a row of m or a column, 2m <= BLOCK):
+    column broadcasts (rows_with_broadcast: every leaf flat in C order, a
+    row of m or a column, dst too or its rows strided; or all in Fortran
+    order; 2m <= BLOCK):
     the pass then computes a subtree of rows once a chunk (chunk_invariant)
     and one of columns once a row (plan_columns) itself, with no pass of its
     own (A * exp(row), 128 x 128 float32, pyet/NumPy: hoisted 1.00, in the
@@ -1386,14 +1387,34 @@ cdef Packed packed_pass(cnp.ndarray d, Expr root) except *:
         if root.shape[k] != cnp.PyArray_DIMS(d)[k]:
             return packed
     if not cnp.PyArray_IS_C_CONTIGUOUS(d):
-        if not cnp.PyArray_IS_F_CONTIGUOUS(d):
+        if cnp.PyArray_IS_F_CONTIGUOUS(d):
+            packed.fortran = True
+        elif not rows_in_c_order(d):
             return packed
-        packed.fortran = True
     packed.m = cnp.PyArray_DIMS(d)[0 if packed.fortran else nd - 1]
     if 2 * packed.m > BLOCK or packed.m < 2 \
             or not leaves_pack(root, root, shape_size(root.shape), &packed):
         packed.m = 0
     return packed
+
+
+cdef bint rows_in_c_order(cnp.ndarray d):
+    # d's rows (last axis) are strided and the pass walks them in C order,
+    # each written from a packed block (rows_with_broadcast, strided_rows):
+    # each axis' step spans the axes after it (big[:, ::2], big[:, ::-1])
+    cdef int k, nd = cnp.PyArray_NDIM(d)
+    cdef cnp.npy_intp *s = cnp.PyArray_STRIDES(d)
+    cdef cnp.npy_intp *n = cnp.PyArray_DIMS(d)
+    cdef cnp.npy_intp step = s[nd - 1] if s[nd - 1] >= 0 else -s[nd - 1], span = n[nd - 1] * step
+    if step == 0 or s[nd - 1] == cnp.PyArray_ITEMSIZE(d):
+        return False
+    for k in range(nd - 2, -1, -1):
+        if n[k] > 1:  # (a size-1 axis' step is any)
+            step = s[k] if s[k] >= 0 else -s[k]
+            if step < span:
+                return False
+            span = n[k] * step
+    return True
 
 
 cdef bint leaves_pack(Expr x, Expr root, Py_ssize_t size, const Packed *packed) except -1:

@@ -4084,6 +4084,22 @@ PYET_DISPATCH void pyet_copy_rows(char *dst, const char *src, pyet_intp rs, pyet
 #undef PYET_FILL_ROWS_W
 #undef PYET_FILL_ROWS
 
+/* The contiguous block src of rows x inner items written back to rows
+ * rs bytes apart, items cs apart: packed blocks' scatter into a destination
+ * with strided rows, one call for a block's whole rows; one strided copy when
+ * the rows follow on (big[:, ::2] of a twice-as-wide big). */
+PYET_DISPATCH void pyet_scatter_rows(char *dst, pyet_intp rs, pyet_intp cs, const char *src,
+                                     pyet_intp rows, pyet_intp inner, int itemsize)
+{
+    if (rs == inner * cs) {
+        pyet_copy_strided(dst, cs, src, itemsize, rows * inner, itemsize);
+        return;
+    }
+    for (pyet_intp r = 0; r < rows; r++)
+        pyet_copy_strided(dst + r * rs, cs, src + r * inner * itemsize, itemsize, inner,
+                          itemsize);
+}
+
 /* k (2 to 4) strided rows of n items, byte steps ss[j] (none 0), into the
  * contiguous blocks dst[j] in one loop: the rows' loads interleave, where a
  * loop a row waits on one row's misses at a time (float64 a*b + c of three

@@ -115,6 +115,8 @@ cdef extern from "kernels.h" nogil:
                           const pyet_intp *ss, pyet_intp n, int itemsize) noexcept
     void pyet_copy_rows(char *dst, const char *src, pyet_intp rs, pyet_intp cs,
                         pyet_intp rows, pyet_intp inner, int itemsize) noexcept
+    void pyet_scatter_rows(char *dst, pyet_intp rs, pyet_intp cs, const char *src,
+                           pyet_intp rows, pyet_intp inner, int itemsize) noexcept
     void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow,
                         pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize,
                         int prefetch) noexcept
