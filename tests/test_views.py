@@ -654,6 +654,14 @@ ERRORS = [
     (lambda: pyet.reshape(A, (-2, -12)), ValueError, "negative dimensions not allowed"),
     (lambda: pyet.flip(A, 2), np.exceptions.AxisError,
      "axis 2 is out of bounds for array of dimension 2"),
+    (lambda: pyet.flip(A, -3), np.exceptions.AxisError,
+     "axis -3 is out of bounds for array of dimension 2"),
+    (lambda: pyet.flip(pyet.asarray(A) + 1, 2), np.exceptions.AxisError,
+     "axis 2 is out of bounds for array of dimension 2"),
+    (lambda: pyet.flip(pyet.softmax(pyet.asarray(A), 1), 2), np.exceptions.AxisError,
+     "axis 2 is out of bounds for array of dimension 2"),
+    (lambda: pyet.flip(3.0, 0), np.exceptions.AxisError,
+     "axis 0 is out of bounds for array of dimension 0"),
     (lambda: pyet.flip(A, (0, -3)), np.exceptions.AxisError, "axis -3 is out of bounds"),
     (lambda: pyet.flip(A, (0, -2)), ValueError, "flip: repeated axis"),
     (lambda: pyet.pad(A, -1), ValueError, "pad_width must be non-negative, got -1"),
@@ -910,3 +918,36 @@ def test_views_of_elementwise_trees_in_c_and_in_python(depth):
     for got, expected in cases:
         assert not got._flags & 1, "a View node where the view reaches the leaves"
         np.testing.assert_allclose(pyet.evaluate(got).numpy(), expected, rtol=1e-12)
+
+
+def test_flip_of_one_int_axis_in_c_equals_the_general_path():
+    # flip(e, axis) of one int axis is pushed down in C (core.flip_axis); the
+    # general path (a tuple of axes) and NumPy give the same values and the
+    # same leaves' views; trees it cannot push (a special node below, a
+    # scalar) fall back to views.flip's
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 5))
+    row = rng.standard_normal(5)
+    A, B, R = pyet.asarray(a), pyet.asarray(b), pyet.asarray(row)
+    cases = [
+        (lambda: A, a),
+        (lambda: A + B, a + b),
+        (lambda: A * 2 + B[:, ::-1], a * 2 + b[:, ::-1]),
+        (lambda: A - R, a - row),  # (the row is broadcast to the node first)
+        (lambda: pyet.softmax(A, 2) + 1, np.exp(a) / np.exp(a).sum(2, keepdims=True) + 1),
+        (lambda: a, a),  # an ndarray operand
+        (lambda: pyet.asarray(a.astype(np.float32)) > 0, a.astype(np.float32) > 0),
+    ]
+    for build, value in cases:
+        for axis in range(-3, 3):
+            fast, general = pyet.flip(build(), axis), pyet.flip(build(), (axis,))
+            assert fast.shape == general.shape == value.shape
+            np.testing.assert_allclose(pyet.evaluate(fast).numpy(), np.flip(value, axis),
+                                       rtol=1e-14)
+            np.testing.assert_array_equal(pyet.evaluate(fast).numpy(),
+                                          pyet.evaluate(general).numpy())
+    assert pyet.flip(pyet.asarray(np.float64(2.5)), None).shape == ()
+    # a leaf's flip is NumPy's view of the same memory, its strides negated
+    flipped = pyet.flip(A, 1)
+    view = flipped.numpy()
+    assert np.shares_memory(view, a) and view.strides == a[:, ::-1].strides

@@ -728,7 +728,7 @@ cpdef str fmt_shape(tuple s):
 
 cdef tuple broadcast_shapes(tuple a, tuple b):
     """NumPy's broadcast of two shapes; ValueError naming both."""
-    if a == b or len(b) == 0:
+    if a is b or a == b or len(b) == 0:
         return a
     if len(a) == 0:
         return b
@@ -776,13 +776,14 @@ cdef Scalar scalar_node(object value, int dt, int weak):
     return e
 
 
-cdef Tensor wrap(object arr):
-    """A leaf viewing ndarray ``arr`` (no copy)."""
+cdef Tensor wrap(object arr, tuple shape=None):
+    """A leaf viewing ndarray ``arr`` (no copy); ``shape``: arr's, when the
+    caller has it (a view of another leaf's shape: no new tuple)."""
     cdef Tensor t = Tensor.__new__(Tensor)
     cdef int code = array_dtype_code(<cnp.ndarray>arr)  # (from the type number: no dtype object)
     t._op = OP_leaf
     t._args = ()
-    t.shape = (<object>arr).shape
+    t.shape = (<object>arr).shape if shape is None else shape
     t._cdt = t._dt = code
     t._array = arr
     t._nleaves = 1
@@ -792,10 +793,11 @@ cdef Tensor wrap(object arr):
     return t
 
 
-cdef Tensor view_leaf(Tensor base, str kind, object arg, object arr):
-    """A leaf viewing ``arr``, the view (kind, arg) of ``base``'s memory; it
-    remembers the Tensor it came from and the views taken since."""
-    cdef Tensor t = wrap(arr)
+cdef Tensor view_leaf(Tensor base, str kind, object arg, object arr, tuple shape=None):
+    """A leaf viewing ``arr``, the view (kind, arg) of ``base``'s memory (of
+    ``shape``, when the caller has it); it remembers the Tensor it came from
+    and the views taken since."""
+    cdef Tensor t = wrap(arr, shape)
     t._base = base._base if base._base is not None else base
     t._mapping = base._mapping + ((kind, arg),)
     return t
@@ -2047,7 +2049,7 @@ def _flip(a, axes):
     # np.flip's indexing, without its normalization of axes that are valid
     # non-negative ints already (flip's, ~2 us a leaf); a plain array's view
     # made in C (the slicing's index parsing was ~1 us a leaf)
-    if type(a) is np.ndarray and type(axes) is tuple and axes:
+    if type(a) is cnp.ndarray and type(axes) is tuple and axes:
         view = _flipped_view(<cnp.ndarray>a, <tuple>axes)
         if view is not None:
             return view
@@ -2109,19 +2111,25 @@ cdef Expr _pushed(Expr e, str kind, object arg, object view):
     # e (no special node below: push_view) through the view (kind, arg),
     # view = VIEWS[kind], pushed down to its leaves
     cdef list args = []
-    cdef object a
+    cdef object a, arr
     if isinstance(e, Tensor):
-        return view_leaf(<Tensor>e, kind, arg, view((<Tensor>e)._array, arg))
+        arr = (<Tensor>e)._array
+        if kind == "flip" and type(arr) is cnp.ndarray and type(arg) is tuple and arg:
+            a = _flipped_view(<cnp.ndarray>arr, <tuple>arg)  # (no Python call: ~0.4k
+            if a is not None:                                 # instructions a leaf)
+                return view_leaf(<Tensor>e, kind, arg, a, e.shape)
+        return view_leaf(<Tensor>e, kind, arg, view(arr, arg))
     for a in e._args:
         if not isinstance(a, Scalar):
-            if (<Expr>a).shape != e.shape:  # each operand aligned with the node first
+            if (<Expr>a).shape is not e.shape and (<Expr>a).shape != e.shape:
+                # each operand aligned with the node first
                 a = _pushed(<Expr>a, "broadcast_to", e.shape, broadcast_view)
             a = _pushed(<Expr>a, kind, arg, view)
         args.append(a)
     return with_args(e, tuple(args))
 
 
-def push_view(Expr e, str kind, object arg):
+cpdef object push_view(Expr e, str kind, object arg):
     """Leaf or elementwise tree ``e`` seen through the view (kind, arg) of
     VIEWS, pushed down to its leaves (views.py's _push, without a Python call
     a node: flip(a + b) of 16 x 16 was 1.7 us); None for a reshape, a scalar,
@@ -2130,6 +2138,19 @@ def push_view(Expr e, str kind, object arg):
             or e._depth > PUSH_DEPTH:
         return None
     return _pushed(e, kind, arg, VIEWS[kind])
+
+
+def flip_axis(object e, object axis):
+    """views.flip's common case, ``flip(e, axis)`` of one int axis, in C:
+    the tree with the flip pushed down to its leaves, or None where
+    push_view cannot (views.flip then).  AxisError for an axis out of range."""
+    cdef Expr x = as_operand(e)
+    cdef Py_ssize_t nd = len(x.shape)
+    if type(axis) is not int:
+        return None
+    if not 0 <= axis < nd:
+        axis = axis_index(axis, nd)
+    return push_view(x, "flip", (axis,))
 
 
 class View(Special):

@@ -4068,6 +4068,15 @@ PYET_DISPATCH void pyet_copy_strided(char *dst, pyet_intp ds, const char *src,
         else PYET_FILL_ROWS(T, inner);                                      \
     } while (0)
 
+#define PYET_REVERSED_ROWS(T)                                               \
+    do {                                                                    \
+        T *D_ = (T *)dst;                                                   \
+        for (pyet_intp r = 0; r < rows; r++, D_ += inner) {                 \
+            const T *S_ = (const T *)(src + r * rs);                        \
+            PYET_IVDEP for (pyet_intp i = 0; i < inner; i++) D_[i] = S_[-i]; \
+        }                                                                   \
+    } while (0)
+
 PYET_DISPATCH void pyet_copy_rows(char *dst, const char *src, pyet_intp rs, pyet_intp cs,
                                   pyet_intp rows, pyet_intp inner, int itemsize)
 {
@@ -4077,10 +4086,18 @@ PYET_DISPATCH void pyet_copy_rows(char *dst, const char *src, pyet_intp rs, pyet
         else PYET_FILL_ROWS_W(uint8_t);
         return;
     }
+    if (cs == -(pyet_intp)itemsize && (itemsize == 8 || itemsize == 4)) {
+        /* reversed rows (flip(a + b, -1)): one loop, no call a row (short
+         * rows of 16 float64 were ~75 instructions a row in calls) */
+        if (itemsize == 8) PYET_REVERSED_ROWS(uint64_t);
+        else PYET_REVERSED_ROWS(uint32_t);
+        return;
+    }
     for (pyet_intp r = 0; r < rows; r++)
         pyet_copy_strided(dst + r * inner * itemsize, itemsize, src + r * rs, cs, inner,
                           itemsize);
 }
+#undef PYET_REVERSED_ROWS
 #undef PYET_FILL_ROWS_W
 #undef PYET_FILL_ROWS
 

@@ -190,14 +190,13 @@ def reshape(e, shape):
 def flip(e, axis=None):
     """``e`` reversed along ``axis`` (an int, a tuple, or None for every axis),
     lazily (NumPy's ``flip``): leaves are read through negative strides."""
-    x = _operand(e)
-    if type(axis) is int:  # one axis: no repeat to look for (the general path ~0.6 us)
-        nd = len(x.shape)
-        axes = (axis if 0 <= axis < nd else core.axis_index(axis, nd),)
-        # (push_view without _push's frame: flip(a + b) of 16 x 16 built in 1.2 -> 0.9 us)
-        pushed = core.push_view(x, "flip", axes)
+    if type(axis) is int:  # one axis, in C (flip(a + b) of 16 x 16: 1.2 -> 0.6 us)
+        pushed = core.flip_axis(e, axis)
         if pushed is not None:
             return pushed
+    x = _operand(e)
+    if type(axis) is int:
+        axes = (core.axis_index(axis, x.ndim),)
     elif axis is None:
         axes = tuple(range(x.ndim))
     else:
