@@ -223,6 +223,24 @@ def elementwise_cases(n, rng, pattern):
             cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} {lname}",
                               lambda D=D, fp=fp: D.__setitem__(..., fp()),
                               lambda out=out, fn=fn: fn(out), lambda out=out: out, tol=1e-5))
+    # the same into destinations with strided rows (every other item of a
+    # wider array, reversed): packed, each block scattered back whole rows
+    for dt, dname in itertools.product(FLOATS, ("dst::2", "dst::-1")):
+        a = (rng.random((side, side)) * 4 - 2).astype(dt)
+        row, col = a[0].copy(), a[:, :1].copy()
+        big = np.empty((side, 2 * side), dt)
+        out = big[:, ::2] if dname == "dst::2" else big[:, side - 1::-1]
+        A, R, C, D = (pyet.asarray(x) for x in (a, row, col, out))
+        for tname, fp, fn in (
+                ("A*col", lambda A=A, C=C: A * C,
+                 lambda out, a=a, col=col: np.multiply(a, col, out=out)),
+                ("A+exp(row)", lambda A=A, R=R: A + pyet.exp(R),
+                 lambda out, a=a, row=row: np.add(a, np.exp(row), out=out)),
+                ("A*tanh(col)", lambda A=A, C=C: A * pyet.tanh(C),
+                 lambda out, a=a, col=col: np.multiply(a, np.tanh(col), out=out))):
+            cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} bcast operand {dname}",
+                              lambda D=D, fp=fp: D.__setitem__(..., fp()),
+                              lambda out=out, fn=fn: fn(out), lambda out=out: out, tol=1e-5))
     # a flat operand plus a broadcast column, short rows (packed blocks)
     for width in (2, 4):
         for dt in FLOATS + INTS:
