@@ -575,3 +575,37 @@ def test_predicates_into_strided_destinations(name, fp, fn, dtype, step):
     untouched = np.ones(buf.size, bool)
     untouched[8:8 + span].reshape(-1, want.itemsize)[::step] = False
     assert (buf[untouched] == 7).all()
+
+
+@pytest.mark.parametrize("fn", ["power", "arctan2", "divide", "sqrt_sum"])
+@pytest.mark.parametrize("other", ["flat", "step3"])
+@pytest.mark.parametrize("piece", [128, 1024, 1 << 20])
+def test_compute_bound_kernel_beside_a_broadcast_column(fn, other, piece):
+    # one costly float64 kernel with a broadcast column (stride 0 along the
+    # rows, filled once a block, not piece by piece) beside a flat or strided
+    # operand (gathered in pieces): the bits of the column materialized,
+    # NumPy's values, the bytes around dst untouched
+    rng = np.random.default_rng(21)
+    rows, m = 9, 700
+    col = rng.uniform(0.25, 4.0, (rows, 1))
+    wide = rng.uniform(0.25, 4.0, (rows, 3 * m))
+    y = wide[:, ::3] if other == "step3" else np.ascontiguousarray(wide[:, :m])
+    bcol = np.broadcast_to(col, (rows, m))
+    ops = {"power": (lambda c, t: c ** t, np.power),
+           "arctan2": (lambda c, t: pyet.arctan2(t, c), lambda c, t: np.arctan2(t, c)),
+           "divide": (lambda c, t: t / c, lambda c, t: t / c),
+           "sqrt_sum": (lambda c, t: pyet.sqrt(c + t), lambda c, t: np.sqrt(c + t))}
+    build, ref = ops[fn]
+    core.set_gather_piece(piece)
+    try:
+        results = []
+        for c in (bcol, np.ascontiguousarray(bcol)):
+            buf = np.full(rows * m + 16, -7.0)
+            out = buf[8:-8].reshape(rows, m)
+            pyet.asarray(out)[...] = build(pyet.asarray(c), pyet.asarray(y))
+            assert (buf[:8] == -7).all() and (buf[-8:] == -7).all()
+            results.append(out.copy())
+    finally:
+        core.set_gather_piece(1024)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], ref(bcol, y), rtol=1e-15)
