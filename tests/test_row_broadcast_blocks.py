@@ -548,3 +548,28 @@ def test_strided_rows_split_between_threads(dtype, threaded):
         np.testing.assert_allclose(out, np.tanh(z * c) + b, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(buf, ref_buf)
         assert _sentinels_kept(buf, out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_row_destinations_that_alias_their_operands(dtype):
+    # dst every other item of big, read by the tree itself (in place), as
+    # its reversed view, or beside it (the other items of big): NumPy's values
+    # as if the right-hand side were computed first, the other items untouched
+    rng = np.random.default_rng(15)
+    rows, m = 50, 96
+    row, col = _values(rng, m, dtype), _values(rng, (rows, 1), dtype)
+    R, C = pyet.asarray(row), pyet.asarray(col)
+    cases = [
+        (lambda D, other: D * C + pyet.exp(R), lambda d, other: d * col + np.exp(row)),
+        (lambda D, other: D[:, ::-1] + R, lambda d, other: d[:, ::-1] + row),
+        (lambda D, other: other * pyet.tanh(C) - R, lambda d, other: other * np.tanh(col) - row),
+    ]
+    for build, ref in cases:
+        big = _values(rng, (rows, 2 * m), dtype)
+        d, other = big[:, ::2], big[:, 1::2]
+        with np.errstate(all="ignore"):
+            want, keep = ref(d.copy(), other.copy()).astype(dtype), other.copy()
+        pyet.asarray(d)[...] = build(pyet.asarray(d), pyet.asarray(other))
+        tol = 2e-6 if dtype == np.float32 else 1e-13
+        np.testing.assert_allclose(d, want, rtol=tol, atol=tol)
+        np.testing.assert_array_equal(big[:, 1::2], keep)
