@@ -596,7 +596,7 @@ def test_compute_bound_kernel_beside_a_broadcast_column(fn, other, piece):
            "divide": (lambda c, t: t / c, lambda c, t: t / c),
            "sqrt_sum": (lambda c, t: pyet.sqrt(c + t), lambda c, t: np.sqrt(c + t))}
     build, ref = ops[fn]
-    core.set_gather_piece(piece)
+    before = core.set_gather_piece(piece)
     try:
         results = []
         for c in (bcol, np.ascontiguousarray(bcol)):
@@ -606,6 +606,6 @@ def test_compute_bound_kernel_beside_a_broadcast_column(fn, other, piece):
             assert (buf[:8] == -7).all() and (buf[-8:] == -7).all()
             results.append(out.copy())
     finally:
-        core.set_gather_piece(1024)
+        core.set_gather_piece(before)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], ref(bcol, y), rtol=1e-15)

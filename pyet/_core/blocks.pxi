@@ -33,9 +33,10 @@ DEF TILE_DIRECT_ROWS = 16  # at most this many rows of dst = A.T copied straight
 
 def set_gather_piece(pyet_intp nbytes):
     """Bytes of input per gathered piece of a compute-bound kernel (a tuning
-    knob; more than a block turns the pieces off)."""
+    knob; more than a block turns the pieces off).  Returns the old value."""
     global GATHER_PIECE
-    GATHER_PIECE = max(nbytes, 128)
+    old, GATHER_PIECE = GATHER_PIECE, max(nbytes, 128)
+    return old
 
 
 def set_prefetch(pyet_intp min_bytes, pyet_intp ahead=2):

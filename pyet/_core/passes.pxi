@@ -193,11 +193,7 @@ cdef int collect_small(Expr e, Small *s, Program prog, bint contiguous,
     nothing further), 1 when all were taken."""
     cdef Py_ssize_t i
     cdef cnp.ndarray a
-    # (one_value's rule; a leaf whose last stride is not 0 is not constant:
-    # is_constant's size and strides not looked at, ~70 instructions a leaf)
-    if e._op == OP_leaf and not (scalar_ok and (not e.shape or (
-            cnp.PyArray_STRIDES(<cnp.ndarray>(<Tensor>e)._array)[len(e.shape) - 1] == 0
-            and is_constant(e)))):
+    if e._op == OP_leaf and not (scalar_ok and one_value(e)):
         a = <cnp.ndarray>(<Tensor>e)._array
         if s.nleaves == DIRECT_OPS - 1 or (contiguous and not (
                 cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_IS_F_CONTIGUOUS(a))):
@@ -1342,14 +1338,24 @@ def direct_pass_count():
     return _direct_count
 
 
+cdef inline bint direct_on(Program prog) noexcept:
+    # direct passes are on and prog is one they run
+    return DIRECT_PASSES and PLAIN_PASSES and prog.direct_ok
+
+
+cdef inline bint copy_or_fill(Program prog) noexcept:
+    # dst = leaf or dst = scalar: the one program a pass of 0-d operands alone
+    # runs directly (nothing in it can raise)
+    return prog.ninstr == 1 and prog.code[0].op == OP_copy
+
+
 cdef int direct_pass(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
     """Run prog over dst as described above (a recorded pass's operands,
     Pass.run): 1, or 0 (nothing done) when the pass is not such a pass."""
     cdef Small s
     cdef int k
     s.nleaves, s.nscalars = len(leaves), len(scalars)
-    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not prog.direct_ok \
-            or not DIRECT_PASSES or not PLAIN_PASSES:
+    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not direct_on(prog):
         return 0
     for k in range(s.nleaves):
         s.leaves[k] = <PyObject *>leaves[k]
@@ -1362,8 +1368,7 @@ cdef int direct_tree(Program prog, cnp.ndarray dst, Expr e) except -1:
     ~900 of a small pass's ~3,400 instructions)."""
     cdef Small s
     s.nleaves = s.nscalars = 0
-    if not prog.direct_ok or not DIRECT_PASSES or not PLAIN_PASSES or (
-            cnp.PyArray_NDIM(dst) == 0 and not (prog.ninstr == 1 and prog.code[0].op == OP_copy)):
+    if not direct_on(prog) or (cnp.PyArray_NDIM(dst) == 0 and not copy_or_fill(prog)):
         return 0  # (a 0-d dst's operands are 0-d: direct_layout's refusal, before the walk)
     # operands stepping other than their item size only for a one-op
     # program's NumPy loop (direct_run)
@@ -1419,7 +1424,7 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
     cdef cnp.ndarray a
     if axis < 0 and not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
         return False
-    if s.nleaves == 0 and not (prog.ninstr == 1 and prog.code[0].op == OP_copy):
+    if s.nleaves == 0 and not copy_or_fill(prog):
         # a value of 0-d operands alone, which may raise: computed before dst
         # is written (execute_group's plan_once), as NumPy's temporary
         return False
