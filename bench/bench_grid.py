@@ -16,8 +16,11 @@ prints the cases N threads make slower, with the median and 90th percentile of t
 N-thread/1-thread ratios; ``--calls K`` also times K single calls on each thread count,
 alternating, and prints each case's median and 90th percentile.  Cases above 1.1 (either ratio)
 are re-timed three times and their ratios become the median of the four passes (``--no-recheck``:
-the first pass only); both are printed.  A benchmark, not a test: a wrong result is reported, not
-raised.
+the first pass only); both are printed.  Those still above 1.1 on one thread are also timed
+under 8 call depths, both libraries in turn at each, and pyet/NumPy of the medians is printed
+beside them (not counted): NumPy's SVML loops, which pyet's passes call too, run up to 2.8x
+slower under a few stack addresses (bench_call_depth.py).  A benchmark, not a test: a wrong
+result is reported, not raised.
 """
 
 import argparse
@@ -39,7 +42,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import bench, cpu_model, use_cpu_time  # noqa: E402
+from timing import bench, call_at, cpu_model, use_cpu_time  # noqa: E402
 
 import pyet  # noqa: E402
 from pyet._core.ops import OPS  # noqa: E402
@@ -590,13 +593,30 @@ def run(cases, repeats, min_time, threads=1, calls=0):
     return rows, bad
 
 
+def depth_ratio(case, repeats, min_time, depths=8):
+    """pyet/NumPy of the medians of both timed under call depths 0 .. depths-1,
+    in turn at each: NumPy's SVML loops, which pyet's passes call too, run up to
+    2.8x slower under a few stack addresses, a different few for each library's
+    call and each process (bench_call_depth.py), so one depth can stand for an
+    address, not for either library's code."""
+    times = {"pyet": [], "numpy": []}
+    for d in range(depths):
+        t = bench({k: (lambda f=f, d=d: call_at(d, f))
+                   for k, f in (("pyet", case.f_pyet), ("numpy", case.f_numpy))},
+                  repeats, min_time, setup={k: lambda: pyet.set_num_threads(1) for k in times})
+        for k in times:
+            times[k].append(t[k])
+    return statistics.median(times["pyet"]) / statistics.median(times["numpy"])
+
+
 def recheck(rows, cases, repeats, min_time, threads, rounds=3):
     """Rows whose ratio (or N-thread/1-thread ratio) is above 1.1, each re-timed
     ``rounds`` more times: one stall in a long run moves a case by 0.2-1.0x, and
     the case alone shows whether it was the case or the machine.  The row's
     ratios become the median of the first pass and the reruns, so a single
     fast rerun cannot hide a slow case.  Returns (name, first ratio, median
-    ratio, first N/1, median N/1) for each case re-timed."""
+    ratio, first N/1, median N/1, ratio over call depths) for each case
+    re-timed; the last (depth_ratio) is printed beside the count, not counted."""
     by_name = {case.name: case for case in cases}
     out = []
     for i, row in enumerate(rows):
@@ -613,17 +633,26 @@ def recheck(rows, cases, repeats, min_time, threads, rounds=3):
         if first_n is not None:
             med_n = statistics.median([first_n] + [a[4] / a[2] for a in again])
             t_n = t1 * med_n
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            by_depth = depth_ratio(by_name[name], repeats, min_time) if med > 1.1 else None
         rows[i] = (med, name, t1, tnp, t_n, calls)
-        out.append((name, r, med, first_n, med_n))
+        out.append((name, r, med, first_n, med_n, by_depth))
     return out
 
 
 def report_recheck(rechecked):
     print("\nre-timed (ratio above 1.1 in the first pass): first pass -> median of it and "
-          "3 reruns")
-    for name, r, med, first_n, med_n in rechecked:
+          "3 reruns; for those still above 1.1, pyet/NumPy of the medians over 8 call depths")
+    for name, r, med, first_n, med_n, by_depth in rechecked:
         threads = f"   N/1 {first_n:5.2f} -> {med_n:5.2f}" if first_n is not None else ""
-        print(f"{r:8.2f} -> {med:5.2f}{threads}  {name}")
+        depths = f"   depths {by_depth:5.2f}" if by_depth is not None else ""
+        print(f"{r:8.2f} -> {med:5.2f}{threads}{depths}  {name}")
+    stack = [name for name, _, med, _, _, d in rechecked
+             if med > 1.1 and d is not None and d <= 1.1]
+    if stack:
+        print(f"{len(stack)} of the cases above 1.1 are at or below 1.1 over 8 call depths "
+              "(the stack address, bench_call_depth.py): " + ", ".join(n.strip() for n in stack))
 
 
 def report_calls(rows, threads):
