@@ -1,7 +1,9 @@
 """Small plain passes run directly (passes.pxi direct_pass): every leaf of
 dst's shape and memory order, contiguous, aligned, apart from dst or dst
-itself, at most GIL_HELD_PASS elements.  Each case against NumPy, with the
-path checked taken (or refused) and the same values with it turned off."""
+itself, at most DIRECT_MAX elements (65536; the GIL released above 1024),
+operands stepping other than their item size at most 1024.  Each case
+against NumPy, with the path checked taken (or refused) and the same values
+with it turned off."""
 
 import numpy as np
 import pytest
@@ -10,7 +12,18 @@ import pyet
 from pyet._core import core
 
 SHAPES = [(3, 5), (16, 16), (360,), (4, 3, 5, 2, 3, 1), (1, 16, 1, 16, 1), (1,), (511,),
-          (512,), (513,), (32, 32), (2, 3, 4)]
+          (512,), (513,), (32, 32), (2, 3, 4), (1025,), (40, 41, 3), (256, 256), (65537,)]
+
+
+def direct_max():
+    """The largest pass run direct (passes.pxi DIRECT_MAX)."""
+    limit = core.set_direct_max(0)
+    core.set_direct_max(limit)
+    return limit
+
+
+def test_direct_max_is_65536():
+    assert direct_max() == 65536
 
 
 @pytest.fixture
@@ -70,7 +83,7 @@ def test_trees_against_numpy(shape, order, dtype, name, tree):
     e = tree(A, B)
     raw, out = framed(shape, e.dtype, order)
     took = run(out, e, direct=True)
-    assert took == (out.size <= 1024), "the direct path is taken up to GIL_HELD_PASS"
+    assert took == (out.size <= 65536), "the direct path is taken up to DIRECT_MAX"
     np.testing.assert_array_equal(out, want.astype(e.dtype))
     assert intact(raw, e.dtype, out.size)
     out2 = np.empty(shape, e.dtype, order=order)
@@ -128,7 +141,8 @@ def test_layouts_it_refuses(direct_on):
         (np.empty((6, 8)), pyet.asarray(a[:, ::-1]) + 1, "reversed leaf"),
         (np.empty((6, 8)), pyet.asarray(np.broadcast_to(a[:1], (6, 8))) * A, "broadcast leaf"),
         (np.empty((6, 8)), A + pyet.asarray(a[0]), "leaf of fewer dimensions"),
-        (np.empty((40, 40)), pyet.asarray(rng.random((40, 40))) * 2, "more than 1024 elements"),
+        (np.empty((260, 260)), pyet.asarray(rng.random((260, 260))) * 2,
+         "more than 65536 elements"),
     ]
     for dst, e, why in cases:
         want = np.asarray(e)
@@ -262,7 +276,8 @@ def test_recorded_plans_and_user_functions(direct_on):
     np.testing.assert_array_equal(out, a * 2)
 
 
-@pytest.mark.parametrize("shape", [(3, 5), (4, 3, 5, 2, 3, 1), (1000,), (1025,)], ids=str)
+@pytest.mark.parametrize("shape", [(3, 5), (4, 3, 5, 2, 3, 1), (1000,), (1025,), (64, 130),
+                                   (65537,)], ids=str)
 @pytest.mark.parametrize("order", "CF")
 def test_numpy_loops_in_direct_passes(shape, order, direct_on):
     # ops lowered to NumPy's own loops (Program.cloop) run in direct passes
@@ -272,7 +287,7 @@ def test_numpy_loops_in_direct_passes(shape, order, direct_on):
     b32 = np.asarray((rng.random(shape) + 0.1).astype(np.float32), order=order)
     a64 = np.asarray(rng.random(shape) * 3 + 0.1, order=order)
     A32, B32, A64 = pyet.asarray(a32), pyet.asarray(b32), pyet.asarray(a64)
-    small = int(np.prod(shape)) <= 1024
+    small = int(np.prod(shape)) <= 65536
     cases = [(pyet.sin(A32), np.sin(a32)), (pyet.cos(A32) * 2 + 1, np.cos(a32) * 2 + 1),
              (pyet.log(A64), np.log(a64)), (A32 ** B32, a32 ** b32),
              (pyet.tan(A64) - A64, np.tan(a64) - a64)]
@@ -289,15 +304,15 @@ def test_numpy_loops_in_direct_passes(shape, order, direct_on):
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.int64, np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(), (1,), (3, 5), (4, 3, 5, 2, 3, 1), (1024,), (1025,)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [(), (1,), (3, 5), (4, 3, 5, 2, 3, 1), (1024,), (1025,),
+                                   (256, 256), (65537,)], ids=str)
 @pytest.mark.parametrize("order", "CF")
 def test_copies_and_fills(dtype, shape, order, direct_on):
     # dst = leaf (Program.copies_leaf) and dst = scalar (an instruction on
     # scalars only: one value, repeated) in direct passes
     rng = np.random.default_rng(13)
     a = np.asarray((rng.random(shape) * 100).astype(dtype), order=order)
-    small = int(np.prod(shape)) <= 1024
+    small = int(np.prod(shape)) <= 65536
     raw, out = framed(shape, dtype, order)
     assert run(out, pyet.asarray(a), direct=True) == small
     np.testing.assert_array_equal(out, a)
@@ -456,3 +471,34 @@ def test_packed_fields_as_leaves_and_destinations(shape, reverse, direct_on):
         assert intact(out_raw, e.dtype, out.size)
     assert (dst_rec["c"] == 7).all()
     assert (raw[:17] == 0x5A).all() and (raw[17 + src.nbytes:] == 0x5A).all()
+
+
+def test_strided_operands_above_1024_keep_the_planner(direct_on):
+    # a one-op program's NumPy loop on strided operands runs direct with the
+    # GIL held (run_loop_rows): at most 1024 elements; longer ones the planner's
+    a = np.arange(6000.0)[::3]
+    b = np.arange(6000.0, 12000.0)[::3]
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    for n, direct in ((1024, True), (1025, False), (2000, False)):
+        out = np.empty(n)
+        assert run(out, A[:n] + B[:n], direct=True) == direct, n
+        np.testing.assert_array_equal(out, a[:n] + b[:n])
+
+
+@pytest.mark.parametrize("n", [1000, 4096, 65536])
+def test_floating_point_errors_of_long_direct_passes(n, direct_on):
+    # passes above 1024 elements run without the GIL: their flags are still
+    # reported after, by np.errstate, as NumPy's
+    a = np.ones(n)
+    a[n // 2] = 0.0
+    A = pyet.asarray(a)
+    raw, out = framed((n,), np.float64)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            run(out, 1.0 / A, direct=True)
+    with np.errstate(divide="ignore"):
+        assert run(out, 1.0 / A + 1, direct=True)
+    want = np.ones(n) * 2
+    want[n // 2] = np.inf
+    np.testing.assert_array_equal(out, want)
+    assert intact(raw, np.float64, n)

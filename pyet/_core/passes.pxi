@@ -784,23 +784,25 @@ cdef void plan_once(Run *r, Once *o) noexcept nogil:
     r.nd = n
 
 
-cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
-    # the block length, and rows packed or tiled; units: dst's elements.
-    # Returns the block length the packing and gathers start from.
-    cdef int k, nops = r.nops, ndst = r.ndst
-    cdef pyet_intp spread, lines, far, tile, blocklen = BLOCK
+cdef pyet_intp kernel_blocklen(Program prog, pyet_intp units, const int *itemsize,
+                               int nops) noexcept:
+    # the block length a pass of contiguous rows starts from (plan_blocks,
+    # direct_layout); units: dst's elements, itemsize: the operands'
+    cdef int k
+    cdef pyet_intp nbytes = 0, blocklen = BLOCK
+    for k in range(nops):
+        nbytes += itemsize[k]
     # one kernel reading leaves straight into dst keeps no block in L1,
-    # so it takes long blocks: less per-block overhead; a user function
-    # is called on long blocks (each call costs microseconds)
+    # so it takes long blocks: less per-block overhead
     # (a block's registers are BLOCK 8-byte items: passes of 4-byte items
     # moving under LOOP_THREADS_BYTES fill them with 2 * BLOCK, the same
     # lines, half the blocks, each ~36 ns of set-up and calls: float32 at
     # 2^18, pyet/NumPy, (a + 0.5)*2 1.37 -> 0.84, x*y + y*z - z 0.74 ->
     # 0.65; from memory (2^21) x*y + y*z - z took 1.1x the time)
-    if prog.max_isz <= 4 and units * pass_itemsizes(r) < LOOP_THREADS_BYTES:
+    if prog.max_isz <= 4 and units * nbytes < LOOP_THREADS_BYTES:
         blocklen = 2 * BLOCK
         for k in range(nops):
-            if r.itemsize[k] > 4:
+            if itemsize[k] > 4:
                 blocklen = BLOCK
     if prog.nregs == 0:
         # (128 KiB of the widest item: 8192 bools were 32 blocks of 2^18,
@@ -811,6 +813,27 @@ cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
         # each block ~30 ns of set-up (bool s != t into 2^18: 5.4 -> 3.4
         # us with the fill, NumPy's fill 2.4)
         blocklen = max(BLOCK, PYFUNC_BLOCK)
+    return blocklen
+
+
+cdef inline pyet_intp call_blocklen(Program prog, pyet_intp blocklen) noexcept:
+    # a user function or an op's NumPy loop: a call per block (~3 us from
+    # Python), on long blocks when it is the whole program (no register
+    # kept in L1); called in C too (Program.cloop): NumPy's SVML loops on
+    # blocks of 8 Ki cost 1.3x their time on 64 Ki (log10, exp2 float32)
+    if prog.user_pyfunc:
+        return max(BLOCK, PYFUNC_BLOCK)
+    if prog.np_loops:
+        return max(BLOCK, PYFUNC_BLOCK if prog.ninstr == 1 else NUMPY_LOOP_BLOCK)
+    return blocklen
+
+
+cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
+    # the block length, and rows packed or tiled; units: dst's elements.
+    # Returns the block length the packing and gathers start from.
+    cdef int k, nops = r.nops, ndst = r.ndst
+    cdef pyet_intp spread, lines, far, tile
+    cdef pyet_intp blocklen = kernel_blocklen(prog, units, r.itemsize, nops)
     r.from_memory = units * pass_itemsizes(r) >= SX_FAR_BYTES
     # a strided leaf that Program.strided_kernel's kernel reads where
     # it lies (not a broadcast: those are filled into a block)
@@ -855,13 +878,7 @@ cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
             # and within L1 (a < b float64 a[::2]) 1.1-1.2x too
             if units * spread >= GATHER_BLOCK_BYTES:
                 blocklen = min(blocklen, GATHER_BLOCK)
-    if prog.user_pyfunc:
-        blocklen = max(BLOCK, PYFUNC_BLOCK)
-    elif prog.np_loops:  # an op's NumPy loop: a call per block (~3 us from
-        # Python), on long blocks when it is the whole program (no register
-        # kept in L1); called in C too (Program.cloop): NumPy's SVML loops
-        # on blocks of 8 Ki cost 1.3x their time on 64 Ki (log10, exp2 float32)
-        blocklen = max(BLOCK, PYFUNC_BLOCK if prog.ninstr == 1 else NUMPY_LOOP_BLOCK)
+    blocklen = call_blocklen(prog, blocklen)
     r.total = 1
     for k in range(r.nd):
         r.total *= r.shape[k]
@@ -1315,14 +1332,29 @@ cdef void finish_once(Run *r, Once *o) noexcept:
 
 
 # A small pass of kernels and NumPy loops (Program.direct_ok: at most
-# GIL_HELD_PASS elements on one thread, every leaf of dst's shape and memory
+# DIRECT_MAX elements on one thread, every leaf of dst's shape and memory
 # order, contiguous, aligned, and apart from dst or dst itself) runs as one
 # row of run_plain's blocks, with none of execute_group's binding, merging and
 # planning: a 256-element a + b spent ~2,600 of its ~5,400 instructions there
 # (callgrind; NumPy's call ~3,800).  Operands of one axis longer than 1 may
-# step any whole number of items for a one-op program's NumPy loop.
+# step any whole number of items for a one-op program's NumPy loop (at most
+# GIL_HELD_PASS elements).
 cdef bint DIRECT_PASSES = True
 cdef Py_ssize_t _direct_count = 0
+# passes of up to this many elements may run direct, the GIL released above
+# GIL_HELD_PASS: planning a 4096-element bool a & b was ~2,300 of its ~6,800
+# instructions (NumPy's call ~5,800).  Direct / planned time, one thread, ten
+# trees: 2048 0.52-1.01, 8192 0.67-1.00, 65536 0.91-0.99; from 2^17 no gain
+cdef pyet_intp DIRECT_MAX = 65536
+
+
+def set_direct_max(pyet_intp n):
+    """Largest pass (elements) that may run direct (a tuning knob; at most
+    GIL_HELD_PASS for operands stepping other than their item size).
+    Returns the old value."""
+    global DIRECT_MAX
+    old, DIRECT_MAX = DIRECT_MAX, n
+    return old
 
 
 def set_direct_passes(bint on):
@@ -1420,7 +1452,7 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
     cdef int nd = cnp.PyArray_NDIM(dst), k, d, isz, dsz = cnp.PyArray_ITEMSIZE(dst)
     cdef int axis = only_axis(dst)
     cdef bint c_order = cnp.PyArray_IS_C_CONTIGUOUS(dst)
-    cdef pyet_intp n = 1, step
+    cdef pyet_intp n = 1, step, blocklen
     cdef cnp.ndarray a
     if axis < 0 and not (c_order or cnp.PyArray_IS_F_CONTIGUOUS(dst)):
         return False
@@ -1431,11 +1463,9 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
     for d in range(nd):
         n *= cnp.PyArray_DIMS(dst)[d]
     lay.n = n
-    lay.block = n if n < BLOCK else BLOCK
     lay.strided = False
-    if n == 0 or n > GIL_HELD_PASS or prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES \
-            or threads_for(n, n) > 1:  # (one thread: the threads' least work set lower, not here)
-        return False
+    if n == 0 or n > DIRECT_MAX or threads_for(n, n) > 1:
+        return False  # (one thread: the threads' least work set lower, not here)
     cdef uintptr_t lo = 0, hi = 0, p, plo, phi
     for k in range(s.nleaves + 1):
         a = dst if k == 0 else <cnp.ndarray>s.leaves[k - 1]
@@ -1463,9 +1493,17 @@ cdef bint direct_layout(Program prog, cnp.ndarray dst, Small *s, DirectLayout *l
             return False  # overlapping dst other than element for element
         lay.base[k], lay.itemsize[k], lay.strides[k * MAXD] = <char *>p, isz, step
         if step != isz:
-            if prog.ninstr != 1 or prog.whole_loop == NULL:
-                return False  # (strided operands: a one-op program's NumPy loop only)
-            lay.strided = True
+            if prog.ninstr != 1 or prog.whole_loop == NULL or n > GIL_HELD_PASS:
+                return False  # (strided operands: a one-op program's NumPy loop only,
+            lay.strided = True  # run_loop_rows with the GIL held)
+    # the normal pass's blocks (kernel_blocklen), or BLOCK where their
+    # registers would not fit the stack's DIRECT_REG_BYTES
+    blocklen = call_blocklen(prog, kernel_blocklen(prog, n, lay.itemsize, s.nleaves + 1))
+    lay.block = n if n < blocklen else blocklen
+    if prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES:
+        lay.block = n if n < BLOCK else BLOCK
+        if prog.nregs * lay.block * MAX_REG_BYTES > DIRECT_REG_BYTES:
+            return False
     return True
 
 
@@ -1492,7 +1530,11 @@ cdef int direct_run(Program prog, Small *s, DirectLayout *lay) except -1:
     r.plain, r.dst_reg, r.red = True, -1, RED_NONE
     r.prog = <void *>prog
     r.scratch = <char *>((<uintptr_t>regs + 63) & ~(<uintptr_t>63))
-    run_parallel(&r, prog, 1)
+    if lay.n > GIL_HELD_PASS:
+        with nogil:
+            run_parallel(&r, prog, 1)
+    else:
+        run_parallel(&r, prog, 1)
     _direct_count += 1
     if r.fpflags:
         report_fp(r.fpflags)
