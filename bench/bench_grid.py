@@ -207,6 +207,22 @@ def elementwise_cases(n, rng, pattern):
                                   lambda out=out, b=b, fn=fn: out.__setitem__(..., fn(b)),
                                   lambda out=out: out, tol=1e-6,
                                   want=lambda b=b, fn=fn, full=full: np.broadcast_to(fn(b), full)))
+    # min/max of a full operand and a column (NumPy's loops take a stride-0
+    # input in their scalar loop), square and with long rows
+    for dt, (sname, shape) in itertools.product(FLOATS + INTS, (
+            ("square", (side, side)), ("rows of 4096", (max(n // 4096, 1), 4096)))):
+        a = (rng.random(shape) * 200 - 100).astype(dt)
+        col = a[:, :1].copy()
+        out = np.empty_like(a)
+        A, C, D = (pyet.asarray(x) for x in (a, col, out))
+        for tname, fp, fn in (
+                ("max(A,col)", lambda A=A, C=C: pyet.maximum(A, C),
+                 lambda out, a=a, col=col: np.maximum(a, col, out=out)),
+                ("min(col,A)", lambda A=A, C=C: pyet.minimum(C, A),
+                 lambda out, a=a, col=col: np.minimum(col, a, out=out))):
+            cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} {sname}",
+                              lambda D=D, fp=fp: D.__setitem__(..., fp()),
+                              lambda out=out, fn=fn: fn(out), lambda out=out: out))
     # a costly op on a row or column beside a full operand (NumPy computes it on
     # the small array, then broadcasts it), in C order and all in Fortran order
     for dt, order in itertools.product(FLOATS, "CF"):

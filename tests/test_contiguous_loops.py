@@ -307,3 +307,38 @@ def test_two_threads_give_one_threads_bits(case, n):
         pyet.set_num_threads(before)
     same_bits(results[0], ref(a))
     same_bits(results[1], results[0])
+
+
+@pytest.mark.parametrize("shape", [(8, 3000), (3, 2048), (300, 300), (2, 40000)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+@pytest.mark.parametrize("column_first", [False, True])
+def test_min_max_with_a_column_take_blocks_with_numpys_bits(name, dtype, shape, column_first):
+    # NumPy's min/max loops run a stride-0 input (a column broadcast along
+    # the rows) in their scalar loop, so such passes keep pyet's blocks
+    # (loops.pxi SCALAR_BLOCKS_OPS), the column a kernel's scalar each row:
+    # NumPy's bits either way, NaN and -0.0 in the column and the rows
+    a, _ = data(shape, dtype, seed=5)
+    col, _ = data((shape[0], 1), dtype, seed=6)
+    if np.dtype(dtype).kind == "f":
+        col[0, 0], col[-1, 0] = np.nan, -0.0
+        a[:, ::7] = 0.0
+    A, C = pyet.asarray(a), pyet.asarray(col)
+    fp, fn = getattr(pyet, name), getattr(np, name)
+    args, np_args = ((C, A), (col, a)) if column_first else ((A, C), (a, col))
+    with np.errstate(invalid="ignore"):
+        want = fn(*np_args)
+    for on in (True, False):
+        old = core.set_contiguous_loops(on)
+        before = pyet.get_num_threads()
+        try:
+            pyet.set_num_threads(1)
+            buf = np.full(a.size + 2, 7, dtype)
+            out = buf[1:-1].reshape(shape)
+            with np.errstate(invalid="ignore"):
+                pyet.asarray(out)[...] = fp(*args)
+        finally:
+            core.set_contiguous_loops(old)
+            pyet.set_num_threads(before)
+        same_bits(out, want)
+        assert buf[0] == 7 and buf[-1] == 7

@@ -1737,9 +1737,11 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
     cdef bint near = False  # rows stepping 2 items (not far): pyet's blocks
     cdef bint bcast = True  # every input broadcast along the rows
+    cdef bint column = False  # some input broadcast along the rows
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
         bcast = bcast and (k < r.ndst or s == 0)
+        column = column or (k >= r.ndst and s == 0)
         if s < 0 and not (prog.whole_backwards or prog.whole_far):
             return False
         if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
@@ -1758,8 +1760,10 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # to 1448^2 2.3x and 2.0x np.invert's and np.abs's time, 0.80-0.88 in
     # pyet's blocks (one destination: the column fill first, this is a
     # multi-output pass's); one stride-0 input beside a contiguous one is their SIMD
-    # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept)
+    # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept;
+    # not the min/max loops', SCALAR_BLOCKS_OPS: Program.whole_column)
     if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
+            and (prog.whole_column or not column) \
             and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
         return True  # (rows contiguous)
     return strided
