@@ -295,6 +295,31 @@ def test_generated_functions_take_their_arity():
         pyet.negative(2**63)
 
 
+@pytest.mark.parametrize("name", [op.name for op in OPS if op.arity == 2])
+def test_binary_functions_build_the_ufuncs_node(name):
+    """pyet.<op>(x1, x2) builds the node np.<op> on tensors builds (NEP 50 scalars,
+    folding, dtypes): the same dtype and shape, NumPy's values."""
+    row = ROWS[name]
+    rng = np.random.default_rng(3)
+    dom = row.domain
+    a = rng.uniform(dom[0].lo, dom[0].hi, (3, 4)).astype(row.dtypes[-1])
+    b = rng.uniform(dom[1].lo, dom[1].hi, (3, 1)).astype(row.dtypes[-1])
+    if dom[1].nonzero:
+        b[b == 0] = dom[1].hi
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    fn, uf = getattr(pyet, name), row.ufunc
+    scalar = 2 if "int" in row.dtypes[-1] else 0.75
+    with np.errstate(all="ignore"):
+        for got, via_ufunc, want in ((fn(A, B), uf(A, B), uf(a, b)),
+                                     (fn(A, scalar), uf(A, scalar), uf(a, scalar)),
+                                     (fn(scalar, B), uf(scalar, B), uf(scalar, b))):
+            assert got.dtype == via_ufunc.dtype == want.dtype and got.shape == want.shape
+            if want.dtype.kind == "f":  # (libm's functions: within an ulp or two of NumPy's)
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+            else:
+                np.testing.assert_array_equal(np.asarray(got), want)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", [op.name for op in OPS])
 def test_row_dtypes_are_the_kernels(name, dtype):
