@@ -502,3 +502,31 @@ def test_floating_point_errors_of_long_direct_passes(n, direct_on):
     want[n // 2] = np.inf
     np.testing.assert_array_equal(out, want)
     assert intact(raw, np.float64, n)
+
+
+@pytest.mark.parametrize("n", [1024, 1025, 32768, 65536])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_one_op_numpy_loops_of_long_direct_passes(n, dtype, direct_on):
+    # above 1024 elements a one-op pass the planner would give NumPy's loop
+    # on contiguous rows (abs, maximum, isnan: loops.pxi CONTIG_LOOPS) runs
+    # that loop direct; with the loops off, pyet's blocks direct; NumPy's
+    # bits either way (NaN, -0.0), the frame intact
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n) * 100).astype(dtype)
+    b = (rng.standard_normal(n) * 100).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        a[::97], b[5::89] = np.nan, -0.0
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    trees = [(abs(A), np.abs(a)), (pyet.maximum(A, B), np.maximum(a, b))]
+    if np.dtype(dtype).kind == "f":
+        trees.append((pyet.isnan(A), np.isnan(a)))
+    for on in (True, False):
+        old = core.set_contiguous_loops(on)
+        try:
+            for e, want in trees:
+                raw, out = framed((n,), want.dtype)
+                assert run(out, e, direct=True)
+                assert out.tobytes() == want.tobytes()
+                assert intact(raw, want.dtype, n)
+        finally:
+            core.set_contiguous_loops(old)
