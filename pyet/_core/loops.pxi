@@ -331,10 +331,11 @@ DEF LOOP_THREADS_BYTES = 1 << 24
 # its time; strided, step 3 and more, its loop wins: float32 step 7 1.26 -> 1.0)
 cdef set CONTIG_BLOCKS_OPS = {OPCODES["reciprocal"]}
 # NumPy's min/max loops are SIMD on three contiguous operands (and in
-# reductions) only: an input broadcast along the rows (a column) runs their
+# reductions) only: an input broadcast along long rows (a column) runs their
 # scalar loop, where pyet's blocks take it as a kernel's scalar (float32
 # maximum(A, col): (64, 4096) 1.79x NumPy's own call, which buffers the
-# column, -> 0.88; (16, 16384) 0.99 -> 0.50; float64 (64, 4096) 1.09 -> 0.74)
+# column, -> 0.88; (16, 16384) 0.99 -> 0.50; float64 (64, 4096) 1.09 -> 0.74;
+# shorter rows keep the loop: passes.pxi COLUMN_BLOCKS_ROW)
 cdef set SCALAR_BLOCKS_OPS = {OPCODES["maximum"], OPCODES["minimum"]}
 
 

@@ -1004,6 +1004,10 @@ cdef uint64_t chunk_invariant(Run *r, Program prog) noexcept nogil:
 # float32 128 x 128 1.23-1.30 -> 0.91-0.96, (100, 200) 1.47-1.56 -> 0.96-1.04,
 # float64 (256, 128) 0.92-1.04 -> 0.78-0.85; twice: 0.98-1.39 and 0.77-0.86)
 DEF COLUMN_BLOCKS = 4
+# min/max beside a column (Program.whole_column) leave NumPy's loop for pyet's
+# blocks from rows this long: float32 maximum(A, col) of (64, 4096) 1.78 ->
+# 0.91x NumPy, but (181, 181), packed with the column filled, 1.11 -> 1.41
+DEF COLUMN_BLOCKS_ROW = 1024
 
 
 cdef void plan_columns(Run *r, Program prog) noexcept nogil:
@@ -1769,7 +1773,7 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept;
     # not the min/max loops', SCALAR_BLOCKS_OPS: Program.whole_column)
     if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
-            and (prog.whole_column or not column) \
+            and (prog.whole_column or not column or r.shape[r.nd - 1] < COLUMN_BLOCKS_ROW) \
             and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
         return True  # (rows contiguous)
     return strided
