@@ -2143,10 +2143,10 @@ def flip_axis(object e, object axis):
     """views.flip's common case, ``flip(e, axis)`` of one int axis, in C:
     the tree with the flip pushed down to its leaves, or None where
     push_view cannot (views.flip then).  AxisError for an axis out of range."""
-    cdef Expr x = as_operand(e)
-    cdef Py_ssize_t nd = len(x.shape)
     if type(axis) is not int:
         return None
+    cdef Expr x = as_operand(e)
+    cdef Py_ssize_t nd = len(x.shape)
     if not 0 <= axis < nd:
         axis = axis_index(axis, nd)
     return push_view(x, "flip", (axis,))

@@ -784,14 +784,20 @@ cdef void plan_once(Run *r, Once *o) noexcept nogil:
     r.nd = n
 
 
+cdef inline pyet_intp itemsize_sum(const int *itemsize, int nops) noexcept nogil:
+    cdef pyet_intp b = 0
+    cdef int k
+    for k in range(nops):
+        b += itemsize[k]
+    return b
+
+
 cdef pyet_intp kernel_blocklen(Program prog, pyet_intp units, const int *itemsize,
                                int nops) noexcept:
     # the block length a pass of contiguous rows starts from (plan_blocks,
     # direct_layout); units: dst's elements, itemsize: the operands'
     cdef int k
-    cdef pyet_intp nbytes = 0, blocklen = BLOCK
-    for k in range(nops):
-        nbytes += itemsize[k]
+    cdef pyet_intp nbytes = itemsize_sum(itemsize, nops), blocklen = BLOCK
     # one kernel reading leaves straight into dst keeps no block in L1,
     # so it takes long blocks: less per-block overhead
     # (a block's registers are BLOCK 8-byte items: passes of 4-byte items
@@ -1004,10 +1010,6 @@ cdef uint64_t chunk_invariant(Run *r, Program prog) noexcept nogil:
 # float32 128 x 128 1.23-1.30 -> 0.91-0.96, (100, 200) 1.47-1.56 -> 0.96-1.04,
 # float64 (256, 128) 0.92-1.04 -> 0.78-0.85; twice: 0.98-1.39 and 0.77-0.86)
 DEF COLUMN_BLOCKS = 4
-# min/max beside a column (Program.whole_column) leave NumPy's loop for pyet's
-# blocks from rows this long: float32 maximum(A, col) of (64, 4096) 1.78 ->
-# 0.91x NumPy, but (181, 181), packed with the column filled, 1.11 -> 1.41
-DEF COLUMN_BLOCKS_ROW = 1024
 
 
 cdef void plan_columns(Run *r, Program prog) noexcept nogil:
@@ -1515,14 +1517,13 @@ cdef int direct_run(Program prog, Small *s, DirectLayout *lay) except -1:
     # run_plain's blocks over contiguous operands; strided ones (one axis)
     # only as a one-op program's NumPy loop where the pass would call it
     # (whole_wanted, run_loop_rows), else 0: nothing done.  Above
-    # GIL_HELD_PASS a one-op program whose NumPy loop the pass would run on
-    # contiguous rows (CONTIG_LOOPS) runs it here too: in pyet's blocks,
+    # GIL_HELD_PASS contiguous operands too ask whole_wanted whether the
+    # pass would run the op's NumPy loop (CONTIG_LOOPS): in pyet's blocks,
     # float64 abs, maximum and isnan of 32768 took 1.26-1.29x NumPy's loop
     global _direct_count
     cdef char regs[DIRECT_REG_BYTES + 64]
     cdef Run r
-    if lay.strided or (lay.n > GIL_HELD_PASS and CONTIG_LOOPS and prog.whole_contig
-                       and prog.whole_loop != NULL):
+    if lay.strided or (lay.n > GIL_HELD_PASS and prog.whole_loop != NULL):
         # (whole_wanted's and run_loop_rows' fields: no memset of the Run)
         r.nd, r.nops, r.ndst, r.shape[0], r.total = 1, s.nleaves + 1, 1, lay.n, lay.n
         r.base, r.strides, r.itemsize, r.scalars = lay.base, lay.strides, lay.itemsize, s.slots
@@ -1771,7 +1772,7 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # pyet's blocks (one destination: the column fill first, this is a
     # multi-output pass's); one stride-0 input beside a contiguous one is their SIMD
     # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept;
-    # not the min/max loops', SCALAR_BLOCKS_OPS: Program.whole_column)
+    # not the min/max loops' on long rows: loops.pxi SCALAR_BLOCKS_OPS)
     if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
             and (prog.whole_column or not column or r.shape[r.nd - 1] < COLUMN_BLOCKS_ROW) \
             and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
@@ -1779,13 +1780,9 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     return strided
 
 
-cdef pyet_intp pass_itemsizes(Run *r) noexcept nogil:
+cdef inline pyet_intp pass_itemsizes(Run *r) noexcept nogil:
     # bytes a pass moves per element: its operands' item sizes
-    cdef pyet_intp b = 0
-    cdef int k
-    for k in range(r.nops):
-        b += r.itemsize[k]
-    return b
+    return itemsize_sum(r.itemsize, r.nops)
 
 
 cdef bint _items_aligned(Run *r) noexcept:
