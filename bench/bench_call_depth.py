@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import bench, call_at, cpu_model, use_cpu_time  # noqa: E402
+from timing import cpu_model, times_by_depth, use_cpu_time  # noqa: E402
 
 import pyet  # noqa: E402
 from pyet._core.ops import NUMPY_LOOPS, OPS_BY_NAME  # noqa: E402
@@ -76,12 +76,7 @@ def main():
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for label, f_numpy, f_pyet in op_cases(args.size, names):
-            times = {"numpy": [], "pyet": []}
-            for depth in range(args.depths):
-                t = bench({k: (lambda f=f, d=depth: call_at(d, f))
-                           for k, f in (("numpy", f_numpy), ("pyet", f_pyet))}, 3, 0.002)
-                for k in times:
-                    times[k].append(t[k])
+            times = times_by_depth({"numpy": f_numpy, "pyet": f_pyet}, args.depths, 3, 0.002)
             line = [f"{label:18s}"]
             for k in ("numpy", "pyet"):
                 med = statistics.median(times[k])

@@ -42,7 +42,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import bench, call_at, cpu_model, use_cpu_time  # noqa: E402
+from timing import bench, cpu_model, times_by_depth, use_cpu_time  # noqa: E402
 
 import pyet  # noqa: E402
 from pyet._core.ops import OPS  # noqa: E402
@@ -610,21 +610,14 @@ def run(cases, repeats, min_time, threads=1, calls=0):
 
 
 def depth_ratio(case, repeats, min_time, depths=8):
-    """pyet/NumPy of the medians of both timed under call depths 0 .. depths-1,
-    in turn at each: NumPy's SVML loops, which pyet's passes call too, run up to
-    2.8x slower under a few stack addresses, a different few for each library's
-    call and each process (bench_call_depth.py), so one depth can stand for an
-    address, not for either library's code.  The frames' own cost (a no-op
-    timed under the same depth) is taken off both: at 256 elements it is a
-    third of a call."""
-    nop = lambda: None  # noqa: E731
-    fns = {"pyet": case.f_pyet, "numpy": case.f_numpy, "nop": nop}
-    times = {"pyet": [], "numpy": []}
-    for d in range(depths):
-        t = bench({k: (lambda f=f, d=d: call_at(d, f)) for k, f in fns.items()},
-                  repeats, min_time, setup={k: lambda: pyet.set_num_threads(1) for k in fns})
-        for k in times:
-            times[k].append(t[k] - t["nop"])
+    """pyet/NumPy of the medians of both timed under call depths 0 .. depths-1
+    (timing.times_by_depth): NumPy's SVML loops, which pyet's passes call too,
+    run up to 2.8x slower under a few stack addresses, a different few for
+    each library's call and each process (bench_call_depth.py), so one depth
+    can stand for an address, not for either library's code."""
+    one = lambda: pyet.set_num_threads(1)  # noqa: E731
+    times = times_by_depth({"pyet": case.f_pyet, "numpy": case.f_numpy}, depths, repeats,
+                           min_time, setup={"pyet": one, "numpy": one})
     return statistics.median(times["pyet"]) / statistics.median(times["numpy"])
 
 
