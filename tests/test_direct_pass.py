@@ -83,7 +83,7 @@ def test_trees_against_numpy(shape, order, dtype, name, tree):
     e = tree(A, B)
     raw, out = framed(shape, e.dtype, order)
     took = run(out, e, direct=True)
-    assert took == (out.size <= 65536), "the direct path is taken up to DIRECT_MAX"
+    assert took == (out.size <= direct_max()), "the direct path is taken up to DIRECT_MAX"
     np.testing.assert_array_equal(out, want.astype(e.dtype))
     assert intact(raw, e.dtype, out.size)
     out2 = np.empty(shape, e.dtype, order=order)
@@ -287,7 +287,7 @@ def test_numpy_loops_in_direct_passes(shape, order, direct_on):
     b32 = np.asarray((rng.random(shape) + 0.1).astype(np.float32), order=order)
     a64 = np.asarray(rng.random(shape) * 3 + 0.1, order=order)
     A32, B32, A64 = pyet.asarray(a32), pyet.asarray(b32), pyet.asarray(a64)
-    small = int(np.prod(shape)) <= 65536
+    small = int(np.prod(shape)) <= direct_max()
     cases = [(pyet.sin(A32), np.sin(a32)), (pyet.cos(A32) * 2 + 1, np.cos(a32) * 2 + 1),
              (pyet.log(A64), np.log(a64)), (A32 ** B32, a32 ** b32),
              (pyet.tan(A64) - A64, np.tan(a64) - a64)]
@@ -312,7 +312,7 @@ def test_copies_and_fills(dtype, shape, order, direct_on):
     # scalars only: one value, repeated) in direct passes
     rng = np.random.default_rng(13)
     a = np.asarray((rng.random(shape) * 100).astype(dtype), order=order)
-    small = int(np.prod(shape)) <= 65536
+    small = int(np.prod(shape)) <= direct_max()
     raw, out = framed(shape, dtype, order)
     assert run(out, pyet.asarray(a), direct=True) == small
     np.testing.assert_array_equal(out, a)
