@@ -196,3 +196,55 @@ def test_odd_layouts_into_framed_destinations(kind, k, src_layout, dst_field):
         assert (d["a"] == 0xA5).all() and (d["b"] == 0xA5).all()
     else:
         assert (frame[:8] == 0xA5).all() and (frame[-8:] == 0xA5).all()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect: Linux")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 7])
+@pytest.mark.parametrize("nrows", [1, 2, 3, 4])
+def test_short_rows_of_tiny_arrays_at_the_last_readable_byte(kind, k, nrows):
+    # rows under 8 bytes read one word each where it ends inside the array: arrays of
+    # fewer than 8 bytes, or whose last rows' words would cross the end, read none past it
+    arr, region = guarded_bytes(nrows * k)
+    arr[...] = np.random.default_rng(10 * k + nrows).integers(0, 3, nrows * k)
+    src = arr.view(np.bool_).reshape(nrows, k)
+    try:
+        for rows in (src, src[::2]):
+            np.testing.assert_array_equal(scan(kind, rows), getattr(np, kind)(rows, axis=1))
+    finally:
+        del src, rows, arr
+        region.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("m", [16, 48, 56, 64, 130])
+@pytest.mark.parametrize("length", [1, 2, 4, 5, 8, 9, 100])
+@pytest.mark.parametrize("columns", ["adjacent", "every other byte"])
+def test_lanes_stop_once_every_lane_is_decided(kind, m, length, columns):
+    # argmax/argmin over axis 0 with the kept rows in lanes: a C array's columns 64 at a
+    # time (pyet_bool_lanes), columns two bytes apart 16 at a time (PYET_ARG_ROWS);
+    # both stop once every lane holds True (argmax) or False (argmin). Columns
+    # decide at their own positions (first, at and beside every check, last, never;
+    # the second group all after the first check, the third at one position, the
+    # rest one by one), bytes other than 1 standing for True
+    decide = [0, 1, 3, 4, 5, 7, 8, 9, length - 1, length, 2, 6, 11, 12, 13, 40]
+    hit, miss = (200, 0) if kind == "argmax" else (0, 1)
+    raw = np.full((length, m), miss, np.uint8)
+    for c in range(m):
+        j = (decide[c] if c < 16 else 5 + c % 9 if c < 32 else length // 2 if c < 48
+             else c % length)
+        if j < length:
+            raw[j, c] = hit
+            raw[j + 1:, c] = np.random.default_rng(c).integers(0, 3, length - j - 1)
+    if columns == "adjacent":
+        x = raw.view(np.bool_)
+    else:
+        wide = np.full((length, 2 * m), 1 - miss, np.uint8)
+        wide[:, ::2] = raw
+        x = wide.view(np.bool_)[:, ::2]
+    buf = np.full(m + 2, -7, np.int64)
+    assert core.arg_rows(buf[1:-1], x, _FOLD[kind], 0)
+    assert buf[0] == -7 and buf[-1] == -7
+    np.testing.assert_array_equal(buf[1:-1], getattr(np, kind)(x, axis=0))
+    got = pyet.evaluate(getattr(pyet, kind)(pyet.asarray(x), axis=0))
+    np.testing.assert_array_equal(np.asarray(got), getattr(np, kind)(x, axis=0))
