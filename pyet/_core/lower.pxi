@@ -158,6 +158,10 @@ cdef class Program:
     # dst = op(leaf0) with a kernel that reads a strided leaf where it lies
     # (pyet_kernel_strided): the leaf is not gathered into blocks
     cdef bint strided_kernel
+    # dst = op(leaf0, leaf1) of COLUMN_SCALAR_OPS: where one leaf is broadcast
+    # along the rows, a kernel call a row with its element as the scalar
+    # (column_rows_wanted, run_column_rows)
+    cdef bint column_rows
     # dst = a fused op of leaves and scalars (s*x + y, x*y + z...) whose
     # kernel reads strided leaves where they lie (pyet_kernel_sx)
     cdef bint strided_fused
@@ -697,6 +701,10 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
                         and p.code[0].src_kind[0] == SRC_LEAF and p.code[0].out == -1
                         and p.code[0].dt == p.code[0].dt_out == dst_dt
                         and pyet_kernel_strided(p.code[0].op, p.code[0].dt, 0, NULL, NULL, 8))
+    p.column_rows = (_one_op_from_operands(lw, ndst, dst_dt) and p.code[0].nin == 2
+                     and p.code[0].op in COLUMN_SCALAR_OPS and p.cloop[0] == NULL
+                     and p.code[0].src_kind[0] == p.code[0].src_kind[1] == SRC_LEAF
+                     and p.code[0].src[0] != p.code[0].src[1])
     p.sx_instr = 0
     if STRIDED_FUSED:
         for i in range(min(p.ninstr, 64)):

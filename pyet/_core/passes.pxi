@@ -1560,7 +1560,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     accumulator sets it folded into (see reduce_into), 0 when it refused."""
     cdef cnp.ndarray dst = <cnp.ndarray>dsts[0]
     cdef int ndst = len(dsts)
-    cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), d, nthreads
+    cdef int nops = ndst + len(leaves), nd = cnp.PyArray_NDIM(dst), d, nthreads, col
     cdef int nsets = 1
     cdef pyet_intp units, blocklen
     cdef Once once
@@ -1604,6 +1604,11 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
             return 1 if red else 0
         if COLUMNS_ONCE and ndst == 1 and not red:
             plan_once(&r, &once)
+        if prog.column_rows and not (once.col or once.ncopied or once.value):
+            col = column_slot(&r, prog)
+            if col >= 0:
+                run_column_rows(&r, prog, col)
+                return 0
         units = 1  # the destination's elements
         for d in range(nd):
             units *= cnp.PyArray_DIMS(dst)[d]
@@ -1830,6 +1835,132 @@ cdef struct LoopRows:
     np_loop fn
     void *data
     pyet_instr *ins
+
+
+# Ops whose kernel computes the same values with an operand as its scalar
+# (sflags) as with that operand's values repeated (PYET_LOOP2's one EXPR;
+# not power, whose scalar exponents 2, -1 and 0.5 take other formulas, nor
+# the integer divisions' precomputed divisors): a column beside a full leaf
+# is passed as the kernel's scalar a row at a time (run_column_rows), not
+# filled into blocks (packed rows: the fill and its gathers were ~8,000 of
+# the ~12,000 instructions of float32 A * col on (20, 200))
+cdef set COLUMN_SCALAR_OPS = {OPCODES[name] for name in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "copysign", "less",
+    "less_equal", "greater", "greater_equal", "equal", "not_equal", "bitwise_and",
+    "bitwise_or", "bitwise_xor")}
+# on rows of at least this many bytes of the kernel's dtype: a kernel call
+# costs ~15 ns, so shorter rows stay packed (one thread, pyet/NumPy, blocks
+# -> a call a row: float32 A * col (128, 32) 0.91 -> 1.25, maximum (64, 64)
+# 1.03 -> 1.20; (32, 128) 1.09 -> 0.87, (181, 181) 1.11 -> 0.75, (512, 512)
+# 0.87 -> 0.51; float64 (64, 64) 0.93 -> 0.91, (20, 200) 1.02 -> 0.73)
+cdef pyet_intp COLUMN_ROW_BYTES = 512
+cdef bint COLUMN_ROWS = True
+cdef Py_ssize_t _column_rows_count = 0
+
+
+def set_column_rows(bint on, pyet_intp min_row_bytes=512):
+    """Let one-op passes on a full leaf and a column call the kernel a row
+    at a time with the column's element as its scalar, on rows of at least
+    ``min_row_bytes`` (tests compare with the blocks); returns the old
+    setting."""
+    global COLUMN_ROWS, COLUMN_ROW_BYTES
+    old, COLUMN_ROWS, COLUMN_ROW_BYTES = COLUMN_ROWS, on, max(min_row_bytes, 1)
+    return old
+
+
+def column_rows_count():
+    """How many passes have run a row at a time on a column (tests check
+    the path)."""
+    return _column_rows_count
+
+
+cdef int column_slot(Run *r, Program prog) noexcept:
+    # which input of prog's one instruction is a column beside a full leaf
+    # whose rows, and dst's, are contiguous and in the kernel's dtype, every
+    # item aligned: -1 where there is none (or not prog.column_rows)
+    cdef pyet_instr *ins = &prog.code[0]
+    cdef int last = r.nd - 1, j, k, other, isz = pyet_itemsize[ins.dt]
+    if not (COLUMN_ROWS and prog.column_rows and r.ndst == 1 and r.red == RED_NONE
+            and r.nd >= 2 and r.shape[last] * isz >= COLUMN_ROW_BYTES
+            and r.strides[last] == r.itemsize[0] == pyet_itemsize[ins.dt_out]):
+        return -1
+    for j in range(2):
+        k = 1 + ins.src[j]
+        if r.itemsize[k] != isz:
+            return -1
+    for j in range(2):
+        k, other = 1 + ins.src[j], 1 + ins.src[1 - j]
+        if r.strides[k * MAXD + last] == 0 and r.strides[other * MAXD + last] == isz:
+            return j if _items_aligned(r) else -1
+    return -1
+
+
+cdef struct ColumnRows:
+    Run *r
+    pyet_instr ins   # the program's instruction, its column input a scalar
+    pyet_intp nrows
+
+
+cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # rows [c * nrows / nchunks, (c + 1) * nrows / nchunks) of run_column_rows
+    cdef ColumnRows *cr = <ColumnRows *>ctx
+    cdef Run *r = cr.r
+    cdef int nd = r.nd, d, j, k
+    cdef pyet_intp idx[MAXD]
+    cdef pyet_intp row, rest, off
+    cdef pyet_intp r0 = cr.nrows * c // r.nchunks, r1 = cr.nrows * (c + 1) // r.nchunks
+    cdef void *inp[2]
+    cdef char *out
+    rest = r0
+    for d in range(nd - 2, -1, -1):
+        idx[d] = rest % r.shape[d]
+        rest //= r.shape[d]
+    for row in range(r0, r1):
+        off = 0
+        for d in range(nd - 1):
+            off += idx[d] * r.strides[d]
+        out = r.base[0] + off
+        for j in range(2):
+            k = 1 + cr.ins.src[j]
+            off = 0
+            for d in range(nd - 1):
+                off += idx[d] * r.strides[k * MAXD + d]
+            inp[j] = r.base[k] + off
+        call_kernel(&cr.ins, r.shape[nd - 1], out, inp)
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < r.shape[d]:
+                break
+            idx[d] = 0
+            d -= 1
+    return 0
+
+
+cdef int run_column_rows(Run *r, Program prog, int col) except -1:
+    """prog's one instruction on each row of the merged operands, input col
+    (a column: its row stride 0) as the kernel's scalar, the rows split over
+    the pass's threads; its flags reported as a pass's."""
+    global _column_rows_count
+    cdef ColumnRows cr
+    cdef int d, nthreads
+    r.total = 1
+    for d in range(r.nd):
+        r.total *= r.shape[d]
+    cr.r, cr.ins, cr.nrows = r, prog.code[0], r.total // r.shape[r.nd - 1]
+    cr.ins.sflags = 1 << col
+    nthreads = threads_for(r.total, cr.nrows)
+    r.nchunks = nthreads
+    r.fpflags = 0
+    if r.total <= GIL_HELD_PASS:
+        run_chunks(column_rows_chunk, &cr, r.nchunks, nthreads, &r.fpflags)
+    else:
+        with nogil:
+            run_chunks(column_rows_chunk, &cr, r.nchunks, nthreads, &r.fpflags)
+    _column_rows_count += 1
+    if r.fpflags:
+        report_fp(r.fpflags)
+    return 0
 
 
 cdef int loop_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
