@@ -1,7 +1,8 @@
 """One op on a full leaf and a column (a leaf broadcast along the rows): the
 kernel called a row at a time with the column's element as its scalar
-(passes.pxi run_column_rows), on rows of COLUMN_ROW_BYTES (512) or more whose
-items, and dst's, are contiguous and aligned.  Every op it takes, on every
+(passes.pxi run_column_rows), on rows of COLUMN_ROW_MIN (64) elements or more
+whose items, and dst's, are contiguous and aligned (one value broadcast along
+one row: a row of its own).  Every op it takes, on every
 dtype, the column first and second, against NumPy's bits and against the
 blocks (the path off); the path checked taken, or refused where it does not
 apply (other ops, short, strided or misaligned rows), with the same values;
@@ -147,16 +148,17 @@ def test_refused_where_it_does_not_apply():
     rng = np.random.default_rng(7)
     a = values("float64", (6, 200), rng)
     c = values("float64", (6, 1), rng)
-    check("multiply", a[:, :63], c, False, taken=False)   # rows of 504 bytes
-    check("multiply", a[:, :64], c, False, taken=True)    # of 512
+    check("multiply", a[:, :63], c, False, taken=False)   # rows of 63 elements
+    check("multiply", a[:, :64], c, False, taken=True)    # of 64
     check("multiply", a[:, ::2], c, False, taken=False)   # strided rows
     check("add", a, np.broadcast_to(a[:1], a.shape), False, taken=False)  # a row, not a column
-    # one value broadcast to a column: every axis merged into one, the blocks'
-    check("add", a, np.broadcast_to(c[:1], c.shape), False, taken=False)
+    # one value broadcast to a column (pyet may take it as a scalar), and one row
+    check("add", a, np.broadcast_to(c[:1], c.shape), False, taken=None)
+    check("maximum", a[:1], c[:1], True, taken=True)
     out = np.zeros((6, 400))
     check("multiply", a, c, False, taken=False, dst=out[:, ::2])  # strided destination rows
     f32 = values("float32", (6, 200), rng)
-    check("multiply", f32[:, :127], values("float32", (6, 1), rng), False, taken=False)
+    check("multiply", f32[:, :63], values("float32", (6, 1), rng), False, taken=False)
     # misaligned: a float64 field of a packed record, a contiguous buffer one
     # byte off (pyet copies such leaves first: either path), and dst there
     rec = np.zeros((6, 200), np.dtype([("pad", "u1"), ("x", "<f8")], align=False))

@@ -1848,23 +1848,23 @@ cdef set COLUMN_SCALAR_OPS = {OPCODES[name] for name in (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "copysign", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "bitwise_and",
     "bitwise_or", "bitwise_xor")}
-# on rows of at least this many bytes of the kernel's dtype: a kernel call
-# costs ~15 ns, so shorter rows stay packed (one thread, pyet/NumPy, blocks
-# -> a call a row: float32 A * col (128, 32) 0.91 -> 1.25, maximum (64, 64)
-# 1.03 -> 1.20; (32, 128) 1.09 -> 0.87, (181, 181) 1.11 -> 0.75, (512, 512)
-# 0.87 -> 0.51; float64 (64, 64) 0.93 -> 0.91, (20, 200) 1.02 -> 0.73)
-cdef pyet_intp COLUMN_ROW_BYTES = 512
+# on rows of at least this many elements: a kernel call costs ~10 ns, so
+# shorter rows stay packed (one thread, pyet/NumPy, blocks -> a call a row:
+# float32 A * col (128, 32) 0.94 -> 1.25, float64 (256, 16) 0.82 -> 1.40;
+# float32 maximum (64, 64) 1.04 -> 0.96, (181, 181) 1.11 -> 0.75, (512, 512)
+# 0.87 -> 0.51; float64 A * col (64, 64) 0.85 -> 0.76, (20, 200) 0.91 -> 0.68)
+cdef pyet_intp COLUMN_ROW_MIN = 64
 cdef bint COLUMN_ROWS = True
 cdef Py_ssize_t _column_rows_count = 0
 
 
-def set_column_rows(bint on, pyet_intp min_row_bytes=512):
+def set_column_rows(bint on, pyet_intp min_row=64):
     """Let one-op passes on a full leaf and a column call the kernel a row
     at a time with the column's element as its scalar, on rows of at least
-    ``min_row_bytes`` (tests compare with the blocks); returns the old
+    ``min_row`` elements (tests compare with the blocks); returns the old
     setting."""
-    global COLUMN_ROWS, COLUMN_ROW_BYTES
-    old, COLUMN_ROWS, COLUMN_ROW_BYTES = COLUMN_ROWS, on, max(min_row_bytes, 1)
+    global COLUMN_ROWS, COLUMN_ROW_MIN
+    old, COLUMN_ROWS, COLUMN_ROW_MIN = COLUMN_ROWS, on, max(min_row, 1)
     return old
 
 
@@ -1881,7 +1881,7 @@ cdef int column_slot(Run *r, Program prog) noexcept:
     cdef pyet_instr *ins = &prog.code[0]
     cdef int last = r.nd - 1, j, k, other, isz = pyet_itemsize[ins.dt]
     if not (COLUMN_ROWS and prog.column_rows and r.ndst == 1 and r.red == RED_NONE
-            and r.nd >= 2 and r.shape[last] * isz >= COLUMN_ROW_BYTES
+            and r.shape[last] >= COLUMN_ROW_MIN
             and r.strides[last] == r.itemsize[0] == pyet_itemsize[ins.dt_out]):
         return -1
     for j in range(2):
@@ -1911,6 +1911,7 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     cdef pyet_intp r0 = cr.nrows * c // r.nchunks, r1 = cr.nrows * (c + 1) // r.nchunks
     cdef void *inp[2]
     cdef char *out
+    cdef int before = quiet_start(cr.ins.op)  # (once: ~5 ns a row)
     rest = r0
     for d in range(nd - 2, -1, -1):
         idx[d] = rest % r.shape[d]
@@ -1926,7 +1927,7 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
             for d in range(nd - 1):
                 off += idx[d] * r.strides[k * MAXD + d]
             inp[j] = r.base[k] + off
-        call_kernel(&cr.ins, r.shape[nd - 1], out, inp)
+        pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, r.shape[nd - 1], out, inp)
         d = nd - 2
         while d >= 0:
             idx[d] += 1
@@ -1934,6 +1935,7 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
                 break
             idx[d] = 0
             d -= 1
+    quiet_end(cr.ins.op, before)
     return 0
 
 
