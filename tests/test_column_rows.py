@@ -199,10 +199,12 @@ def test_floating_point_errors_as_numpy(first):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_threads(threads):
+@pytest.mark.parametrize("shape", [(700, 1000), (3, 100000), (1, 300000)])
+def test_threads(threads, shape):
+    # the rows split over the threads (fewer rows than threads: one each)
     rng = np.random.default_rng(11)
-    a = values("float32", (700, 1000), rng)
-    c = values("float32", (700, 1), rng)
+    a = values("float32", shape, rng)
+    c = values("float32", (shape[0], 1), rng)
     before = pyet.get_num_threads()
     pyet.set_num_threads(threads)
     try:
@@ -211,3 +213,12 @@ def test_threads(threads):
             check(name, a, c, True)
     finally:
         pyet.set_num_threads(before)
+
+
+def test_empty():
+    for shape in ((0, 100), (3, 0, 100)):
+        a = np.ones(shape)
+        c = np.ones(shape[:-1] + (1,))
+        out = np.empty(shape)
+        pyet.asarray(out)[...] = pyet.asarray(a) * pyet.asarray(c)
+        assert out.shape == shape

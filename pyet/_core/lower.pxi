@@ -160,7 +160,7 @@ cdef class Program:
     cdef bint strided_kernel
     # dst = op(leaf0, leaf1) of COLUMN_SCALAR_OPS: where one leaf is broadcast
     # along the rows, a kernel call a row with its element as the scalar
-    # (column_rows_wanted, run_column_rows)
+    # (passes.pxi column_slot, run_column_rows)
     cdef bint column_rows
     # dst = a fused op of leaves and scalars (s*x + y, x*y + z...) whose
     # kernel reads strided leaves where they lie (pyet_kernel_sx)
