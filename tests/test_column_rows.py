@@ -1,8 +1,9 @@
 """One op on a full leaf and a column (a leaf broadcast along the rows): the
 kernel called a row at a time with the column's element as its scalar
 (passes.pxi run_column_rows), on rows of COLUMN_ROW_MIN (64) elements or more
-whose items, and dst's, are contiguous and aligned (one value broadcast along
-one row: a row of its own).  Every op it takes, on every
+whose items, and dst's, are aligned (one value broadcast along one row: a row
+of its own); dst's rows or the full leaf's strided (not both) from rows of
+128, in pieces through buffers.  Every op it takes, on every
 dtype, the column first and second, against NumPy's bits and against the
 blocks (the path off); the path checked taken, or refused where it does not
 apply (other ops, short, strided or misaligned rows), with the same values;
@@ -125,6 +126,34 @@ def test_layouts(name, dtype):
     assert (out[:, :, :50] == 0).all() and (out[:, :, 950:] == 0).all()
 
 
+@pytest.mark.parametrize("name", ["multiply", "maximum", "less", "bitwise_xor"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+@pytest.mark.parametrize("n", [128, 700, 1300])
+def test_strided_rows_in_pieces(name, dtype, n):
+    # dst's rows or the full leaf's strided (steps 2, 3, -1; not both): run in
+    # pieces of 512 through buffers, rows longer than a piece with a remainder
+    if dtype[0] == "f" and name == "bitwise_xor":
+        dtype = "int32" if dtype == "float32" else "int64"
+    rng = np.random.default_rng(n)
+    wide = values(dtype, (5, 3 * n), rng)
+    a = wide[:, ::3].copy()
+    c = values(dtype, (5, 1), rng)
+    out_dt = np.bool_ if name == "less" else dtype
+    for first in (False, True):
+        for src in (wide[:, ::3], wide[:, 1::2][:, :n], wide[:, ::-1][:, :n]):
+            check(name, src, c, first)
+        for step in (2, -1):
+            raw = np.zeros((5, 2 * n), out_dt)
+            dst = raw[:, ::2] if step == 2 else raw[:, ::-1][:, :n]
+            check(name, a, c, first, dst=dst)
+            if step == 2:  # the items between dst's untouched
+                assert not raw[:, 1::2].any()
+        # both strided, or one strided on rows shorter than 128: the blocks'
+        raw = np.zeros((5, 2 * n), out_dt)
+        check(name, wide[:, ::3], c, first, dst=raw[:, ::2], taken=False)
+        check(name, wide[:, ::3][:, :127], c, first, taken=False)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
 def test_in_place(dtype):
     rng = np.random.default_rng(5)
@@ -142,6 +171,21 @@ def test_in_place(dtype):
     A = pyet.asarray(a)
     A[...] = A - A[:, 7:8]
     np.testing.assert_array_equal(a, want)
+    # a strided view of itself, and its other half (the same memory's items read
+    # and written, or overlapping ones: whichever path the engine takes)
+    for src in (np.s_[:, ::2], np.s_[:, 1::2]):
+        a = values(dtype, (9, 600), rng, specials=False)
+        want = a.copy()
+        want[:, ::2] = a[src] * a[:, 3:4]
+        A = pyet.asarray(a)
+        A[:, ::2] = A[src] * pyet.asarray(a[:, 3:4].copy())
+        np.testing.assert_array_equal(a, want)
+    a = values(dtype, (9, 600), rng, specials=False)
+    want = a.copy()
+    want[:, :300] = a[:, ::2] * a[:, 3:4]
+    A = pyet.asarray(a)
+    A[:, :300] = A[:, ::2] * A[:, 3:4]
+    np.testing.assert_array_equal(a, want)
 
 
 def test_refused_where_it_does_not_apply():
@@ -150,13 +194,13 @@ def test_refused_where_it_does_not_apply():
     c = values("float64", (6, 1), rng)
     check("multiply", a[:, :63], c, False, taken=False)   # rows of 63 elements
     check("multiply", a[:, :64], c, False, taken=True)    # of 64
-    check("multiply", a[:, ::2], c, False, taken=False)   # strided rows
+    check("multiply", a[:, ::2], c, False, taken=False)   # strided rows of 100
     check("add", a, np.broadcast_to(a[:1], a.shape), False, taken=False)  # a row, not a column
     # one value broadcast to a column (pyet may take it as a scalar), and one row
     check("add", a, np.broadcast_to(c[:1], c.shape), False, taken=None)
     check("maximum", a[:1], c[:1], True, taken=True)
     out = np.zeros((6, 400))
-    check("multiply", a, c, False, taken=False, dst=out[:, ::2])  # strided destination rows
+    check("multiply", a[:, :127], c, False, taken=False, dst=out[:, :254:2])  # strided dst rows
     f32 = values("float32", (6, 200), rng)
     check("multiply", f32[:, :63], values("float32", (6, 1), rng), False, taken=False)
     # misaligned: a float64 field of a packed record, a contiguous buffer one

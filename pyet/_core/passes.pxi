@@ -1854,6 +1854,10 @@ cdef set COLUMN_SCALAR_OPS = {OPCODES[name] for name in (
 # float32 maximum (64, 64) 1.04 -> 0.96, (181, 181) 1.11 -> 0.75, (512, 512)
 # 0.87 -> 0.51; float64 A * col (64, 64) 0.85 -> 0.76, (20, 200) 0.91 -> 0.68)
 cdef pyet_intp COLUMN_ROW_MIN = 64
+# a strided row (dst's or the full leaf's, not both) from this many elements:
+# float32 A * col of (64, 64) into big[:, ::2] 0.95 -> 1.09x NumPy, of
+# A[:, ::2] 0.82 -> 0.94; (181, 181) 1.06 -> 0.82 and 0.81 -> 0.56
+cdef pyet_intp COLUMN_STRIDED_ROW = 128
 cdef bint COLUMN_ROWS = True
 cdef Py_ssize_t _column_rows_count = 0
 
@@ -1875,30 +1879,76 @@ def column_rows_count():
 
 
 cdef int column_slot(Run *r, Program prog) noexcept:
-    # which input of prog's one instruction is a column beside a full leaf
-    # whose rows, and dst's, are contiguous and in the kernel's dtype, every
-    # item aligned: -1 where there is none (or not prog.column_rows)
+    # which input of prog's one instruction is a column beside a full leaf,
+    # both in the kernel's dtype and dst in its result's, every item aligned
+    # (strided rows of dst and the full leaf too: run in pieces through
+    # buffers): -1 where there is none (or not prog.column_rows)
     cdef pyet_instr *ins = &prog.code[0]
     cdef int last = r.nd - 1, j, k, other, isz = pyet_itemsize[ins.dt]
     if not (COLUMN_ROWS and prog.column_rows and r.ndst == 1 and r.red == RED_NONE
-            and r.shape[last] >= COLUMN_ROW_MIN
-            and r.strides[last] == r.itemsize[0] == pyet_itemsize[ins.dt_out]):
+            and r.shape[last] >= COLUMN_ROW_MIN and r.strides[last] != 0
+            and r.itemsize[0] == pyet_itemsize[ins.dt_out]):
         return -1
     for j in range(2):
         k = 1 + ins.src[j]
         if r.itemsize[k] != isz:
             return -1
+    cdef pyet_intp fs
     for j in range(2):
         k, other = 1 + ins.src[j], 1 + ins.src[1 - j]
-        if r.strides[k * MAXD + last] == 0 and r.strides[other * MAXD + last] == isz:
-            return j if _items_aligned(r) else -1
+        fs = r.strides[other * MAXD + last]
+        if r.strides[k * MAXD + last] != 0 or fs == 0:
+            continue
+        if fs != isz or r.strides[last] != r.itemsize[0]:
+            # one strided row, from rows of COLUMN_STRIDED_ROW (both strided,
+            # float64: the blocks' in-place reads were 0.64-0.84x NumPy, the
+            # pieces 0.89-1.00)
+            if (fs != isz and r.strides[last] != r.itemsize[0]) \
+                    or r.shape[last] < COLUMN_STRIDED_ROW:
+                return -1
+        return j if _items_aligned(r) else -1
     return -1
 
 
 cdef struct ColumnRows:
     Run *r
     pyet_instr ins   # the program's instruction, its column input a scalar
+    int full         # its other input
     pyet_intp nrows
+
+
+DEF COLUMN_PIECE = 512  # elements of a strided row a kernel call takes (its buffers)
+
+
+cdef inline void column_row(ColumnRows *cr, char *out, char **inp) noexcept nogil:
+    # one row: the kernel straight on contiguous rows; on strided ones in
+    # pieces, the full leaf gathered into a buffer and dst's piece written
+    # from one (in place on a strided view: each piece read before written)
+    cdef Run *r = cr.r
+    cdef pyet_intp n = r.shape[r.nd - 1], c, m, ds = r.strides[r.nd - 1]
+    cdef pyet_intp fs = r.strides[(1 + cr.ins.src[cr.full]) * MAXD + r.nd - 1]
+    cdef int isz = pyet_itemsize[cr.ins.dt], osz = r.itemsize[0]
+    cdef uint64_t gathered[COLUMN_PIECE]
+    cdef uint64_t written[COLUMN_PIECE]
+    cdef void *piece[2]
+    if ds == osz and fs == isz:
+        pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, n, out, <void **>inp)
+        return
+    piece[1 - cr.full] = inp[1 - cr.full]
+    c = 0
+    while c < n:
+        m = n - c if n - c < COLUMN_PIECE else COLUMN_PIECE
+        if fs == isz:
+            piece[cr.full] = inp[cr.full] + c * isz
+        else:
+            pyet_copy_strided(<char *>gathered, isz, inp[cr.full] + c * fs, fs, m, isz)
+            piece[cr.full] = gathered
+        if ds == osz:
+            pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, m, out + c * osz, piece)
+        else:
+            pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, m, written, piece)
+            pyet_copy_strided(out + c * ds, ds, <char *>written, osz, m, osz)
+        c += m
 
 
 cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
@@ -1909,7 +1959,7 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     cdef pyet_intp idx[MAXD]
     cdef pyet_intp row, rest, off
     cdef pyet_intp r0 = cr.nrows * c // r.nchunks, r1 = cr.nrows * (c + 1) // r.nchunks
-    cdef void *inp[2]
+    cdef char *inp[2]
     cdef char *out
     cdef int before = quiet_start(cr.ins.op)  # (once: ~5 ns a row)
     rest = r0
@@ -1927,7 +1977,7 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
             for d in range(nd - 1):
                 off += idx[d] * r.strides[k * MAXD + d]
             inp[j] = r.base[k] + off
-        pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, r.shape[nd - 1], out, inp)
+        column_row(cr, out, inp)
         d = nd - 2
         while d >= 0:
             idx[d] += 1
@@ -1950,7 +2000,7 @@ cdef int run_column_rows(Run *r, Program prog, int col) except -1:
     for d in range(r.nd):
         r.total *= r.shape[d]
     cr.r, cr.ins, cr.nrows = r, prog.code[0], r.total // r.shape[r.nd - 1]
-    cr.ins.sflags = 1 << col
+    cr.ins.sflags, cr.full = 1 << col, 1 - col
     nthreads = threads_for(r.total, cr.nrows)
     r.nchunks = nthreads
     r.fpflags = 0
