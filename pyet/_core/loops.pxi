@@ -337,7 +337,10 @@ cdef set CONTIG_BLOCKS_OPS = {OPCODES["reciprocal"]}
 # float32 maximum(A, col) of (64, 4096) 1.79x NumPy's own call (which
 # buffers the column) -> 0.89, (16, 16384) 0.99 -> 0.56, float64 (64, 4096)
 # 1.12 -> 0.76; shorter rows are packed with the column filled, where the
-# loop is the faster ((181, 181) float32: 1.11 against 1.41)
+# loop is the faster ((181, 181) float32: 1.11 against 1.41).  Before either,
+# a full leaf's rows beside the column take passes.pxi's column rows (the
+# kernel a row, the column its scalar): these rules are left the passes it
+# refuses (both rows strided, rows under 64)
 cdef set SCALAR_BLOCKS_OPS = {OPCODES["maximum"], OPCODES["minimum"]}
 DEF COLUMN_BLOCKS_ROW = 1024
 
