@@ -313,11 +313,12 @@ def test_two_threads_give_one_threads_bits(case, n):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
 @pytest.mark.parametrize("name", ["maximum", "minimum"])
 @pytest.mark.parametrize("column_first", [False, True])
-def test_min_max_with_a_column_take_blocks_with_numpys_bits(name, dtype, shape, column_first):
+def test_min_max_with_a_column_give_numpys_bits(name, dtype, shape, column_first):
     # NumPy's min/max loops run a stride-0 input (a column broadcast along
-    # the rows) in their scalar loop, so such passes keep pyet's blocks
-    # (loops.pxi SCALAR_BLOCKS_OPS), the column a kernel's scalar each row:
-    # NumPy's bits either way, NaN and -0.0 in the column and the rows
+    # the rows) in their scalar loop, so such passes run pyet's kernel a row
+    # at a time, the column its scalar (passes.pxi run_column_rows); with that
+    # off, the blocks or NumPy's loop: NumPy's bits every way, NaN and -0.0 in
+    # the column and the rows
     a, _ = data(shape, dtype, seed=5)
     col, _ = data((shape[0], 1), dtype, seed=6)
     if np.dtype(dtype).kind == "f":
@@ -328,17 +329,20 @@ def test_min_max_with_a_column_take_blocks_with_numpys_bits(name, dtype, shape, 
     args, np_args = ((C, A), (col, a)) if column_first else ((A, C), (a, col))
     with np.errstate(invalid="ignore"):
         want = fn(*np_args)
-    for on in (True, False):
-        old = core.set_contiguous_loops(on)
+    for on, rows in ((True, True), (True, False), (False, False)):
+        old, old_rows = core.set_contiguous_loops(on), core.set_column_rows(rows)
         before = pyet.get_num_threads()
         try:
             pyet.set_num_threads(1)
             buf = np.full(a.size + 2, 7, dtype)
             out = buf[1:-1].reshape(shape)
+            count = core.column_rows_count()
             with np.errstate(invalid="ignore"):
                 pyet.asarray(out)[...] = fp(*args)
+            assert (core.column_rows_count() > count) == rows
         finally:
             core.set_contiguous_loops(old)
+            core.set_column_rows(old_rows)
             pyet.set_num_threads(before)
         same_bits(out, want)
         assert buf[0] == 7 and buf[-1] == 7

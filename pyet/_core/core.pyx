@@ -70,7 +70,7 @@ from pyet._kernels.blas cimport gemm_2d, gemm_2d_epilogue, gemm_2d_ready
 from pyet._kernels.gemm cimport (PYET_EPI_BIAS_MASK, PYET_EPI_BIAS_RELU, PYET_EPI_MASK,
                                  pyet_gemm_epi)
 from pyet._kernels.kernels cimport *
-from pyet._kernels.parallel cimport pool_threads, report_fp, run_chunks, threads_for
+from pyet._kernels.parallel cimport chunk_fn, pool_threads, report_fp, run_chunks, threads_for
 
 cnp.import_array()
 

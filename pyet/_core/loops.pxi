@@ -330,19 +330,6 @@ DEF LOOP_THREADS_BYTES = 1 << 24
 # except these, whose contiguous blocks beat NumPy's loop (reciprocal: 0.55x
 # its time; strided, step 3 and more, its loop wins: float32 step 7 1.26 -> 1.0)
 cdef set CONTIG_BLOCKS_OPS = {OPCODES["reciprocal"]}
-# NumPy's min/max loops are SIMD on three contiguous operands (and in
-# reductions) only: an input broadcast along the rows (a column) runs their
-# scalar loop; from rows of COLUMN_BLOCKS_ROW pyet's blocks, taking it as a
-# kernel's scalar, run such passes (Program.whole_column, whole_wanted):
-# float32 maximum(A, col) of (64, 4096) 1.79x NumPy's own call (which
-# buffers the column) -> 0.89, (16, 16384) 0.99 -> 0.56, float64 (64, 4096)
-# 1.12 -> 0.76; shorter rows are packed with the column filled, where the
-# loop is the faster ((181, 181) float32: 1.11 against 1.41).  Before either,
-# a full leaf's rows beside the column take passes.pxi's column rows (the
-# kernel a row, the column its scalar): these rules are left the passes it
-# refuses (both rows strided, rows under 64)
-cdef set SCALAR_BLOCKS_OPS = {OPCODES["maximum"], OPCODES["minimum"]}
-DEF COLUMN_BLOCKS_ROW = 1024
 
 
 def set_contiguous_loops(bint on):

@@ -147,7 +147,6 @@ cdef class Program:
     cdef void *whole_data
     cdef bint whole_far        # whole_loop only where an operand steps 3 items or more
     cdef bint whole_contig     # whole_far, and on contiguous rows too (CONTIG_LOOPS)
-    cdef bint whole_column     # whole_contig with an input broadcast along the rows too
     cdef bint whole_near       # whole_far, and where float rows step 2 items (NEAR_LOOP_OPS)
     cdef bint whole_backwards  # also where an operand's rows step backwards
     cdef bint whole_any_dst    # whole_loop into strided destination rows too (_kernel_loop)
@@ -681,7 +680,7 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         p.whole_fn, p.whole_contiguous = None, False
     p.whole_loop = NULL
     p.whole_data = NULL
-    p.whole_far = p.whole_contig = p.whole_near = p.whole_column = False
+    p.whole_far = p.whole_contig = p.whole_near = False
     loop = None
     if p.whole_fn is not None and not p.whole_contiguous:
         loop = _direct_loop(p.whole_fn, p.code[0].dt)
@@ -689,7 +688,6 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
         loop, p.whole_any_dst = _kernel_loop(p.code[0].op, p.code[0].dt, p.code[0].dt_out)
         p.whole_far = loop is not None
         p.whole_contig = p.whole_far and p.code[0].op not in CONTIG_BLOCKS_OPS
-        p.whole_column = p.whole_contig and p.code[0].op not in SCALAR_BLOCKS_OPS
         p.whole_near = p.whole_far and p.code[0].op in NEAR_LOOP_OPS \
             and (p.code[0].dt == DT_F32 or p.code[0].dt == DT_F64)
     if loop is not None:

@@ -1753,11 +1753,9 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # at 2^18: abs, a + b, maximum of a float64 a[::-1, ::-1])
     cdef bint near = False  # rows stepping 2 items (not far): pyet's blocks
     cdef bint bcast = True  # every input broadcast along the rows
-    cdef bint column = False  # some input broadcast along the rows
     for k in range(r.nops):
         s = r.strides[k * MAXD + r.nd - 1]
         bcast = bcast and (k < r.ndst or s == 0)
-        column = column or (k >= r.ndst and s == 0)
         if s < 0 and not (prog.whole_backwards or prog.whole_far):
             return False
         if s != 0 and s != r.itemsize[k] and (not prog.whole_far or iabs(s) >= (
@@ -1775,11 +1773,8 @@ cdef bint whole_wanted(Run *r, Program prog) noexcept:
     # where its own calls buffer them: ~a and abs of an int32 column broadcast
     # to 1448^2 2.3x and 2.0x np.invert's and np.abs's time, 0.80-0.88 in
     # pyet's blocks (one destination: the column fill first, this is a
-    # multi-output pass's); one stride-0 input beside a contiguous one is their SIMD
-    # scalar case: float64 A * col 1.09 in pyet's blocks, NumPy's loop kept;
-    # not the min/max loops' on long rows: loops.pxi SCALAR_BLOCKS_OPS)
+    # multi-output pass's); a full leaf beside a column: run_column_rows first)
     if not strided and not near and not bcast and CONTIG_LOOPS and prog.whole_contig \
-            and (prog.whole_column or not column or r.shape[r.nd - 1] < COLUMN_BLOCKS_ROW) \
             and prog.whole_loop != NULL and (r.nd == 1 or r.shape[r.nd - 1] >= CONTIG_ROW_MIN):
         return True  # (rows contiguous)
     return strided
@@ -1811,7 +1806,6 @@ cdef int run_loop_rows(Run *r, Program prog) except -2:
     (its SIMD loops read strided rows where they lie); its flags reported as
     a pass's.  -1, nothing done, for a power whose exponent is not -1."""
     cdef pyet_instr *ins = &prog.code[0]
-    cdef int j, rc
     if ins.op == OP_power:  # np.reciprocal: x ** -1 only
         if ins.src_kind[1] != SRC_SCALAR or (
                 (<double *>(r.scalars + 8 * ins.src[1]))[0] != -1.0 if ins.dt == DT_F64
@@ -1819,15 +1813,22 @@ cdef int run_loop_rows(Run *r, Program prog) except -2:
             return -1
     cdef LoopRows lr
     lr.r, lr.fn, lr.data, lr.ins = r, prog.whole_loop, prog.whole_data, ins
+    r.nchunks, r.nblocks = 1, 1  # (first_row: a row an item)
+    run_rows(r, loop_rows_chunk, &lr, 1)
+    return 0
+
+
+cdef void run_rows(Run *r, chunk_fn fn, void *ctx, int nthreads) except *:
+    # a row runner's chunks (r.nchunks of them, on up to nthreads threads),
+    # the GIL released above GIL_HELD_PASS elements; their flags reported
     r.fpflags = 0
     if r.total <= GIL_HELD_PASS:
-        rc = run_chunks(loop_rows_chunk, &lr, 1, 1, &r.fpflags)
+        run_chunks(fn, ctx, r.nchunks, nthreads, &r.fpflags)
     else:
         with nogil:
-            rc = run_chunks(loop_rows_chunk, &lr, 1, 1, &r.fpflags)
+            run_chunks(fn, ctx, r.nchunks, nthreads, &r.fpflags)
     if r.fpflags:
         report_fp(r.fpflags)
-    return 0
 
 
 cdef struct LoopRows:
@@ -1843,7 +1844,10 @@ cdef struct LoopRows:
 # the integer divisions' precomputed divisors): a column beside a full leaf
 # is passed as the kernel's scalar a row at a time (run_column_rows), not
 # filled into blocks (packed rows: the fill and its gathers were ~8,000 of
-# the ~12,000 instructions of float32 A * col on (20, 200))
+# the ~12,000 instructions of float32 A * col on (20, 200)), nor left to
+# NumPy's loops, whose min/max run a stride-0 input in their scalar loop
+# (float32 maximum(A, col) of (64, 4096) 1.79x NumPy's own call, which
+# buffers the column; 0.44 a row at a time)
 cdef set COLUMN_SCALAR_OPS = {OPCODES[name] for name in (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "copysign", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "bitwise_and",
@@ -1955,36 +1959,17 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     # rows [c * nrows / nchunks, (c + 1) * nrows / nchunks) of run_column_rows
     cdef ColumnRows *cr = <ColumnRows *>ctx
     cdef Run *r = cr.r
-    cdef int nd = r.nd, d, j, k
     cdef pyet_intp idx[MAXD]
-    cdef pyet_intp row, rest, off
-    cdef pyet_intp r0 = cr.nrows * c // r.nchunks, r1 = cr.nrows * (c + 1) // r.nchunks
+    cdef char *row[256]
     cdef char *inp[2]
-    cdef char *out
+    cdef pyet_intp r0 = cr.nrows * c // r.nchunks, r1 = cr.nrows * (c + 1) // r.nchunks
     cdef int before = quiet_start(cr.ins.op)  # (once: ~5 ns a row)
-    rest = r0
-    for d in range(nd - 2, -1, -1):
-        idx[d] = rest % r.shape[d]
-        rest //= r.shape[d]
-    for row in range(r0, r1):
-        off = 0
-        for d in range(nd - 1):
-            off += idx[d] * r.strides[d]
-        out = r.base[0] + off
-        for j in range(2):
-            k = 1 + cr.ins.src[j]
-            off = 0
-            for d in range(nd - 1):
-                off += idx[d] * r.strides[k * MAXD + d]
-            inp[j] = r.base[k] + off
-        column_row(cr, out, inp)
-        d = nd - 2
-        while d >= 0:
-            idx[d] += 1
-            if idx[d] < r.shape[d]:
-                break
-            idx[d] = 0
-            d -= 1
+    if r0 < r1:
+        first_row(r, r0, idx, row)
+    for _ in range(r0, r1):
+        inp[0], inp[1] = row[1 + cr.ins.src[0]], row[1 + cr.ins.src[1]]
+        column_row(cr, row[0], inp)
+        next_row(r, idx, row)
     quiet_end(cr.ins.op, before)
     return 0
 
@@ -2002,59 +1987,39 @@ cdef int run_column_rows(Run *r, Program prog, int col) except -1:
     cr.r, cr.ins, cr.nrows = r, prog.code[0], r.total // r.shape[r.nd - 1]
     cr.ins.sflags, cr.full = 1 << col, 1 - col
     nthreads = threads_for(r.total, cr.nrows)
-    r.nchunks = nthreads
-    r.fpflags = 0
-    if r.total <= GIL_HELD_PASS:
-        run_chunks(column_rows_chunk, &cr, r.nchunks, nthreads, &r.fpflags)
-    else:
-        with nogil:
-            run_chunks(column_rows_chunk, &cr, r.nchunks, nthreads, &r.fpflags)
+    r.nchunks, r.nblocks = nthreads, 1  # (first_row: a row an item)
     _column_rows_count += 1
-    if r.fpflags:
-        report_fp(r.fpflags)
+    run_rows(r, column_rows_chunk, &cr, nthreads)
     return 0
 
 
 cdef int loop_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
+    # run_loop_rows' one chunk: Program.whole_loop on each row, NumPy's steps
     cdef LoopRows *lr = <LoopRows *>ctx
     cdef Run *r = lr.r
     cdef pyet_instr *ins = lr.ins
-    cdef int nd = r.nd, nin = 1 if ins.op == OP_power else ins.nin, j, d
+    cdef int nd = r.nd, nin = 1 if ins.op == OP_power else ins.nin, j
     cdef char *args[3]
-    cdef pyet_intp *st[3]
     cdef cnp.npy_intp dims[1]
     cdef cnp.npy_intp steps[3]
     cdef pyet_intp idx[MAXD]
-    cdef pyet_intp zero[MAXD]
-    cdef pyet_intp row, nrows = r.total // r.shape[nd - 1], off
-    for d in range(nd):
-        zero[d] = 0
-        idx[d] = 0
-    for j in range(nin + 1):
-        if j == nin:  # the destination, operand 0
-            args[j], st[j] = r.base[0], r.strides
-        elif ins.src_kind[j] == SRC_LEAF:
-            args[j] = r.base[1 + ins.src[j]]
-            st[j] = r.strides + (1 + ins.src[j]) * MAXD
-        else:  # a scalar: step 0
-            args[j], st[j] = r.scalars + 8 * ins.src[j], zero
-        steps[j] = st[j][nd - 1]
+    cdef char *row[256]
+    cdef pyet_intp nrows = r.total // r.shape[nd - 1]
+    steps[nin] = r.strides[nd - 1]  # the destination, operand 0, last
+    for j in range(nin):  # a scalar: step 0, its slot every row
+        if ins.src_kind[j] == SRC_LEAF:
+            steps[j] = r.strides[(1 + ins.src[j]) * MAXD + nd - 1]
+        else:
+            args[j], steps[j] = r.scalars + 8 * ins.src[j], 0
     dims[0] = r.shape[nd - 1]
-    cdef char *rowp[3]
-    for row in range(nrows):
-        for j in range(nin + 1):
-            off = 0
-            for d in range(nd - 1):
-                off += idx[d] * st[j][d]
-            rowp[j] = args[j] + off
-        lr.fn(rowp, dims, steps, lr.data)
-        d = nd - 2
-        while d >= 0:
-            idx[d] += 1
-            if idx[d] < r.shape[d]:
-                break
-            idx[d] = 0
-            d -= 1
+    first_row(r, 0, idx, row)
+    for _ in range(nrows):
+        args[nin] = row[0]
+        for j in range(nin):
+            if ins.src_kind[j] == SRC_LEAF:
+                args[j] = row[1 + ins.src[j]]
+        lr.fn(args, dims, steps, lr.data)
+        next_row(r, idx, row)
     return 0
 
 
