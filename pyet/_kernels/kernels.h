@@ -4797,6 +4797,16 @@ PYET_INLINE uint64_t pyet_or_words(const unsigned char *p, int nwords)
     return any;
 }
 
+/* j + the first deciding byte of the r (1-8) low bytes of w, or 0 where none
+ * decides (masked, not selected: gcc made the select a branch, mispredicted
+ * on random rows: 4.8 ns a row of 1) */
+PYET_INLINE int64_t pyet_last_word(uint64_t w, uint64_t flip, pyet_intp r, pyet_intp j)
+{
+    const uint64_t m = (pyet_nonzero_bytes(w) ^ flip) & (~0ULL >> (8 * (8 - r)));
+    const int64_t at = j + (__builtin_ctzll(m | (1ULL << 63)) >> 3);
+    return at & -(int64_t)((m | (0 - m)) >> 63);  /* (m != 0 without a compare) */
+}
+
 PYET_INLINE int64_t pyet_first_byte(const unsigned char *row, pyet_intp k, uint64_t flip,
                                     const unsigned char *hi, int first_word)
 {
@@ -4841,11 +4851,7 @@ PYET_INLINE int64_t pyet_first_byte(const unsigned char *row, pyet_intp k, uint6
         w = 0;
         for (pyet_intp t = 0; t < r; t++) w |= (uint64_t)row[t] << (8 * t);
     }
-    m = (pyet_nonzero_bytes(w) ^ flip) & (~0ULL >> (8 * (8 - r)));
-    /* (masked, not selected: gcc made the select a branch, mispredicted on
-     * random rows: 4.8 ns a row of 1) */
-    const int64_t at = j + (__builtin_ctzll(m | (1ULL << 63)) >> 3);
-    return at & -(int64_t)((m | (0 - m)) >> 63);  /* (m != 0 without a compare) */
+    return pyet_last_word(w, flip, r, j);
 }
 
 /* Bool rows at adjacent bytes (rs == 1: a C array's columns), 64 of them a
@@ -4911,15 +4917,12 @@ PYET_DISPATCH_WIDE void pyet_arg_rows(int red, int dt, pyet_intp nrows, pyet_int
             /* rows under 8 bytes whose word from the row's start ends inside
              * the array: one load, no branch a row (pyet_first_byte's tests
              * and its spills made a row of 3 ~3 ns, NumPy's loop 2.8) */
-            const uint64_t keep = ~0ULL >> (8 * (8 - k));
             const pyet_intp span = hi - (const unsigned char *)src;
             const pyet_intp fit = span >= 8 ? (span - 8) / rs + 1 : 0;
-            uint64_t w, m;
+            uint64_t w;
             for (; i < fit && i < nrows; i++) {
                 memcpy(&w, src + i * rs, 8);
-                m = (pyet_nonzero_bytes(w) ^ flip) & keep;
-                const int64_t at = __builtin_ctzll(m | (1ULL << 63)) >> 3;
-                *(int64_t *)(out + i * os) = at & -(int64_t)((m | (0 - m)) >> 63);
+                *(int64_t *)(out + i * os) = pyet_last_word(w, flip, k, 0);
             }
         }
         /* (two loops: a test of k inside one made rows of 8-15 1.4x slower) */
