@@ -3,28 +3,24 @@
 Each builds a lazy node; nothing is computed until the tree is evaluated.
 """
 
+import inspect
+
 from pyet._core import core
 from pyet._core.ops import OPS
 
 
 def _make(op):
-    name, code = op.name, core.OPCODES[op.name]
-    # (a function of the op's arity, one or two in the op table: Python's own
-    # message for a wrong count)
-    if op.arity == 1:
-        def fn(x):
-            return _apply_unary(code, x)
-    else:
-        def fn(x1, x2):
-            return _apply_binary(code, x1, x2)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Lazy elementwise ``{name}`` (reference: NumPy's "
-                  f"``{getattr(op.reference, '__name__', name)}``); returns an Expr.")
+    fn = core.op_function(core.OPCODES[op.name], op.arity, op.name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__module__ = "pyet"
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for p in (("x",) if op.arity == 1 else ("x1", "x2"))])
+    fn.__doc__ = (f"Lazy elementwise ``{op.name}`` (reference: NumPy's "
+                  f"``{getattr(op.reference, '__name__', op.name)}``); returns an Expr.")
     return fn
 
 
-_apply_unary, _apply_binary = core.apply_unary, core.apply_binary
 _ALIASES = {"abs": "absolute", "mod": "remainder", "true_divide": "divide",
             "bitwise_not": "invert", "pow": "power"}
 

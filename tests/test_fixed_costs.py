@@ -2,8 +2,13 @@
 concatenate, pad's common arguments, take's one-pass index check.  Each
 against NumPy, with the general path's results and errors."""
 
+import inspect
+import re
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyet
 
@@ -344,3 +349,59 @@ def test_take_rows_of_a_line_or_more(dtype, nbytes):
         D = np.zeros((5, m), dtype)
         pyet.asarray(D)[...] = pyet.take(idx, pyet.asarray(w))
         np.testing.assert_array_equal(D, w[idx])
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), max_size=6),
+       st.integers(0, 6), st.integers(0, 6))
+@settings(max_examples=150, deadline=None)
+def test_broadcast_shapes_are_numpys(dims, cut_a, cut_b):
+    """The node's shape is NumPy's broadcast of its operands' (its own tuple
+    returned where it is one operand's shape); mismatches name both shapes."""
+    a_shape = tuple(1 if one else n for n, one, _ in dims)[cut_a:]
+    b_shape = tuple(1 if one else n for n, _, one in dims)[cut_b:]
+    A, B = pyet.asarray(np.zeros(a_shape)), pyet.asarray(np.ones(b_shape))
+    want = np.broadcast_shapes(a_shape, b_shape)
+    for got in ((A + B).shape, pyet.maximum(B, A).shape):
+        assert got == want
+    np.testing.assert_array_equal(np.asarray(pyet.evaluate(pyet.maximum(A, B))),
+                                  np.maximum(np.zeros(a_shape), np.ones(b_shape)))
+
+
+def test_broadcast_shapes_errors():
+    A, B = pyet.asarray(np.zeros((2, 3))), pyet.asarray(np.zeros((4, 1, 2)))
+    with pytest.raises(ValueError, match=r"could not be broadcast together with shapes "
+                                         r"\(2,3\) \(4,1,2\)"):
+        A + B
+    deep = pyet.asarray(np.zeros(1)).reshape((1,) * 65)
+    with pytest.raises(ValueError, match="at most 64 dimensions .NumPy's limit., got 65"):
+        deep + A
+
+
+def test_generated_functions_fail_as_python_functions_do():
+    """pyet's compiled op functions raise Python's own messages for a bad call."""
+    def maximum(x1, x2):
+        pass
+
+    def sin(x):
+        pass
+
+    def own_name(exc):  # (Python names the local function by its qualified name)
+        return str(exc).split(".<locals>.")[-1]
+
+    a = np.ones(3)
+    for mine, python in ((pyet.maximum, maximum), (pyet.sin, sin)):
+        n = 1 if python is sin else 2
+        calls = [(), (a,) * (n + 1), (a,) * (n - 1)]
+        for args in calls:
+            with pytest.raises(TypeError) as want:
+                python(*args)
+            with pytest.raises(TypeError, match=f"^{re.escape(own_name(want.value))}$"):
+                mine(*args)
+        for kwargs in ({"y": a}, {"x2": a} if n == 2 else {"x1": a}):
+            with pytest.raises(TypeError) as want:
+                python(**kwargs)
+            with pytest.raises(TypeError, match=f"^{re.escape(own_name(want.value))}$"):
+                mine(**kwargs)
+    assert str(inspect.signature(pyet.maximum)) == "(x1, x2)"
+    assert str(inspect.signature(pyet.sin)) == "(x)"
+    assert pyet.maximum.__name__ == "maximum" and pyet.maximum.__module__ == "pyet"
