@@ -1,13 +1,14 @@
 """One op on a full leaf and a column (a leaf broadcast along the rows): the
 kernel called a row at a time with the column's element as its scalar
 (passes.pxi run_column_rows), on rows of COLUMN_ROW_MIN (64) elements or more
-whose items, and dst's, are aligned (one value broadcast along one row: a row
-of its own); dst's rows or the full leaf's strided (not both) from rows of
-128, in pieces through buffers.  Every op it takes, on every
-dtype, the column first and second, against NumPy's bits and against the
-blocks (the path off); the path checked taken, or refused where it does not
-apply (other ops, short, strided or misaligned rows), with the same values;
-floating-point errors as NumPy's; destinations framed by sentinel bytes."""
+or on up to COLUMN_FEW_ROWS (24) rows of any length, whose items, and dst's,
+are aligned (one value broadcast along one row: a row of its own); dst's
+rows or the full leaf's strided (not both) from rows of 128, in pieces
+through buffers.  Every op it takes, on every dtype, the column first and
+second, against NumPy's bits and against the blocks (the path off); the path
+checked taken, or refused where it does not apply (other ops, many short,
+strided or misaligned rows), with the same values; floating-point errors as
+NumPy's; destinations framed by sentinel bytes."""
 
 import warnings
 
@@ -192,8 +193,13 @@ def test_refused_where_it_does_not_apply():
     rng = np.random.default_rng(7)
     a = values("float64", (6, 200), rng)
     c = values("float64", (6, 1), rng)
-    check("multiply", a[:, :63], c, False, taken=False)   # rows of 63 elements
-    check("multiply", a[:, :64], c, False, taken=True)    # of 64
+    many = values("float64", (25, 64), rng)
+    many_c = values("float64", (25, 1), rng)
+    check("multiply", many[:, :63], many_c, False, taken=False)   # 25 rows of 63 elements
+    check("multiply", many[:24, :63], many_c[:24], False, taken=True)  # 24 of them
+    check("multiply", many[:, :2], many_c, False, taken=False)  # 25 of 2
+    check("multiply", many[:24, :2], many_c[:24], False, taken=True)
+    check("multiply", many, many_c, False, taken=True)    # 25 rows of 64
     check("multiply", a[:, ::2], c, False, taken=False)   # strided rows of 100
     check("add", a, np.broadcast_to(a[:1], a.shape), False, taken=False)  # a row, not a column
     # one value broadcast to a column (pyet may take it as a scalar), and one row
@@ -202,7 +208,9 @@ def test_refused_where_it_does_not_apply():
     out = np.zeros((6, 400))
     check("multiply", a[:, :127], c, False, taken=False, dst=out[:, :254:2])  # strided dst rows
     f32 = values("float32", (6, 200), rng)
-    check("multiply", f32[:, :63], values("float32", (6, 1), rng), False, taken=False)
+    check("multiply", f32[:, :63], values("float32", (6, 1), rng), False, taken=True)
+    check("multiply", np.tile(f32[:, :63], (5, 1)), values("float32", (30, 1), rng), False,
+          taken=False)
     # misaligned: a float64 field of a packed record, a contiguous buffer one
     # byte off (pyet copies such leaves first: either path), and dst there
     rec = np.zeros((6, 200), np.dtype([("pad", "u1"), ("x", "<f8")], align=False))

@@ -1858,6 +1858,11 @@ cdef set COLUMN_SCALAR_OPS = {OPCODES[name] for name in (
 # float32 maximum (64, 64) 1.04 -> 0.96, (181, 181) 1.11 -> 0.75, (512, 512)
 # 0.87 -> 0.51; float64 A * col (64, 64) 0.85 -> 0.76, (20, 200) 0.91 -> 0.68)
 cdef pyet_intp COLUMN_ROW_MIN = 64
+# ... or where there are at most this many: the packed blocks' planning
+# costs more than their calls (float32 maximum(A, col), packed -> a call a
+# row: (16, 16) 766 -> 706 ns, (24, 32) 915 -> 824, (8, 8) 725 -> 606;
+# (32, 16) and (32, 32) the same, (400, 62) 6288 -> 7616: kept packed)
+DEF COLUMN_FEW_ROWS = 24
 # a strided row (dst's or the full leaf's, not both) from this many elements:
 # float32 A * col of (64, 64) into big[:, ::2] 0.95 -> 1.09x NumPy, of
 # A[:, ::2] 0.82 -> 0.94; (181, 181) 1.06 -> 0.82 and 0.81 -> 0.56
@@ -1889,10 +1894,15 @@ cdef int column_slot(Run *r, Program prog) noexcept:
     # buffers): -1 where there is none (or not prog.column_rows)
     cdef pyet_instr *ins = &prog.code[0]
     cdef int last = r.nd - 1, j, k, other, isz = pyet_itemsize[ins.dt]
+    cdef pyet_intp nrows = 1
     if not (COLUMN_ROWS and prog.column_rows and r.ndst == 1 and r.red == RED_NONE
-            and r.shape[last] >= COLUMN_ROW_MIN and r.strides[last] != 0
-            and r.itemsize[0] == pyet_itemsize[ins.dt_out]):
+            and r.strides[last] != 0 and r.itemsize[0] == pyet_itemsize[ins.dt_out]):
         return -1
+    if r.shape[last] < COLUMN_ROW_MIN:
+        for j in range(last):
+            nrows *= r.shape[j]
+        if nrows > COLUMN_FEW_ROWS:
+            return -1
     for j in range(2):
         k = 1 + ins.src[j]
         if r.itemsize[k] != isz:
