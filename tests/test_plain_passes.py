@@ -4,6 +4,8 @@ gathers or folds).  Its values against run_block's (``set_plain_passes``,
 bit for bit) and NumPy's, around block edges, with casts, scalars, several
 destinations of one plan and two threads; destinations between sentinels."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -182,3 +184,93 @@ def test_floating_point_flags_over_many_blocks(plain):
         assert flags.all()
     finally:
         core.set_plain_passes(before)
+
+
+def _rows_apart(shape, dtype, rng, cut=3):
+    """An array of ``shape`` whose rows lie ``cut`` items apart inside a wider
+    one (rows that cannot merge), values of dtype with negatives and zeros."""
+    wide = rng.integers(-60, 60, shape[:-1] + (shape[-1] + cut,))
+    if np.dtype(dtype) == np.bool_:
+        wide = wide > 0
+    return wide.astype(dtype)[..., 1:1 + shape[-1]]
+
+
+ONE_OP = {
+    "~a": (lambda a, b: ~a, lambda a, b: ~a, ("bool", "int32", "int64")),
+    "abs": (lambda a, b: abs(a), np.abs, ("float32", "int64")),
+    "log": (lambda a, b: pyet.log(a), np.log, ("float32", "float64")),
+    "a+b": (lambda a, b: a + b, np.add, ("float32", "float64", "int32")),
+    "a*2.5": (lambda a, b: a * 2.5, lambda a, b: a * 2.5, ("float64",)),
+    "2-a": (lambda a, b: 2 - a, lambda a, b: 2 - a, ("float32", "int64")),
+    "a<b": (lambda a, b: a < b, np.less, ("float64", "int32")),
+    "a&b": (lambda a, b: a & b, np.bitwise_and, ("bool", "int64")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_OP))
+@pytest.mark.parametrize("shape", [(179, 181), (3, 50, 200), (40, 128), (9, 512), (2, 700)])
+def test_one_op_on_rows_not_merged(name, shape):
+    # one kernel a row (plain_rows): operands whose rows lie apart, a scalar
+    # either side, outer dimensions stepped; NumPy's bits, run_block's bits,
+    # the destination framed by sentinels
+    pe, ref, dtypes = ONE_OP[name]
+    for dtype in dtypes:
+        rng = np.random.default_rng(shape[-1])
+        a, b = _rows_apart(shape, dtype, rng), _rows_apart(shape, dtype, rng, cut=5)
+        with np.errstate(all="ignore"):
+            want = np.asarray(ref(a, b))
+        with np.errstate(all="ignore"):
+            got = _both_paths(lambda a=a, b=b: pe(pyet.asarray(a), pyet.asarray(b)), shape,
+                              want.dtype)
+        if name == "log":  # (pyet's own log: within 2 ulp of NumPy's, its NaNs and infs)
+            np.testing.assert_array_max_ulp(got, want, 2)
+        else:
+            np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=name)
+
+
+def test_one_op_rows_into_rows_apart_and_in_place():
+    rng = np.random.default_rng(11)
+    a = _rows_apart((150, 300), np.float64, rng)
+    big = np.full((152, 310), -7.0)
+    dst = big[1:-1, 4:304]  # dst's rows apart too, between sentinels
+    pyet.asarray(dst)[...] = pyet.asarray(a) * 3.0
+    np.testing.assert_array_equal(dst, a * 3.0)
+    assert (big[0] == -7).all() and (big[-1] == -7).all()
+    assert (big[:, :4] == -7).all() and (big[:, 304:] == -7).all()
+    # in place: each row read and written where it lies
+    want = ~_rows_apart((120, 200), np.int32, np.random.default_rng(1))
+    x = _rows_apart((120, 200), np.int32, np.random.default_rng(1))
+    X = pyet.asarray(x)
+    X[...] = ~X
+    np.testing.assert_array_equal(x, want)
+    # a cast of such rows
+    i = _rows_apart((100, 257), np.int32, rng)
+    out = np.zeros((100, 257))
+    pyet.asarray(out)[...] = pyet.asarray(i) + 0.5
+    np.testing.assert_array_equal(out, i + 0.5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_op_rows_on_threads_and_their_flags(threads):
+    # rows split over chunks (each starting mid-array); a kernel's invalid
+    # flag raised on any row reaches np.errstate, and stays quiet under ignore
+    rng = np.random.default_rng(5)
+    a = _rows_apart((4000, 300), np.float64, rng)  # 1.2e6 elements: two threads take it
+    before = pyet.get_num_threads()
+    pyet.set_num_threads(threads)
+    try:
+        out = np.zeros(a.shape)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pyet.asarray(out)[...] = pyet.log(pyet.asarray(a))
+            np.testing.assert_array_max_ulp(out, np.log(a), 2)
+        pos = np.abs(a) + 1
+        pos[3999, 299] = -1.0  # one negative, in the last row
+        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            pyet.asarray(out)[...] = pyet.log(pyet.asarray(pos))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with np.errstate(invalid="ignore"):
+                pyet.asarray(out)[...] = pyet.log(pyet.asarray(pos))
+        np.testing.assert_array_max_ulp(out, np.log(np.where(pos > 0, pos, np.nan)), 2)
+    finally:
+        pyet.set_num_threads(before)
