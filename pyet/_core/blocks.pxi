@@ -658,7 +658,7 @@ cdef int plain_rows(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     """run_plain for one instruction writing dst, rows w0 <= w < w1 of one
     block each: the kernel a row, its operands a row apart, its loop chosen
     and its quiet flags taken once (~a of (179, 181) rows 184 bytes apart:
-    ~190 instructions a row around the kernel's call in run_plain's blocks)."""
+    ~190 -> ~80 instructions a row around the kernel's call)."""
     cdef pyet_instr *ins = &prog.code[0]
     cdef const short *sl = prog.slots
     cdef int j, k, nin = ins.nin, first = prog.nregs + prog.nscalars, straight = 0
