@@ -248,3 +248,27 @@ def test_destination_read_across_threads(shape, threaded):
     with np.errstate(all="ignore"):
         pyet.asarray(out)[...] = pyet.sqrt(abs(pyet.asarray(a))) + pyet.asarray(b)
         same_bits(np.ascontiguousarray(out), np.sqrt(np.abs(a)) + b)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("rows", [181, 75, 13])
+def test_tiles_off_the_leafs_cache_lines(dtype, rows, one_thread):
+    # a transposed leaf starting at every item offset in a cache line: tiles
+    # whose rows are not a whole number of the register transposes' steps
+    # (the first tile cut at the leaf's next line, the last at the end) run
+    # those steps and then the rows left one at a time (pyet_copy_tile)
+    rng = np.random.default_rng(rows)
+    isz = np.dtype(dtype).itemsize
+    values = rng.random((rows, 181)) < 0.5 if dtype == np.bool_ else make((rows, 181), dtype,
+                                                                           rng)
+    raw = np.zeros(rows * 181 * isz + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    for off in range(0, 64, isz):
+        src = raw[start + off:start + off + rows * 181 * isz].view(dtype).reshape(rows, 181)
+        src[...] = values
+        a = src.T  # (181, rows), read across its rows into a C destination
+        buf = np.full(181 * rows * isz + 128, 0x5A, np.uint8)
+        dst = buf[64:-64].view(dtype).reshape(181, rows)
+        pyet.asarray(dst)[...] = ~pyet.asarray(a) if dtype == np.bool_ else -pyet.asarray(a)
+        same_bits(dst, np.invert(a) if dtype == np.bool_ else np.negative(a))
+        assert (buf[:64] == 0x5A).all() and (buf[-64:] == 0x5A).all()
