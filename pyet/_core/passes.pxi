@@ -1874,8 +1874,8 @@ cdef Py_ssize_t _column_rows_count = 0
 def set_column_rows(bint on, pyet_intp min_row=64):
     """Let one-op passes on a full leaf and a column call the kernel a row
     at a time with the column's element as its scalar, on rows of at least
-    ``min_row`` elements (tests compare with the blocks); returns the old
-    setting."""
+    ``min_row`` elements or on up to COLUMN_FEW_ROWS (24) rows (tests compare
+    with the blocks); returns the old setting."""
     global COLUMN_ROWS, COLUMN_ROW_MIN
     old, COLUMN_ROWS, COLUMN_ROW_MIN = COLUMN_ROWS, on, max(min_row, 1)
     return old
