@@ -247,6 +247,23 @@ cdef inline void call_routed(pyet_instr *ins, pyet_intp n, void *out, void **inp
     quiet_end(ins.op, before)
 
 
+cdef inline void call_row(pyet_instr *ins, pyet_intp n, void *out, void **inp,
+                          int *route) noexcept nogil:
+    # a row runner's kernel call, its quiet flags the runner's (taken once):
+    # the first asks pyet_kernel_routed whether pyet_kernel goes straight to
+    # its narrow loops (*route: 0 not asked, 1 straight, 2 not), the later
+    # ones go there directly (the choice does not depend on the scalars'
+    # values for the ops the row runners take with a changing scalar)
+    cdef int straight
+    if route[0] == 1:
+        pyet_kernel_narrow(ins.op, ins.dt, ins.sflags, n, out, inp)
+    elif route[0] == 2:
+        pyet_kernel(ins.op, ins.dt, ins.sflags, n, out, inp)
+    else:
+        pyet_kernel_routed(ins.op, ins.dt, ins.sflags, n, out, inp, &straight)
+        route[0] = 1 if straight else 2
+
+
 cdef inline void call_sx(pyet_instr *ins, pyet_intp n, void *out, void **inp,
                          const pyet_intp *steps) noexcept nogil:
     cdef int before = quiet_start(ins.op)
@@ -661,7 +678,7 @@ cdef int plain_rows(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     ~190 -> ~80 instructions a row around the kernel's call)."""
     cdef pyet_instr *ins = &prog.code[0]
     cdef const short *sl = prog.slots
-    cdef int j, k, nin = ins.nin, first = prog.nregs + prog.nscalars, straight = 0
+    cdef int j, k, nin = ins.nin, first = prog.nregs + prog.nscalars, route = 0
     cdef int opk[PYET_MAX_IN]
     cdef void *inp[PYET_MAX_IN]
     cdef char *row[256]
@@ -672,18 +689,14 @@ cdef int plain_rows(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         inp[j] = slot[sl[j]]
     k = sl[PYET_MAX_IN] - first  # (dst's operand)
     first_row(r, w0, idx, row)
-    for w in range(w0, w1):
+    for _ in range(w0, w1):
         for j in range(nin):
             if opk[j] >= 0:
                 inp[j] = row[opk[j]]
         if ins.op == OP_cast:
             pyet_cast(ins.dt, ins.dt_out, n, row[k], inp[0])
-        elif straight:
-            pyet_kernel_narrow(ins.op, ins.dt, ins.sflags, n, row[k], inp)
-        elif w == w0:
-            pyet_kernel_routed(ins.op, ins.dt, ins.sflags, n, row[k], inp, &straight)
         else:
-            pyet_kernel(ins.op, ins.dt, ins.sflags, n, row[k], inp)
+            call_row(ins, n, row[k], inp, &route)
         next_row(r, idx, row)
     quiet_end(ins.op, before)
     return 0

@@ -1934,10 +1934,11 @@ cdef struct ColumnRows:
 DEF COLUMN_PIECE = 512  # elements of a strided row a kernel call takes (its buffers)
 
 
-cdef inline void column_row(ColumnRows *cr, char *out, char **inp) noexcept nogil:
+cdef inline void column_row(ColumnRows *cr, char *out, char **inp, int *route) noexcept nogil:
     # one row: the kernel straight on contiguous rows; on strided ones in
     # pieces, the full leaf gathered into a buffer and dst's piece written
-    # from one (in place on a strided view: each piece read before written)
+    # from one (in place on a strided view: each piece read before written);
+    # its calls routed (call_row)
     cdef Run *r = cr.r
     cdef pyet_intp n = r.shape[r.nd - 1], c, m, ds = r.strides[r.nd - 1]
     cdef pyet_intp fs = r.strides[(1 + cr.ins.src[cr.full]) * MAXD + r.nd - 1]
@@ -1946,7 +1947,7 @@ cdef inline void column_row(ColumnRows *cr, char *out, char **inp) noexcept nogi
     cdef uint64_t written[COLUMN_PIECE]
     cdef void *piece[2]
     if ds == osz and fs == isz:
-        pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, n, out, <void **>inp)
+        call_row(&cr.ins, n, out, <void **>inp, route)
         return
     piece[1 - cr.full] = inp[1 - cr.full]
     c = 0
@@ -1958,9 +1959,9 @@ cdef inline void column_row(ColumnRows *cr, char *out, char **inp) noexcept nogi
             pyet_copy_strided(<char *>gathered, isz, inp[cr.full] + c * fs, fs, m, isz)
             piece[cr.full] = gathered
         if ds == osz:
-            pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, m, out + c * osz, piece)
+            call_row(&cr.ins, m, out + c * osz, piece, route)
         else:
-            pyet_kernel(cr.ins.op, cr.ins.dt, cr.ins.sflags, m, written, piece)
+            call_row(&cr.ins, m, written, piece, route)
             pyet_copy_strided(out + c * ds, ds, <char *>written, osz, m, osz)
         c += m
 
@@ -1973,12 +1974,12 @@ cdef int column_rows_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
     cdef char *row[256]
     cdef char *inp[2]
     cdef pyet_intp r0 = cr.nrows * c // r.nchunks, r1 = cr.nrows * (c + 1) // r.nchunks
-    cdef int before = quiet_start(cr.ins.op)  # (once: ~5 ns a row)
+    cdef int before = quiet_start(cr.ins.op), route = 0  # (once: ~5 ns a row)
     if r0 < r1:
         first_row(r, r0, idx, row)
     for _ in range(r0, r1):
         inp[0], inp[1] = row[1 + cr.ins.src[0]], row[1 + cr.ins.src[1]]
-        column_row(cr, row[0], inp)
+        column_row(cr, row[0], inp, &route)
         next_row(r, idx, row)
     quiet_end(cr.ins.op, before)
     return 0

@@ -4255,12 +4255,6 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
                                   pyet_intp ss, pyet_intp rows, pyet_intp n, int itemsize,
                                   int prefetch)
 {
-#define PYET_TILE_COPY(T)                                                   \
-    for (pyet_intp x = 0; x < n; x++) {                                     \
-        const char *s_ = src + x * ss;                                      \
-        for (pyet_intp t = 0; t < rows; t++)                                \
-            ((T *)(dst + t * drow))[x] = *(const T *)(s_ + t * srow);       \
-    }
 /* a cache line of R adjacent elements per x: a fixed count the compiler unrolls;
  * the lines PYET_TILE_AHEAD further on are prefetched (each is on another page,
  * where the hardware prefetchers do not follow) in passes from memory only
@@ -4277,11 +4271,12 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
             ((T *)(dst + t * drow))[x] = s_[t];                             \
     }
 /* the rows from t0 on of the first `done` elements of each, one at a time:
- * what the register transposes below leave of a tile whose rows are not a
- * whole number of their steps (a tile that starts or ends off the leaf's
- * cache lines; a byte at a time, the whole tile had made bool ~A.T of
- * 181 x 181 1.2x NumPy's time at some of the leaf's addresses, 0.74 at others) */
-#define PYET_TILE_REST(T, t0, done)                                         \
+ * a whole tile (t0 0, done n), or what the register transposes below leave
+ * of a tile whose rows are not a whole number of their steps (a tile that
+ * starts or ends off the leaf's cache lines; a byte at a time, the whole
+ * tile had made bool ~A.T of 181 x 181 1.2x NumPy's time at some of the
+ * leaf's addresses, 0.74 at others) */
+#define PYET_TILE_ROWS(T, t0, done)                                         \
     for (pyet_intp x = 0; x < (done); x++) {                                \
         const char *s_ = src + x * ss;                                      \
         for (pyet_intp t = (t0); t < rows; t++)                             \
@@ -4293,8 +4288,8 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
         const int width = (int)(rows * itemsize) & ~31;
         const pyet_intp done = pyet_tile_lines_avx2(dst, drow, src, ss, n, itemsize, width,
                                                     prefetch);
-        if (itemsize == 4) { PYET_TILE_REST(uint32_t, width / 4, done) }
-        else { PYET_TILE_REST(uint64_t, width / 8, done) }
+        if (itemsize == 4) { PYET_TILE_ROWS(uint32_t, width / 4, done) }
+        else { PYET_TILE_ROWS(uint64_t, width / 8, done) }
         dst += done * itemsize;
         src += done * ss;
         n -= done;
@@ -4303,7 +4298,7 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
 #ifdef __SSE2__
     if (itemsize == 1 && srow == 1 && rows >= 8 && n >= 8) {
         const pyet_intp done = pyet_tile_bytes_sse2(dst, drow, src, ss, rows & ~(pyet_intp)7, n);
-        PYET_TILE_REST(uint8_t, rows & ~(pyet_intp)7, done)
+        PYET_TILE_ROWS(uint8_t, rows & ~(pyet_intp)7, done)
         dst += done;
         src += done * ss;
         n -= done;
@@ -4317,13 +4312,12 @@ PYET_DISPATCH void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, py
         }
     }
     switch (itemsize) {
-    case 1: PYET_TILE_COPY(uint8_t); break;
-    case 4: PYET_TILE_COPY(uint32_t); break;
-    case 8: PYET_TILE_COPY(uint64_t); break;
+    case 1: PYET_TILE_ROWS(uint8_t, 0, n) break;
+    case 4: PYET_TILE_ROWS(uint32_t, 0, n) break;
+    case 8: PYET_TILE_ROWS(uint64_t, 0, n) break;
     }
-#undef PYET_TILE_COPY
 #undef PYET_TILE_LINE
-#undef PYET_TILE_REST
+#undef PYET_TILE_ROWS
 #undef PYET_TILE_AHEAD
 }
 
