@@ -252,25 +252,32 @@ def test_one_op_rows_into_rows_apart_and_in_place():
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_op_rows_on_threads_and_their_flags(threads):
-    # rows split over chunks (each starting mid-array); a kernel's invalid
-    # flag raised on any row reaches np.errstate, and stays quiet under ignore
+    # rows split over chunks (each starting mid-array), plain_rows against
+    # run_block; a kernel's divide-by-zero flag raised on the last row only
+    # reaches np.errstate, and stays quiet under ignore
     rng = np.random.default_rng(5)
     a = _rows_apart((4000, 300), np.float64, rng)  # 1.2e6 elements: two threads take it
+    b = np.abs(_rows_apart((4000, 300), np.float64, rng, cut=5)) + 1
+    b[3999, 299] = 0.0
+    A, B = pyet.asarray(a), pyet.asarray(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = a / b
     before = pyet.get_num_threads()
     pyet.set_num_threads(threads)
     try:
-        out = np.zeros(a.shape)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pyet.asarray(out)[...] = pyet.log(pyet.asarray(a))
-            np.testing.assert_array_max_ulp(out, np.log(a), 2)
-        pos = np.abs(a) + 1
-        pos[3999, 299] = -1.0  # one negative, in the last row
-        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
-            pyet.asarray(out)[...] = pyet.log(pyet.asarray(pos))
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            with np.errstate(invalid="ignore"):
-                pyet.asarray(out)[...] = pyet.log(pyet.asarray(pos))
-        np.testing.assert_array_max_ulp(out, np.log(np.where(pos > 0, pos, np.nan)), 2)
+        for plain in (True, False):
+            old = core.set_plain_passes(plain)
+            try:
+                out = np.zeros(a.shape)
+                with np.errstate(divide="raise", invalid="raise"), \
+                        pytest.raises(FloatingPointError):
+                    pyet.asarray(out)[...] = A / B
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        pyet.asarray(out)[...] = A / B
+                np.testing.assert_array_equal(out, want)
+            finally:
+                core.set_plain_passes(old)
     finally:
         pyet.set_num_threads(before)
