@@ -271,6 +271,12 @@ def elementwise_cases(n, rng, pattern):
                               lambda A=A, C=C, D=D: D.__setitem__(..., A + C),
                               lambda a=a, col=col, out=out: np.add(a, col, out=out),
                               lambda out=out: out))
+            if dt in FLOATS:  # a column's own subtree, one value a row
+                cases.append(Case(f"A*tanh(col) {np.dtype(dt).name:7s} rows of {width}",
+                                  lambda A=A, C=C, D=D: D.__setitem__(..., A * pyet.tanh(C)),
+                                  lambda a=a, col=col, out=out: np.multiply(
+                                      a, np.tanh(col), out=out),
+                                  lambda out=out: out, tol=1e-5))
     # rows of 128-256 with a column or a costly op on a row (packed in whole
     # rows; the row's subtree computed on a chunk's first block)
     for width in (128, 200):

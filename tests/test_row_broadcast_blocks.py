@@ -264,7 +264,7 @@ def _column_trees(Z, B, C, D):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(300, 128), (7, 129), (1000, 3), (2, 3, 130), (64, 64),
-                                   (600, 2), (1, 200), (5, 256)])
+                                   (600, 2), (1, 200), (5, 256), (5000, 2), (1500, 3)])
 @pytest.mark.parametrize("tree", range(6))
 def test_column_subtrees_once_a_row_equal_every_element(dtype, shape, tree):
     rng = np.random.default_rng(20 + tree)
