@@ -1842,10 +1842,6 @@ cdef class Tensor(Expr):
             raise ValueError(f"cannot view {self._array.dtype} as {dtype} without copying")
         return self._array.astype(dtype)
 
-    @property
-    def __array_interface__(self):
-        return self._array.__array_interface__
-
     def __getitem__(self, key):
         key = _basic_key(key)
         return view_leaf(self, "index", key, self._array[key])
