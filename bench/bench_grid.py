@@ -277,6 +277,26 @@ def elementwise_cases(n, rng, pattern):
                                   lambda a=a, col=col, out=out: np.multiply(
                                       a, np.tanh(col), out=out),
                                   lambda out=out: out, tol=1e-5))
+    # short rows whose operands disagree with the destination on the order:
+    # C leaves into Fortran order, Fortran leaves into C order
+    for width in (2, 5, 17, 64):
+        for dt in FLOATS:
+            a = (rng.random((max(n // width, 1), width)) * 4 - 2).astype(dt)
+            b, col = a * 0.5, a[:, :1].copy()
+            f_out = np.empty(a.shape, dt, order="F")
+            fa, fb, c_out = np.asfortranarray(a), np.asfortranarray(b), np.empty(a.shape, dt)
+            A, B, C, FA, FB, DF, DC = (pyet.asarray(x) for x in (a, b, col, fa, fb, f_out, c_out))
+            for tname, fp, fn, out in (
+                    ("C->F copy", lambda A=A: A,
+                     lambda a=a, out=f_out: (np.copyto(out, a), out)[1], f_out),
+                    ("C->F a+col", lambda A=A, C=C: A + C,
+                     lambda a=a, col=col, out=f_out: np.add(a, col, out=out), f_out),
+                    ("F->C a+b", lambda FA=FA, FB=FB: FA + FB,
+                     lambda fa=fa, fb=fb, out=c_out: np.add(fa, fb, out=out), c_out)):
+                D = DF if out is f_out else DC
+                cases.append(Case(f"{tname:10s} {np.dtype(dt).name:7s} rows of {width}",
+                                  lambda D=D, fp=fp: D.__setitem__(..., fp()), fn,
+                                  lambda out=out: out))
     # rows of 128-256 with a column or a costly op on a row (packed in whole
     # rows; the row's subtree computed on a chunk's first block)
     for width in (128, 200):

@@ -1103,7 +1103,7 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
     for k in range(nops):
         if r.gather[k] >= 0:
             continue  # a row broadcast, above
-        if r.tile and k >= ndst and across_rows(r, k):
+        if r.tile and k >= ndst and tiled_leaf(r, k):
             r.gather[k] = -2 - ntiled  # copied a tile at a time (run_tiled)
             ntiled += 1
         elif r.packed:
