@@ -102,7 +102,7 @@ def test_fortran_leaves_of_short_rows_into_c_and_strided(dtype, width, layout, t
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
-@pytest.mark.parametrize("width", [16, 17, 33, 64, 100])
+@pytest.mark.parametrize("width", [16, 17, 33, 60, 64, 100, 181])
 @pytest.mark.parametrize("tree", range(5))
 def test_flat_tiles_with_columns_rows_and_leaves_in_place(dtype, width, tree):
     # rows read across (dst Fortran) with a column, a row: each copied into its tile

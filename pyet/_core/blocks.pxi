@@ -990,7 +990,7 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
     cdef char *ptr[256]
     cdef char *tb
     cdef char *dst = NULL
-    cdef pyet_intp w, plane, r0, rows, i, inner = r.shape[nd - 1], h = r.shape[nd - 2]
+    cdef pyet_intp w, plane, r0, rows, i, c, g, inner = r.shape[nd - 1], h = r.shape[nd - 2]
     cdef pyet_intp regbytes = r.block * MAX_REG_BYTES
     cdef uint64_t route[2]  # (call_routed)
     route[0] = route[1] = 0
@@ -1007,9 +1007,15 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
                 ptr[k] += i * r.strides[k * MAXD + d]
         if prog.copies_leaf and r.itemsize[0] == r.itemsize[1] and (
                 r.gather[1] == -1 if r.dtile else r.gather[1] <= -2):
-            if r.dtile:  # dst.T = A: A's rows copied across dst's
-                pyet_copy_tile(ptr[0], r.strides[nd - 1], ptr[1], r.itemsize[1],
-                               r.strides[MAXD + nd - 2], inner, rows, r.itemsize[1], r.from_memory)
+            if r.dtile:  # dst.T = A: A's rows copied across dst's, a line of its columns a call
+                g = 64 // r.itemsize[1]
+                c = 0
+                while c < inner:
+                    pyet_copy_tile(ptr[0] + c * r.strides[nd - 1], r.strides[nd - 1],
+                                   ptr[1] + c * r.itemsize[1], r.itemsize[1],
+                                   r.strides[MAXD + nd - 2], min(g, inner - c), rows,
+                                   r.itemsize[1], r.from_memory)
+                    c += g
             else:  # dst = A.T: the tile copied straight into the destination's rows
                 pyet_copy_tile(ptr[0], r.strides[nd - 2], ptr[1], r.strides[MAXD + nd - 2],
                                r.strides[MAXD + nd - 1], rows, inner, r.itemsize[1], r.from_memory)
