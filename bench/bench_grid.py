@@ -517,6 +517,20 @@ def nn_cases(n, rng, img, col, pattern):
 
     cases.append(Case(f"softmax axis=1 f32 {s3.shape}", lambda: D3.__setitem__(
         ..., pyet.softmax(S3, axis=1)), np_softmax3, lambda: out3, tol=1e-5))
+    # softmax over a short last axis (a classifier's 1-8 classes), in C and
+    # Fortran order, into a destination of the same order
+    for width, order in ((1, "C"), (2, "C"), (2, "F"), (8, "F")):
+        sw = np.asarray(rng.uniform(-5, 5, (n // width, width)).astype(np.float32), order=order)
+        ow = np.empty(sw.shape, np.float32, order=order)
+        SW, DW = pyet.asarray(sw), pyet.asarray(ow)
+
+        def np_softmax_w(sw=sw, ow=ow):
+            e = np.exp(sw - sw.max(1, keepdims=True))
+            return np.divide(e, e.sum(1, keepdims=True), out=ow)
+
+        cases.append(Case(f"softmax axis=1 f32 {sw.shape} {order}",
+                          lambda SW=SW, DW=DW: DW.__setitem__(..., pyet.softmax(SW, axis=1)),
+                          np_softmax_w, lambda ow=ow: ow, tol=1e-5))
     g = rng.random((n // 64, 64)).astype(np.float32)
     gidx = rng.integers(0, 1000, n // 64)
     tg = np.empty((1000, 64), np.float32)

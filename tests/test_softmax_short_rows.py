@@ -10,8 +10,8 @@ from pyet._kernels.nn import softmax_rows, xent_grad_rows
 
 import pyet
 
-SHAPES = [(1, 1), (3, 2), (63, 10), (64, 10), (65, 10), (200, 16), (130, 31), (70, 32),
-          (67, 33), (40, 64), (9, 100)]
+SHAPES = [(1, 1), (3, 2), (200, 1), (130, 2), (129, 3), (300, 4), (70, 5), (63, 10), (64, 10),
+          (65, 10), (200, 16), (130, 31), (70, 32), (67, 33), (40, 64), (9, 100)]
 
 
 def data(shape, dt, seed=0):
@@ -111,3 +111,30 @@ def test_block_boundaries_leave_sentinels():
     softmax_rows(x, buf[1:131], False)
     assert (buf[0] == 7).all() and (buf[131] == 7).all()
     np.testing.assert_allclose(buf[1:131].sum(1), 1, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape", [(300, 1), (301, 2), (129, 3), (100, 8), (70, 33), (5, 6, 7)])
+def test_fortran_leaves_along_every_axis(shape, log, dt):
+    # a Fortran leaf into a Fortran destination (or a new array) runs as the
+    # C-order softmax of their transposes along the mirrored axis; inside a
+    # tree (computed aside, in Fortran order) and into a C destination (the
+    # rows or columns path): NumPy's values each
+    x = np.asfortranarray(data(shape, dt, seed=len(shape)))
+    f = pyet.log_softmax if log else pyet.softmax
+    tol = 4 * (2e-6 if dt == np.float32 else 1e-14)
+    for axis in range(x.ndim):
+        ref = np.moveaxis(np_softmax(
+            np.moveaxis(x, axis, -1).reshape(-1, shape[axis]).astype(np.float64), log).reshape(
+                np.moveaxis(x, axis, -1).shape), -1, axis)
+        buf = np.full(x.size + 8, -7, dt)
+        out = buf[4:-4].reshape(shape[::-1]).T
+        pyet.asarray(out)[...] = f(pyet.asarray(x), axis)
+        np.testing.assert_allclose(out, ref, rtol=tol, atol=tol)
+        assert (buf[:4] == -7).all() and (buf[-4:] == -7).all()
+        got = pyet.evaluate(f(pyet.asarray(x), axis) + 0.5).numpy()  # computed aside
+        np.testing.assert_allclose(got, ref + 0.5, rtol=tol, atol=tol)
+        c_out = np.empty(shape, dt)
+        pyet.asarray(c_out)[...] = f(pyet.asarray(x), axis)
+        np.testing.assert_allclose(c_out, ref, rtol=tol, atol=tol)

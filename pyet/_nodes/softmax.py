@@ -41,6 +41,10 @@ class Softmax(Special):
 
     def value(self, args):
         (x,) = args
+        if _fortran_leaf(x):  # into Fortran order, through the transposes (into)
+            out = np.empty(x.shape[::-1], x.dtype).T
+            self.into(out, args)
+            return out
         if self._by_rows(x, None):  # rows contiguous, moved back after
             shape = _moved(x.shape, self.axis)
             out = np.empty(shape, x.dtype)
@@ -54,6 +58,13 @@ class Softmax(Special):
 
     def into(self, dst, args):
         (x,) = args
+        if _fortran_leaf(x) and dst.flags.f_contiguous:
+            # both in Fortran order: the C-order softmax of their transposes
+            # along the mirrored axis (rows along the last axis of a (32768,
+            # 2) float32 leaf were transposed in and out: 3.7x NumPy)
+            Softmax(x.ndim - 1 - self.axis, self.log).into(
+                dst.T, (core.tensor(x._array.T),))
+            return
         if self._by_rows(x, dst):
             rows = _rows(dst, self.axis)
             if rows is not None:
@@ -344,6 +355,12 @@ def _row_constant(e, k):
     if any(a is None for a in args):
         return None
     return core.with_args(e, tuple(args))
+
+
+def _fortran_leaf(x):
+    """``x`` is a leaf in Fortran order and not in C order."""
+    return (isinstance(x, core.Tensor) and x.ndim > 1 and x._array.flags.f_contiguous
+            and not x._array.flags.c_contiguous)
 
 
 def _moved(shape, axis):
