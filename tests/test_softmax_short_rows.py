@@ -138,3 +138,16 @@ def test_fortran_leaves_along_every_axis(shape, log, dt):
         c_out = np.empty(shape, dt)
         pyet.asarray(c_out)[...] = f(pyet.asarray(x), axis)
         np.testing.assert_allclose(c_out, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape, axis", [((3000, 2), 1), ((3000, 5), 0), ((50, 40), 1),
+                                         ((4, 5, 6), 2), ((4, 5, 6), 0)])
+def test_fortran_leaf_in_place(shape, axis, log):
+    # X[...] = softmax(X) on a Fortran X: the transposes are the same memory
+    x = np.asfortranarray(data(shape, np.float64, seed=9))
+    want = np.moveaxis(np_softmax(np.moveaxis(x, axis, -1).reshape(-1, shape[axis]), log).reshape(
+        np.moveaxis(x, axis, -1).shape), -1, axis)
+    X = pyet.asarray(x)
+    X[...] = (pyet.log_softmax if log else pyet.softmax)(X, axis)
+    np.testing.assert_allclose(x, want, rtol=4e-14, atol=4e-14)
