@@ -27,11 +27,12 @@ def _values(rng, shape, dtype):
 
 def _framed(shape, dtype, layout):
     """A destination of ``shape`` inside a byte buffer full of SENTINEL:
-    C or Fortran order, the transpose of a C array, or every other column
-    of a wider one."""
+    C or Fortran order, the transpose of a C array whose rows are 3 items
+    longer (read across, not flat), or every other column of a wider one."""
     itemsize = np.dtype(dtype).itemsize
     rows, cols = shape
-    span = {"C": rows * cols, "F": rows * cols, "T": rows * cols, "::2": rows * 2 * cols}[layout]
+    span = {"C": rows * cols, "F": rows * cols, "T": (rows + 3) * cols,
+            "::2": rows * 2 * cols}[layout]
     buf = np.full((span + 32) * itemsize, SENTINEL, np.uint8)
     body = buf[16 * itemsize:(16 + span) * itemsize].view(dtype)
     if layout == "C":
@@ -40,7 +41,8 @@ def _framed(shape, dtype, layout):
         out = body.reshape(shape[::-1]).T
         assert out.flags.f_contiguous
     elif layout == "T":
-        out = body.reshape(cols, rows).T
+        out = body.reshape(cols, rows + 3)[:, :rows].T
+        assert not out.flags.f_contiguous or cols == 1
     else:
         out = body.reshape(rows, 2 * cols)[:, ::2]
     return buf, out, itemsize
@@ -48,6 +50,9 @@ def _framed(shape, dtype, layout):
 
 def _sentinels_kept(buf, out, layout, itemsize):
     assert (buf[:16 * itemsize] == SENTINEL).all() and (buf[-16 * itemsize:] == SENTINEL).all()
+    if layout == "T":  # the 3 items after each of dst's columns are untouched
+        columns = buf[16 * itemsize:-16 * itemsize].reshape(out.shape[1], -1)
+        assert (columns[:, out.shape[0] * itemsize:] == SENTINEL).all()
     if layout == "::2":  # the columns between dst's own are untouched
         gaps = np.lib.stride_tricks.as_strided(
             out[:, :1].view(np.uint8)[:, :itemsize], shape=(out.shape[0], out.shape[1], itemsize),

@@ -4095,7 +4095,8 @@ static inline int pyet_columns_first(pyet_intp rows, pyet_intp inner, pyet_intp 
         case 5: PYET_SHORT_ROWS(T, 5); break;                               \
         case 6: PYET_SHORT_ROWS(T, 6); break;                               \
         case 7: PYET_SHORT_ROWS(T, 7); break;                               \
-        default: PYET_SHORT_ROWS(T, 8);                                     \
+        case 8: PYET_SHORT_ROWS(T, 8); break;                               \
+        default: PYET_SHORT_ROWS(T, inner);                                 \
         }                                                                   \
     } while (0)
 

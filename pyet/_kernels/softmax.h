@@ -40,66 +40,34 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
 
 /* One block of nr short rows of N items back to back (PYET_SOFTMAX_ROWS):
  * each row's max and sum in its own order, the rows side by side (one lane a
- * row: no chain of N dependent steps), the exps of the block in one loop.
- * Every loop runs a lane a row; with N a constant (rows of 1-4) its strides
- * are too, and the loops vectorize (a row's own loop of N items cost ~60
+ * row: no chain of N dependent steps), the exps of the block in one loop;
+ * the subtraction and the last step in EACH's order: a lane a row
+ * (PYET_BY_LANES) where N is a constant (rows of 1-4: the loops' strides are
+ * constants too and vectorize; a row's own loop of N items cost ~60
  * instructions a row: float32 (65536, 1) 74 instructions an item -> 12, 3.8x
- * NumPy; (16384, 4) 35 -> 18). */
-#define PYET_SOFTMAX_BLOCK(T, SUF, LOG, N)                                  \
+ * NumPy; (16384, 4) 35 -> 18), else a row at a time (PYET_BY_ROWS: a lane a
+ * row at a runtime stride cost 1.1-1.35x that on rows of 8-16).  Both orders
+ * compute each item the same way: the same bits. */
+#define PYET_BY_LANES(N, ITEM)                                              \
+    for (pyet_intp j = 0; j < (N); j++)                                     \
+        PYET_IVDEP for (pyet_intp r = 0; r < nr; r++) { ITEM; }
+#define PYET_BY_ROWS(N, ITEM)                                               \
+    for (pyet_intp r = 0; r < nr; r++)                                      \
+        for (pyet_intp j = 0; j < (N); j++) { ITEM; }
+#define PYET_SOFTMAX_BLOCK(T, SUF, LOG, N, EACH)                            \
     do {                                                                    \
         for (pyet_intp r = 0; r < nr; r++) mr[r] = xb[r * (N)];             \
-        for (pyet_intp j = 0; j < (N); j++)                                 \
-            PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)                   \
-                mr[r] = pyet_max_##SUF(mr[r], xb[r * (N) + j]);             \
-        for (pyet_intp j = 0; j < (N); j++)                                 \
-            PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)                   \
-                ob[r * (N) + j] = xb[r * (N) + j] - mr[r];                  \
+        PYET_BY_LANES(N, mr[r] = pyet_max_##SUF(mr[r], xb[r * (N) + j]))    \
+        EACH(N, ob[r * (N) + j] = xb[r * (N) + j] - mr[r])                  \
         PYET_IVDEP for (pyet_intp k = 0; k < nr * (N); k++)                 \
             ob[k] = pyet_exp_##SUF(ob[k]);                                  \
         for (pyet_intp r = 0; r < nr; r++) sr[r] = 0;                       \
-        for (pyet_intp j = 0; j < (N); j++)                                 \
-            PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)                   \
-                sr[r] += ob[r * (N) + j];                                   \
+        PYET_BY_LANES(N, sr[r] += ob[r * (N) + j])                          \
         if (take_log) {                                                     \
             for (pyet_intp r = 0; r < nr; r++) sr[r] = LOG(sr[r]);          \
-            for (pyet_intp j = 0; j < (N); j++)                             \
-                PYET_IVDEP for (pyet_intp r = 0; r < nr; r++) {             \
-                    const T d = xb[r * (N) + j] - mr[r];                    \
-                    ob[r * (N) + j] = d - sr[r];                            \
-                }                                                           \
+            EACH(N, ob[r * (N) + j] = (xb[r * (N) + j] - mr[r]) - sr[r])    \
         } else {                                                            \
-            for (pyet_intp j = 0; j < (N); j++)                             \
-                PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)               \
-                    ob[r * (N) + j] = ob[r * (N) + j] / sr[r];              \
-        }                                                                   \
-    } while (0)
-
-/* ... rows of n items (5-31): the max and sum a lane a row, the rest a row
- * at a time (a lane a row at a runtime stride cost 1.1-1.35x that) */
-#define PYET_SOFTMAX_BLOCK_ROWS(T, SUF, LOG)                                \
-    do {                                                                    \
-        for (pyet_intp r = 0; r < nr; r++) mr[r] = xb[r * n];               \
-        for (pyet_intp j = 0; j < n; j++)                                   \
-            PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)                   \
-                mr[r] = pyet_max_##SUF(mr[r], xb[r * n + j]);               \
-        for (pyet_intp r = 0; r < nr; r++)                                  \
-            for (pyet_intp j = 0; j < n; j++)                               \
-                ob[r * n + j] = xb[r * n + j] - mr[r];                      \
-        PYET_IVDEP for (pyet_intp k = 0; k < nr * n; k++)                   \
-            ob[k] = pyet_exp_##SUF(ob[k]);                                  \
-        for (pyet_intp r = 0; r < nr; r++) sr[r] = 0;                       \
-        for (pyet_intp j = 0; j < n; j++)                                   \
-            PYET_IVDEP for (pyet_intp r = 0; r < nr; r++)                   \
-                sr[r] += ob[r * n + j];                                     \
-        for (pyet_intp r = 0; r < nr; r++) {                                \
-            const T *xr = xb + r * n;                                       \
-            T *orow = ob + r * n;                                           \
-            if (take_log) {                                                 \
-                const T ls = LOG(sr[r]);                                    \
-                for (pyet_intp j = 0; j < n; j++) orow[j] = (xr[j] - mr[r]) - ls; \
-            } else {                                                        \
-                for (pyet_intp j = 0; j < n; j++) orow[j] = orow[j] / sr[r]; \
-            }                                                               \
+            EACH(N, ob[r * (N) + j] = ob[r * (N) + j] / sr[r])              \
         }                                                                   \
     } while (0)
 
@@ -120,11 +88,11 @@ void pyet_xent_grad_rows_f64(pyet_intp nrows, pyet_intp n, const double *l, pyet
                 T *ob = o + r0 * n;                                         \
                 T mr[PYET_SHORT_ROWS], sr[PYET_SHORT_ROWS];                 \
                 switch (n) {                                                \
-                case 1: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 1); break;          \
-                case 2: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 2); break;          \
-                case 3: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 3); break;          \
-                case 4: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 4); break;          \
-                default: PYET_SOFTMAX_BLOCK_ROWS(T, SUF, LOG);              \
+                case 1: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 1, PYET_BY_LANES); break; \
+                case 2: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 2, PYET_BY_LANES); break; \
+                case 3: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 3, PYET_BY_LANES); break; \
+                case 4: PYET_SOFTMAX_BLOCK(T, SUF, LOG, 4, PYET_BY_LANES); break; \
+                default: PYET_SOFTMAX_BLOCK(T, SUF, LOG, n, PYET_BY_ROWS);  \
                 }                                                           \
             }                                                               \
             return;                                                         \
@@ -290,6 +258,7 @@ PYET_XENT_GRAD_ROWS(double, f64)
 #undef PYET_LANES
 #undef PYET_SHORT_ROWS
 #undef PYET_SOFTMAX_BLOCK
-#undef PYET_SOFTMAX_BLOCK_ROWS
+#undef PYET_BY_LANES
+#undef PYET_BY_ROWS
 #endif /* PYET_KERNELS_IMPL */
 #endif /* PYET_SOFTMAX_H */

@@ -42,7 +42,7 @@ class Softmax(Special):
     def value(self, args):
         (x,) = args
         if _fortran_leaf(x):  # into Fortran order, through the transposes (into)
-            out = np.empty(x.shape[::-1], x.dtype).T
+            out = _fortran_empty(x)
             self.into(out, args)
             return out
         if self._by_rows(x, None):  # rows contiguous, moved back after
@@ -64,7 +64,7 @@ class Softmax(Special):
             # buffer copied into dst (pyet's copy across orders: NumPy's
             # transposing copy in took 2.1-2.8x NumPy's softmax, evaluate()
             # of a (32768, 2) float32 leaf; into Fortran order 3.7x)
-            out = dst if dst.flags.f_contiguous else np.empty(x.shape[::-1], x.dtype).T
+            out = dst if dst.flags.f_contiguous else _fortran_empty(x)
             Softmax(x.ndim - 1 - self.axis, self.log).into(
                 out.T, (core.tensor(x._array.T),))
             if out is not dst:
@@ -366,6 +366,11 @@ def _fortran_leaf(x):
     """``x`` is a leaf in Fortran order and not in C order."""
     return (isinstance(x, core.Tensor) and x.ndim > 1 and x._array.flags.f_contiguous
             and not x._array.flags.c_contiguous)
+
+
+def _fortran_empty(x):
+    """A new array of ``x``'s shape and dtype in Fortran order."""
+    return np.empty(x.shape[::-1], x.dtype).T
 
 
 def _moved(shape, axis):
