@@ -437,6 +437,8 @@ def test_random_five_operand_statements_equal_numpy_one_by_one(dtype, vals, s):
                 np.subtract(z, np.divide(x, np.add(np.sqrt(np.divide(y, c(s1))), c(s2))))),
         }
         for name, (e, want) in cases.items():
-            if 1 not in (s1, s2, c(s1), c(s2)):  # x/1 and 1*x fold away
+            # x/1 and 1*x fold away; operands of one element are values
+            # computed once when the pass is bound, not a fused kernel
+            if 1 not in (s1, s2, c(s1), c(s2)) and len(vals) > 1:
                 assert name in core.lower(e, core.dtype_code(dtype)).text
             _assert_bits(pyet.evaluate(e), want)

@@ -133,6 +133,16 @@ cdef extern from "threads.h" nogil:
     void pyet_fs_set(int flags)
 
 
+cdef int report_status(int raised) except -1:
+    # report_fp for flags read from the floating-point status (PYET_FS_*)
+    if not raised:
+        return 0
+    return report_fp((PYET_FP_INVALID if raised & PYET_FS_INVALID else 0)
+                     | (PYET_FP_DIVIDE if raised & PYET_FS_DIVIDE else 0)
+                     | (PYET_FP_OVERFLOW if raised & PYET_FS_OVERFLOW else 0)
+                     | (PYET_FP_UNDERFLOW if raised & PYET_FS_UNDERFLOW else 0))
+
+
 # per op: the flags its kernel may raise where NumPy's stays quiet (comparisons on
 # NaN; the internals of the vectorized exp, tanh, sigmoid and erf): the engine
 # clears those a kernel call raises (tests/test_fp_errors.py compares every op)

@@ -189,10 +189,7 @@ cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:
     pyet_fs_set(before)
     if p is not e:
         assign_elementwise(d, _replaced(e, p, wrap(d), {}), dst_dt)
-    report_fp((PYET_FP_INVALID if raised & PYET_FS_INVALID else 0)
-              | (PYET_FP_DIVIDE if raised & PYET_FS_DIVIDE else 0)
-              | (PYET_FP_OVERFLOW if raised & PYET_FS_OVERFLOW else 0)
-              | (PYET_FP_UNDERFLOW if raised & PYET_FS_UNDERFLOW else 0))
+    report_status(raised)
     return True
 
 
@@ -612,7 +609,8 @@ cdef object _match_epilogue(Program prog):
     ``prog`` is, or None."""
     cdef pyet_instr *ins
     cdef int k, j
-    if prog.ndst != 1 or prog.has_pyfunc or prog.np_loops or prog.whole_fn is not None:
+    if prog.ndst != 1 or prog.has_pyfunc or prog.np_loops or prog.whole_fn is not None \
+            or prog.nonce:  # (its scalars are the pass's bound ones)
         return None
     if prog.dt_out != DT_F32 and prog.dt_out != DT_F64:
         return None

@@ -118,7 +118,14 @@ cdef class Program:
     cdef int ninstr, nregs, nleaves, nscalars, dt_out
     cdef int max_isz  # the widest item an instruction reads or writes
     cdef int ndst              # destinations written (several: a multi-output pass)
-    cdef int *scalar_dt
+    cdef int *scalar_dt        # the bound scalars' dtypes (nscalars - nonce of them)
+    # instructions on one value each, run when the pass is bound (run_once):
+    # ops of scalars and one-value leaves (Expr._one), each writing the
+    # scalar slot ``out`` after the bound ones; nscalars counts both
+    cdef pyet_instr *once
+    cdef int nonce
+    cdef np_loop *once_loop    # per once instruction: the op's NumPy loop, or NULL
+    cdef void **once_data
     cdef list pyfuncs          # callable per instruction (None when not a pyfunc)
     # per instruction: NumPy's inner loop an op's NumPy loop calls straight
     # (NULL: none, or not an op's NumPy loop), and its data
@@ -182,6 +189,9 @@ cdef class Program:
 
     def __dealloc__(self):
         free(self.code)
+        free(self.once)
+        free(self.once_loop)
+        free(self.once_data)
         free(self.scalar_dt)
         free(self.costly)
         free(self.cloop)
@@ -192,8 +202,18 @@ cdef class Program:
         return self.text
 
 
+# lowering's own source kind: value k of _Lowering.once, a scalar slot after
+# the bound ones once the tree is lowered (_place_once)
+cdef enum:
+    SRC_ONCE = 16
+
+
 cdef class _Lowering:
     cdef list code, scalar_dt, free_regs, pyfuncs
+    # instructions on one value each, run once when the pass is bound
+    # (Program.once): their outputs are SRC_ONCE sources; and the NumPy
+    # ufunc of each an op's NumPy loop computes (None: its kernel)
+    cdef list once, once_fn, once_sflags
     cdef int nleaves, nscalars, nregs, npyfuncs
     # a multi-output pass: the source of each leaf occurrence (pre-order), a
     # leaf shared by several statements or an earlier statement's destination
@@ -211,6 +231,7 @@ cdef class _Lowering:
 
     def __init__(self, list leaf_map=None):
         self.code = []
+        self.once, self.once_fn, self.once_sflags = [], [], []
         self.scalar_dt = []
         self.free_regs = []
         self.pyfuncs = []
@@ -248,14 +269,48 @@ cdef class _Lowering:
         self.pyfuncs.append(fn)
         return (SRC_REG, r)
 
+    cdef tuple emit_once(self, int op, int dt, int dt_out, list srcs, object fn=None,
+                         int sflags=0):
+        # an instruction run once when bound: one value, into a slot of its
+        # own; fn: the op's NumPy ufunc, whose C loop computes it; sflags:
+        # which operands its kernel takes as scalars
+        self.once.append((op, dt, dt_out, len(self.once), srcs))
+        self.once_fn.append(fn)
+        self.once_sflags.append(sflags)
+        return (SRC_ONCE, len(self.once) - 1)
+
     cdef tuple operand(self, Expr e, int want, bint scalar_ok=True):
-        """Lower e so that its value is available in dtype ``want``; a 0-d leaf
-        becomes a scalar unless the consumer's kernel cannot take one."""
+        """Lower e so that its value is available in dtype ``want``; a leaf of
+        one value becomes a scalar, and an op of such operands a value
+        computed once (Expr._one), unless the consumer's kernel cannot take one."""
         cdef tuple src
-        if e._op == OP_scalar or (scalar_ok and e._op == OP_leaf and one_value(e)):
+        if e._op == OP_scalar or (scalar_ok and e._op == OP_leaf and e._one):
             self.scalar_dt.append(want)
             self.nscalars += 1
             return (SRC_SCALAR, self.nscalars - 1)
+        if scalar_ok and e._one:
+            # its kernel (or the op's NumPy loop, as the pass would run it) on
+            # one value, once a pass: NumPy's eager op on its 0-d temporary
+            # (a hoisted pass of its own cost ~14,000 instructions)
+            if e._op == OP_cast:
+                src = self.operand(e._args[0], e._dt)
+            else:
+                srcs = [self.operand(e._args[i], DT_BOOL if e._op == OP_where and i == 0
+                                     else e._cdt) for i in range(len(e._args))]
+                # the kernel told which operands are scalars as the pass over
+                # arrays of these values tells it: numbers (x ** 2's fast
+                # path), not arrays (AVX-512 exp takes arrays; its scalar
+                # path rounds otherwise)
+                sflags = 0
+                for i in range(len(e._args)):
+                    if (<Expr>e._args[i])._op == OP_scalar:
+                        sflags |= 1 << i
+                src = self.emit_once(e._op, e._cdt, e._dt, srcs,
+                                     numpy_loop_op(e._op, e._cdt) if e._cdt == e._dt else None,
+                                     sflags)
+            if e._dt != want:
+                src = self.emit_once(OP_cast, e._dt, want, [src])
+            return src
         if e._op == OP_leaf and self.leaf_map is not None:
             src = self.leaf_map[self.nleaf_seen]
             self.nleaf_seen += 1
@@ -357,14 +412,10 @@ cdef object _match(Expr e):
     return None
 
 
-cdef inline bint one_value(Expr e) noexcept:
-    # a 0-d or constant leaf: lowered as a scalar, its value read when bound
-    return not e.shape or is_constant(e)
-
-
 cdef inline bint is_scalar(Expr e):
-    # scalars, 0-d and constant leaves: one value, bound when the program runs
-    return e._op == OP_scalar or (e._op == OP_leaf and one_value(e))
+    # scalars, leaves of one element or value (bound when the program runs)
+    # and ops of them (computed once then): one value in a scalar slot
+    return e._one
 
 
 cdef bint _fits(object pattern, Expr e, tuple path, int dt, dict binding):
@@ -465,8 +516,18 @@ def lower(Expr e, int dst_dt):
     """Lower a tree to a program that writes dtype ``dst_dt`` into the destination."""
     cdef _Lowering lw = _Lowering()
     _write_root(lw, lw.operand(e, dst_dt), 0, dst_dt)
+    _place_once(lw)
     _count_regs(lw)
     return _assemble(lw, 1, dst_dt)
+
+
+cdef void _place_once(_Lowering lw) except *:
+    # the values computed once take the scalar slots after the bound ones
+    cdef int first = lw.nscalars
+    for code in (lw.code, lw.once):
+        for i, (op, dt, dt_out, out, srcs) in enumerate(code):
+            code[i] = (op, dt, dt_out, out, [(SRC_SCALAR, first + k) if kind == SRC_ONCE
+                                             else (kind, k) for kind, k in srcs])
 
 
 cdef void _count_regs(_Lowering lw) except *:
@@ -485,6 +546,7 @@ def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
     _count_shared(lw, exprs)
     for k in range(len(exprs)):
         _write_root(lw, lw.operand(exprs[k], dst_dts[k]), k, dst_dts[k])
+    _place_once(lw)
     lw.nleaves = nleaves
     if _apply_pass_rules(lw.code, lw.pyfuncs):
         _count_regs(lw)
@@ -577,14 +639,13 @@ cdef tuple _signatures(_Lowering lw, Expr e, Py_ssize_t pos, bint scalar_ok, dic
     cdef Py_ssize_t i, start = pos
     cdef bint plain = True
     if e._op == OP_leaf:
-        return pos + 1 if not scalar_ok or not one_value(e) else pos, \
-            not scalar_ok or not one_value(e)
+        return pos + 1 if not scalar_ok or not e._one else pos, \
+            not scalar_ok or not e._one
     if e._op == OP_scalar:
         return pos, False
     for i in range(len(e._args)):
-        pos, ok = _signatures(lw, <Expr>e._args[i], pos, not (
-            e._op == OP_pyfunc or (e._op == OP_where and i == 0)
-            or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape)), sigs, counts)
+        pos, ok = _signatures(lw, <Expr>e._args[i], pos, child_scalar_ok(e, scalar_ok, i),
+                              sigs, counts)
         plain = plain and ok
     if not plain or e._op == OP_pyfunc:
         return pos, False
@@ -619,10 +680,16 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.cloop = <np_loop *>malloc(max(p.ninstr, 1) * sizeof(np_loop))
     p.cdata = <void **>malloc(max(p.ninstr, 1) * sizeof(void *))
     p.slots = <short *>malloc(max(p.ninstr, 1) * (PYET_MAX_IN + 1) * sizeof(short))
+    p.nonce = len(lw.once)
+    p.once = <pyet_instr *>malloc(max(p.nonce, 1) * sizeof(pyet_instr))
+    p.once_loop = <np_loop *>malloc(max(p.nonce, 1) * sizeof(np_loop))
+    p.once_data = <void **>malloc(max(p.nonce, 1) * sizeof(void *))
     if p.code == NULL or p.scalar_dt == NULL or p.costly == NULL or p.cloop == NULL \
-            or p.cdata == NULL or p.slots == NULL:
+            or p.cdata == NULL or p.slots == NULL or p.once == NULL or p.once_loop == NULL \
+            or p.once_data == NULL:
         raise MemoryError()
-    p.nregs, p.nleaves, p.nscalars, p.dt_out = lw.nregs, lw.nleaves, lw.nscalars, dst_dt
+    p.nregs, p.nleaves, p.dt_out = lw.nregs, lw.nleaves, dst_dt
+    p.nscalars = lw.nscalars + p.nonce
     p.ndst = ndst
     p.pyfuncs = lw.pyfuncs
     p.has_pyfunc = False
@@ -647,15 +714,20 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     for i, d in enumerate(lw.scalar_dt):
         p.scalar_dt[i] = d
     lines = []
+    for i, (op, dt, dt_out, out, srcs) in enumerate(lw.once):
+        _fill_instr(&p.once[i], op, dt, dt_out, lw.nscalars + out, srcs)
+        p.once[i].sflags = lw.once_sflags[i]
+        fn = lw.once_fn[i]
+        k = _c_loop_index(fn, [dt] * len(srcs), dt_out) if fn is not None else -1
+        p.once_loop[i] = <np_loop>(<cnp.ufunc>fn).functions[k] if k >= 0 else NULL
+        p.once_data[i] = (<cnp.ufunc>fn).data[k] if k >= 0 else NULL
+        lines.append(f"s{lw.nscalars + out} = {OPNAMES[op]}[{DTYPES[dt]}->{DTYPES[dt_out]}]"
+                     f"({', '.join(f's{k}' for _, k in srcs)}) (once, when bound"
+                     + (", NumPy's loop)" if k >= 0 else ")"))
+        if op != OP_cast and not HAS_KERNEL[op][dt] and k < 0:
+            raise TypeError(f"pyet has no {OPNAMES[op]} kernel for {DTYPES[dt]}")
     for i, (op, dt, dt_out, out, srcs) in enumerate(lw.code):
-        p.code[i].op, p.code[i].dt, p.code[i].dt_out, p.code[i].out = op, dt, dt_out, out
-        p.code[i].nin = len(srcs)
-        p.code[i].sflags = 0
-        for j, (kind, idx) in enumerate(srcs):
-            p.code[i].src_kind[j] = kind
-            p.code[i].src[j] = idx
-            if kind == SRC_SCALAR:
-                p.code[i].sflags |= 1 << j
+        _fill_instr(&p.code[i], op, dt, dt_out, out, srcs)
         line = _listing(op, dt, dt_out, out, srcs, ndst)
         fn = lw.pyfuncs[i]
         if fn is not None and type(fn[0]) is not int:  # an op run as NumPy's loop
@@ -719,6 +791,20 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
     p.whole_backwards = p.ninstr == 1 and (lw.code[0][0], lw.code[0][1]) in WHOLE_UFUNC_BACKWARDS
     _plain_slots(p)
     return p
+
+
+cdef int _fill_instr(pyet_instr *ins, int op, int dt, int dt_out, int out,
+                     list srcs) except -1:
+    cdef int j
+    ins.op, ins.dt, ins.dt_out, ins.out = op, dt, dt_out, out
+    ins.nin = len(srcs)
+    ins.sflags = 0
+    for j, (kind, idx) in enumerate(srcs):
+        ins.src_kind[j] = kind
+        ins.src[j] = idx
+        if kind == SRC_SCALAR:
+            ins.sflags |= 1 << j
+    return 0
 
 
 cdef int _dst_register(Program p) noexcept:

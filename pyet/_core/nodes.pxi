@@ -56,6 +56,10 @@ cdef class Expr:
     cdef readonly int _flags         # HAS_* of this node and below
     cdef readonly Py_ssize_t _depth  # longest path down to a leaf
     cdef readonly Py_ssize_t _nleaves  # array leaves below (with repeats)
+    # one value wherever it is broadcast: a scalar, a leaf of one element or
+    # of one value (one_value), or an op of such operands (ONE_VALUE_OP), which
+    # a pass computes once when it is bound (lowering's operand())
+    cdef readonly bint _one
     # 1 + the fewest elements of a subtree here or below holding a costly op
     # (rewrite.COSTLY_OPS) or a user function (special nodes' operands not
     # counted), 0: none; the engine's hoisting walks a tree only where this
@@ -691,8 +695,10 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args), small = 0
     cdef int flags = 0
     cdef double ns = own_ns(op, cdt)
+    cdef bint one = ONE_VALUE_OP[op] and n > 0
     for a in args:
         flags |= a._flags
+        one = one and a._one
         nleaves += a._nleaves
         if a._depth > depth:
             depth = a._depth
@@ -714,8 +720,10 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     e._flags = flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = depth + 1
     e._nleaves = nleaves
-    e._hoist_min = hoist_min(e, small)
-    e._ns = ns if op != OP_special else 0.0
+    e._one = one and not (op == OP_power and (<Expr>args[1]).shape)
+    # (a value computed once is no work a pass repeats: nothing to hoist)
+    e._hoist_min = hoist_min(e, small) if not e._one else 0
+    e._ns = ns if op != OP_special and not e._one else 0.0
     return e
 
 
@@ -773,8 +781,9 @@ cdef tuple broadcast_all(tuple args):
 # taken once, as every node of the hot path needs one
 cdef list _SCALAR_KEYS = [intern_key((OP_scalar, i // 3, i // 3, i % 3))
                           for i in range(3 * DT_COUNT)]
-cdef list _LEAF_KEYS = [intern_key((OP_leaf, i // 3, i // 3, (None, "0-d", "constant")[i % 3]))
-                        for i in range(3 * DT_COUNT)]
+cdef list _LEAF_KEYS = [intern_key((OP_leaf, i // 4, i // 4,
+                                   (None, "0-d", "constant", "one element")[i % 4]))
+                        for i in range(4 * DT_COUNT)]
 
 
 cdef Scalar scalar_node(object value, int dt, int weak):
@@ -784,6 +793,7 @@ cdef Scalar scalar_node(object value, int dt, int weak):
     e.shape = ()
     e._cdt = e._dt = dt
     e._k = _SCALAR_KEYS[3 * dt + weak]
+    e._one = True
     e._value = value
     e._weak = weak
     return e
@@ -800,9 +810,11 @@ cdef Tensor wrap(object arr, tuple shape=None):
     t._cdt = t._dt = code
     t._array = arr
     t._nleaves = 1
-    # 0-d and constant leaves are lowered as scalars read when bound: each a
-    # structure of its own
-    t._k = _LEAF_KEYS[3 * code + (1 if not t.shape else 2 if is_constant(t) else 0)]
+    # 0-d, constant and one-element leaves are lowered as scalars read when
+    # bound: each a structure of its own
+    t._one = one_value(t)
+    t._k = _LEAF_KEYS[4 * code + (0 if not t._one else 1 if not t.shape
+                                  else 2 if is_constant(t) else 3)]
     return t
 
 
@@ -938,6 +950,20 @@ cdef inline bint is_constant(Expr e) noexcept:
         if cnp.PyArray_STRIDES(a)[d] != 0:             # are told by it)
             return False
     return cnp.PyArray_SIZE(a) != 0
+
+
+cdef inline bint one_value(Expr e) noexcept:
+    # a leaf of one element (0-d, (1,), (1, 1)...) or a constant leaf: lowered
+    # as a scalar, its value read when the pass is bound
+    return e._op == OP_leaf and (cnp.PyArray_SIZE(<cnp.ndarray>(<Tensor>e)._array) == 1
+                                 or is_constant(e))
+
+
+# ops whose node of one-value operands is computed once when a pass is bound
+# (Expr._one): all but leaves, scalars, user functions and special nodes
+cdef bint ONE_VALUE_OP[OP_COUNT]
+for _op in range(OP_COUNT):
+    ONE_VALUE_OP[_op] = _op not in (OP_leaf, OP_scalar, OP_pyfunc, OP_special)
 
 
 cdef object constant_value(Expr e):
@@ -1504,8 +1530,12 @@ cdef Expr binary(int op, object a, object b):
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
-    e._hoist_min = hoist_min(e, min_nonzero(x._hoist_min, y._hoist_min))
-    e._ns = own_ns(op, cdt) + x._ns + y._ns
+    e._one = ONE_VALUE_OP[op] and x._one and y._one and not (op == OP_power and y.shape)
+    if e._one:  # (seal's)
+        e._hoist_min, e._ns = 0, 0.0
+    else:
+        e._hoist_min = hoist_min(e, min_nonzero(x._hoist_min, y._hoist_min))
+        e._ns = own_ns(op, cdt) + x._ns + y._ns
     if x._op == OP_scalar:
         _check_weak_int(x, cdt)
     if y._op == OP_scalar:

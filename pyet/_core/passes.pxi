@@ -155,11 +155,19 @@ def set_columns_once(bint on):
 
 # ---------------------------------------------------------------- binding
 
-cdef inline bint child_scalar_ok(Expr e, Py_ssize_t i) noexcept:
-    # whether e's operand i may be taken as a scalar (lowering's operand()):
+cdef inline bint child_scalar_ok(Expr e, bint scalar_ok, Py_ssize_t i) noexcept:
+    # whether e's operand i may be taken as a scalar (lowering's operand()),
+    # e's own as scalar_ok: any of a value computed once (Expr._one), else
     # not a user function's, where's condition or an array exponent's
-    return not (e._op == OP_pyfunc or (e._op == OP_where and i == 0)
-                or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape))
+    return (scalar_ok and e._one) or not (
+        e._op == OP_pyfunc or (e._op == OP_where and i == 0)
+        or (e._op == OP_power and i == 1 and (<Expr>e._args[1]).shape))
+
+
+cdef inline object bound_array(Expr e):
+    # a one-value leaf's array as binding reads it: a constant leaf's one
+    # element as a 0-d view (an astype of the broadcast array would copy all)
+    return constant_value(e) if is_constant(e) else (<Tensor>e)._array
 
 
 cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_ok=True):
@@ -168,19 +176,17 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
     # lowering's operand() has it (collect_small: the same walk into C arrays)
     cdef Py_ssize_t i
     if e._op == OP_leaf:
-        if not scalar_ok or not one_value(e):
+        if not scalar_ok or not e._one:
             leaves.append((<Tensor>e)._array)
-        elif not e.shape:  # a 0-d array: its value now, in the program's dtype (store_scalar)
-            scalars.append((<Tensor>e)._array)
-        else:  # a constant leaf: its one value
-            scalars.append(constant_value(e))
+        else:  # its one element, read when bound (store_scalar)
+            scalars.append(bound_array(e))
     elif e._op == OP_scalar:
         scalars.append((<Scalar>e)._value)
     else:
         if e._op == OP_pyfunc and not (<PyFunc>e)._in_pass:
             pyfuncs.append((<PyFunc>e)._fn)
         for i in range(len(e._args)):
-            collect(<Expr>e._args[i], leaves, scalars, pyfuncs, child_scalar_ok(e, i))
+            collect(<Expr>e._args[i], leaves, scalars, pyfuncs, child_scalar_ok(e, scalar_ok, i))
 
 
 cdef struct Small:
@@ -200,7 +206,7 @@ cdef int collect_small(Expr e, Small *s, Program prog, bint contiguous,
     nothing further), 1 when all were taken."""
     cdef Py_ssize_t i
     cdef cnp.ndarray a
-    if e._op == OP_leaf and not (scalar_ok and one_value(e)):
+    if e._op == OP_leaf and not (scalar_ok and e._one):
         a = <cnp.ndarray>(<Tensor>e)._array
         if s.nleaves == DIRECT_OPS - 1 or (contiguous and not (
                 cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_IS_F_CONTIGUOUS(a))):
@@ -212,19 +218,19 @@ cdef int collect_small(Expr e, Small *s, Program prog, bint contiguous,
         if s.nscalars == DIRECT_SCALARS:
             return 0
         store_scalar(s.slots + 8 * s.nscalars, (<Scalar>e)._value if e._op == OP_scalar
-                     else (<Tensor>e)._array if not e.shape else constant_value(e),
-                     prog.scalar_dt[s.nscalars])
+                     else bound_array(e), prog.scalar_dt[s.nscalars])
         s.nscalars += 1
         return 1
     for i in range(len(e._args)):
-        if not collect_small(<Expr>e._args[i], s, prog, contiguous, child_scalar_ok(e, i)):
+        if not collect_small(<Expr>e._args[i], s, prog, contiguous,
+                             child_scalar_ok(e, scalar_ok, i)):
             return 0
     return 1
 
 
 cdef int store_scalar(char *slot, object v, int dt) except -1:
     cdef cnp.ndarray a
-    if isinstance(v, cnp.ndarray):  # a 0-d leaf: NumPy's cast to the program's dtype
+    if isinstance(v, cnp.ndarray):  # an array of one element: NumPy's cast to the program's dtype
         a = <cnp.ndarray>v
         if cnp.PyArray_ISNOTSWAPPED(a) and array_dtype_code(a) == dt:
             # already the program's dtype: its bytes, no cast (astype costs
@@ -232,7 +238,7 @@ cdef int store_scalar(char *slot, object v, int dt) except -1:
             # kernels read any byte but 0 as true, copies keep it (NumPy's)
             memcpy(slot, cnp.PyArray_DATA(a), cnp.PyArray_ITEMSIZE(a))
             return 0
-        v = a.astype(DTYPES[dt])[()]
+        v = a.astype(DTYPES[dt]).reshape(())[()]
     if dt == DT_F64:
         (<double *>slot)[0] = v
     elif dt == DT_F32:
@@ -719,7 +725,39 @@ cdef list bind_operands(Run *r, pyet_intp *bstrides, list dsts, list leaves, lis
         r.itemsize[k] = cnp.PyArray_ITEMSIZE(a)
     for k in range(len(scalars)):
         store_scalar(r.scalars + 8 * k, scalars[k], prog.scalar_dt[k])
+    if prog.nonce:
+        run_once(prog, r.scalars)
     return keep
+
+
+cdef int run_once(Program prog, char *slots) except -1:
+    """The program's instructions on one value each (Program.once), after
+    its scalars are stored: each into its slot; their floating-point errors
+    reported now, before the pass writes anything (NumPy's A + np.exp(b)
+    raises in exp)."""
+    cdef void *inp[PYET_MAX_IN + 1]
+    cdef char *args[PYET_MAX_IN + 1]
+    cdef cnp.npy_intp steps[PYET_MAX_IN + 1]
+    cdef cnp.npy_intp one = 1
+    cdef pyet_instr *ins
+    cdef int i, j, before = pyet_fs_get(), raised
+    pyet_fs_clear(before)
+    for i in range(prog.nonce):
+        ins = &prog.once[i]
+        for j in range(ins.nin + 1):
+            args[j] = slots + 8 * (ins.src[j] if j < ins.nin else ins.out)
+            inp[j] = args[j]
+            steps[j] = 8
+        if prog.once_loop[i] != NULL:
+            prog.once_loop[i](args, &one, steps, prog.once_data[i])
+        elif ins.op == OP_cast:
+            pyet_cast(ins.dt, ins.dt_out, 1, args[1], inp[0])
+        else:
+            call_kernel(ins, 1, args[ins.nin], inp)
+    raised = pyet_fs_get()
+    pyet_fs_clear(raised)
+    pyet_fs_set(before)
+    return report_status(raised)
 
 
 cdef void plan_once(Run *r, Once *o) noexcept nogil:
@@ -1387,7 +1425,7 @@ def direct_pass_count():
 
 cdef inline bint direct_on(Program prog) noexcept:
     # direct passes are on and prog is one they run
-    return DIRECT_PASSES and PLAIN_PASSES and prog.direct_ok
+    return DIRECT_PASSES and PLAIN_PASSES and prog.direct_ok and prog.nscalars <= DIRECT_SCALARS
 
 
 cdef inline bint copy_or_fill(Program prog) noexcept:
@@ -1433,11 +1471,13 @@ cdef int direct_laid_out(Program prog, cnp.ndarray dst, Small *s, list scalars) 
     # refused walk costs no stack pages)
     cdef DirectLayout lay
     cdef int k
-    if not direct_layout(prog, dst, s, &lay):
-        return 0
+    if not direct_layout(prog, dst, s, &lay) or (prog.nonce and lay.strided):
+        return 0  # (strided operands may refuse after the values computed once)
     if scalars is not None:
         for k in range(s.nscalars):
             store_scalar(s.slots + 8 * k, scalars[k], prog.scalar_dt[k])
+    if prog.nonce:
+        run_once(prog, s.slots)
     return direct_run(prog, s, &lay)
 
 
@@ -1582,7 +1622,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     # one allocation for the per-call metadata: strides before and after
     # merging, base pointers, gather buffers, item sizes, scalar slots
     cdef size_t meta = (2 * nops * MAXD * sizeof(pyet_intp) + nops * sizeof(char *)
-                        + 8 * (len(scalars) + 1) + 2 * nops * sizeof(int) + nops)
+                        + 8 * (prog.nscalars + 1) + 2 * nops * sizeof(int) + nops)
     # small passes take it on the stack (malloc's arena lock is a good part
     # of a tiny assignment's cost)
     cdef pyet_intp small_meta[1024]  # SMALL_META bytes
@@ -1593,7 +1633,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
     r.strides = bstrides + nops * MAXD
     r.base = <char **>(r.strides + nops * MAXD)
     r.scalars = <char *>(r.base + nops)
-    r.itemsize = <int *>(r.scalars + 8 * (len(scalars) + 1))
+    r.itemsize = <int *>(r.scalars + 8 * (prog.nscalars + 1))
     r.gather = r.itemsize + nops
     r.dup = <char *>(r.gather + nops)
     r.nops = nops
@@ -1643,7 +1683,7 @@ cdef int execute_group(Program prog, list dsts, list leaves, list scalars, list 
                 if prog.whole_loop != NULL:
                     if run_loop_rows(&r, prog) >= 0:
                         return 0
-                elif run_whole(prog, dst, leaves, scalars):
+                elif run_whole(prog, dst, leaves, r.scalars):
                     return 0
         run_pass(&r, prog, nthreads, pyfuncs)
         if once.value:
@@ -2055,20 +2095,32 @@ cdef int whole_chunk(void *ctx, pyet_intp c, int slot) noexcept nogil:
             return -1
 
 
-cdef bint run_whole(Program prog, cnp.ndarray dst, list leaves, list scalars) except -1:
+cdef object slot_value(const char *slot, int dt):
+    # a scalar slot's value as a NumPy scalar of dtype dt (exact)
+    if dt == DT_F64:
+        return np.float64((<const double *>slot)[0])
+    if dt == DT_F32:
+        return np.float32((<const float *>slot)[0])
+    if dt == DT_I64:
+        return np.int64((<const int64_t *>slot)[0])
+    if dt == DT_I32:
+        return np.int32((<const int32_t *>slot)[0])
+    return np.bool_((<const char *>slot)[0] != 0)
+
+
+cdef bint run_whole(Program prog, cnp.ndarray dst, list leaves, const char *slots) except -1:
     """Run a one-op program as its NumPy ufunc (prog.whole_fn) on the whole
     operands, NumPy's errors ignored and its flags reported as a pass's;
-    False (nothing done) when the op's operands do not allow it."""
+    False (nothing done) when the op's operands do not allow it.  ``slots``:
+    the bound scalars and the values computed once."""
     cdef pyet_instr *ins = &prog.code[0]
     cdef int j, flags = 0, rc
     args = []
     for j in range(ins.nin):
         if ins.src_kind[j] == SRC_LEAF:
             args.append(leaves[ins.src[j]])
-        else:  # the scalar in the program's dtype, as store_scalar has it
-            v = scalars[ins.src[j]]
-            t = DTYPES[prog.scalar_dt[ins.src[j]]]
-            args.append(v.astype(t)[()] if isinstance(v, cnp.ndarray) else t.type(v))
+        else:  # the scalar in the program's dtype, as store_scalar stored it
+            args.append(slot_value(slots + 8 * ins.src[j], ins.dt))
     fn = prog.whole_fn
     if ins.op == OP_power:  # a scalar exponent: NumPy's reciprocal is x ** -1
         if args[1] != -1:
