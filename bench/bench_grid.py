@@ -277,6 +277,17 @@ def elementwise_cases(n, rng, pattern):
                                   lambda a=a, col=col, out=out: np.multiply(
                                       a, np.tanh(col), out=out),
                                   lambda out=out: out, tol=1e-5))
+    # a costly op of a bias of one element ((1,) or 0-d) beside a column:
+    # computed once when the pass is bound
+    for dt in FLOATS:
+        a = (rng.random((n, 1)) * 4 - 2).astype(dt)
+        out = np.empty_like(a)
+        for bname, b in (("(1,)", np.array([0.3], dt)), ("0-d", np.array(0.3, dt))):
+            A, B, D = pyet.asarray(a), pyet.asarray(b), pyet.asarray(out)
+            cases.append(Case(f"A+exp(b)  {np.dtype(dt).name:7s} column, b {bname}",
+                              lambda A=A, B=B, D=D: D.__setitem__(..., A + pyet.exp(B)),
+                              lambda a=a, b=b, out=out: np.add(a, np.exp(b), out=out),
+                              lambda out=out: out, tol=1e-6))
     # short rows whose operands disagree with the destination on the order:
     # C leaves into Fortran order, Fortran leaves into C order
     for width in (2, 5, 17, 64):
