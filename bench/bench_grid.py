@@ -1,26 +1,26 @@
 """pyet's performance grid against NumPy.  Run from the repository root:
 
     python -P bench/bench_grid.py [--quick] [--plot out.png] [--worst 25] [--filter REGEX]
-                                  [--threads 2 [--calls 200]]
+                                  [--threads 2 [--calls 200]] [--shapes]
 
 Layouts (C, Fortran, transposed, steps 2/3/7, negative steps, broadcast rows and columns, size-1
 and many small dims, long-thin, short-wide, 0-d, tiny, odd sizes) x ops (arithmetic, integer
 division, powers, comparisons/where, casts, math functions, bitwise), then reductions over each
 axis, products of each rank, softmax over each axis, take, pool, im2col, the other NN blocks
 (take_grad, choose_row_element, col2im, unpool, softmax_xent_grad), joins and views, pyet.F and
-every assignment form.  One thread; each case is pyet (`out[...] = expr`) against NumPy (with
-out= where it has one), interleaved, the minimum of several repeats, and each result is checked
-against NumPy's first.  Prints the worst ratios (pyet / NumPy: above 1, pyet is slower) and a
-summary.  ``--threads N`` also times pyet on N threads, interleaved with the one-thread runs, and
+every assignment form (``--shapes`` adds rows of 1-100 items across orders and the reductions and
+softmax of such arrays: shape_cases). One thread; each case is pyet (`out[...] = expr`) against
+NumPy (with out= where it has one), interleaved, the minimum of several repeats, and each result is
+checked against NumPy's first. Prints the worst ratios (pyet / NumPy: above 1, pyet is slower) and
+a summary. ``--threads N`` also times pyet on N threads, interleaved with the one-thread runs, and
 prints the cases N threads make slower, with the median and 90th percentile of the
 N-thread/1-thread ratios; ``--calls K`` also times K single calls on each thread count,
-alternating, and prints each case's median and 90th percentile.  Cases above 1.1 (either ratio)
-are re-timed three times and their ratios become the median of the four passes (``--no-recheck``:
-the first pass only); both are printed.  Those still above 1.1 on one thread are also timed
-under 8 call depths, both libraries in turn at each, and pyet/NumPy of the medians is printed
-beside them (not counted): NumPy's SVML loops, which pyet's passes call too, run up to 2.8x
-slower under a few stack addresses (bench_call_depth.py).  A benchmark, not a test: a wrong
-result is reported, not raised.
+alternating, and prints each case's median and 90th percentile. Cases above 1.1 (either ratio) are
+re-timed three times and their ratios become the median of the four passes (``--no-recheck``: the
+first pass only); both are printed. Those still above 1.1 on one thread are also timed under 8 call
+depths, both libraries in turn at each, and pyet/NumPy of the medians is printed beside them (not
+counted): NumPy's SVML loops, which pyet's passes call too, run up to 2.8x slower under a few stack
+addresses (bench_call_depth.py). A benchmark, not a test: a wrong result is reported, not raised.
 """
 
 import argparse
@@ -389,6 +389,66 @@ def reduction_case(name, t, red, axis):
     Dst = pyet.asarray(out)
     return Case(name, lambda: Dst.__setitem__(..., getattr(pyet, red)(T, axis=axis)),
                 lambda: getattr(np, red)(t, axis=axis, out=out2), lambda: out, tol=1e-12)
+
+def shape_cases(n, rng, pattern):
+    """``--shapes``: rows of 1-100 items (n elements in all) into C, Fortran, transposed
+    and every-other-item destinations, seven trees with a column, a row and a costly op;
+    sum, max and argmax of C and Fortran arrays over each axis (``evaluate``, NumPy's
+    allocating call); softmax over each axis.  The grid's square layouts had hidden the
+    cliffs of short rows across orders."""
+    cases = Cases(pattern)
+    for width, dt in itertools.product((1, 2, 3, 5, 8, 17, 33, 100), FLOATS):
+        rows, dname = max(n // width, 1), np.dtype(dt).name
+        a = (rng.random((rows, width)) * 4 - 2).astype(dt)
+        b = (rng.random((rows, width)) * 4 - 2).astype(dt)
+        col, row = a[:, :1].copy(), a[0].copy()
+        for lay in ("C", "F", "::2", "T"):
+            d = (np.empty((rows, width), dt) if lay == "C"
+                 else np.empty((rows, width), dt, order="F") if lay == "F"
+                 else np.empty((rows, 2 * width), dt)[:, ::2] if lay == "::2"
+                 else np.empty((width, rows), dt).T)
+            A, B, C, R, D = (pyet.asarray(x) for x in (a, b, col, row, d))
+            for tname, fp, fn in (
+                    ("A+C", lambda A=A, C=C: A + C, lambda d, a=a, c=col: np.add(a, c, out=d)),
+                    ("A*tanh(C)", lambda A=A, C=C: A * pyet.tanh(C),
+                     lambda d, a=a, c=col: np.multiply(a, np.tanh(c), out=d)),
+                    ("A+exp(R)", lambda A=A, R=R: A + pyet.exp(R),
+                     lambda d, a=a, r=row: np.add(a, np.exp(r), out=d)),
+                    ("where(A>C,A,C)", lambda A=A, C=C: pyet.where(A > C, A, C),
+                     lambda d, a=a, c=col: (np.copyto(d, np.where(a > c, a, c)), d)[1]),
+                    ("A*B+C", lambda A=A, B=B, C=C: A * B + C,
+                     lambda d, a=a, b=b, c=col: np.add(np.multiply(a, b, out=d), c, out=d)),
+                    ("maximum(A,0)*C", lambda A=A, C=C: pyet.maximum(A, 0) * C,
+                     lambda d, a=a, c=col: np.multiply(np.maximum(a, 0, out=d), c, out=d)),
+                    ("(A-C)/B", lambda A=A, B=B, C=C: (A - C) / B,
+                     lambda d, a=a, b=b, c=col: np.divide(np.subtract(a, c, out=d), b, out=d))):
+                cases.append(Case(f"shape {tname:14s} {dname:7s} ({rows},{width}) dst {lay}",
+                                  lambda D=D, fp=fp: D.__setitem__(..., fp()),
+                                  lambda d=d, fn=fn: fn(d), lambda d=d: d, tol=1e-5))
+        for order, axis in itertools.product("CF", (0, 1)):
+            t = np.asarray(a, order=order)
+            T = pyet.asarray(t)
+            for red in ("sum", "max", "argmax"):
+                # (each result dropped, as NumPy's: one held while the next is
+                # made costs both libraries a fresh allocation's page faults)
+                cases.append(Case(
+                    f"shape {red:14s} {dname:7s} ({rows},{width}) {order} axis={axis}",
+                    lambda T=T, red=red, axis=axis: np.asarray(
+                        pyet.evaluate(getattr(pyet, red)(T, axis=axis))),
+                    lambda t=t, red=red, axis=axis: getattr(t, red)(axis=axis),
+                    lambda T=T, red=red, axis=axis: np.asarray(
+                        pyet.evaluate(getattr(pyet, red)(T, axis=axis))), tol=1e-4))
+            out = np.empty(t.shape, dt)
+            D = pyet.asarray(out)
+            cases.append(Case(
+                f"shape {'softmax':14s} {dname:7s} ({rows},{width}) {order} axis={axis}",
+                lambda D=D, T=T, axis=axis: D.__setitem__(..., pyet.softmax(T, axis=axis)),
+                lambda t=t, axis=axis, out=out: np.divide(
+                    e := np.exp(t - t.max(axis=axis, keepdims=True)),
+                    e.sum(axis=axis, keepdims=True), out=out),
+                lambda out=out: out, tol=1e-5))
+    return cases
+
 
 def special_cases(n, rng, pattern):
     cases = Cases(pattern)
@@ -764,6 +824,10 @@ def main():
     ap.add_argument("--no-recheck", action="store_true",
                     help="do not re-time the cases above 1.1 (by default each is re-timed "
                          "3 times and its ratio is the median of the 4 passes)")
+    ap.add_argument("--shapes", action="store_true",
+                    help="also run the shape section: rows of 1-100 items across orders, "
+                         "reductions and softmax of C and Fortran arrays over each axis "
+                         "(704 more cases)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time on the thread's CPU time, not wall time: steadier on a busy "
                          "machine (one thread only)")
@@ -782,7 +846,8 @@ def main():
     print(f"pyet grid, 1 thread{f' and {args.threads}' if args.threads > 1 else ''}, ~{n} "
           f"elements per case; {cpu_model()}; numpy {np.__version__}")
     cases = (elementwise_cases(n, rng, args.filter) + table_cases(n, rng, args.filter)
-             + special_cases(n, rng, args.filter))
+             + special_cases(n, rng, args.filter)
+             + (shape_cases(n, rng, args.filter) if args.shapes else []))
     rows, bad = run(cases, repeats, min_time, args.threads, args.calls)
     rechecked = [] if args.no_recheck else recheck(rows, cases, repeats, min_time, args.threads)
     rows.sort(reverse=True)
