@@ -34,6 +34,12 @@ ONE_SHAPES = [(), (1,), (1, 1)]
 CASES = [(row, dt) for row in ROWS for dt in row.dtypes]
 
 
+def _bits(x):
+    """x's items as unsigned integers of their size (bit-for-bit comparisons)."""
+    x = np.ascontiguousarray(x).reshape(-1)
+    return x.view(f"u{x.itemsize}")
+
+
 def _full(a, n):
     """a's one value as an array of n elements (the pass computes each)."""
     return np.full(n, np.asarray(a).reshape(()), np.asarray(a).dtype)
@@ -239,3 +245,58 @@ def _chain(a, b, ops):
     for op in ops:
         x = -x if op == "neg" else x * 0.5 if op == "half" else getattr(pyet, op)(x)
     return x
+
+
+_BINARY = ["add", "subtract", "multiply", "maximum", "divide"]
+_UNARY = ["exp", "tanh", "sin", "negative", "sqrt", "absolute"]
+
+
+@st.composite
+def _trees(draw, depth=3):
+    """(kind, ...) of a random tree over operands 0-3 (a random op table walk)."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return ("leaf", draw(st.integers(0, 3)))
+    if draw(st.booleans()):
+        return ("unary", draw(st.sampled_from(_UNARY)), draw(_trees(depth=depth - 1)))
+    if draw(st.integers(0, 4)) == 0:
+        return ("where", draw(_trees(depth=depth - 1)), draw(_trees(depth=depth - 1)),
+                draw(_trees(depth=depth - 1)))
+    return ("binary", draw(st.sampled_from(_BINARY)), draw(_trees(depth=depth - 1)),
+            draw(_trees(depth=depth - 1)))
+
+
+def _build(lib, t, ops):
+    if t[0] == "leaf":
+        return ops[t[1]]
+    if t[0] == "unary":
+        return getattr(lib, t[1])(_build(lib, t[2], ops))
+    if t[0] == "where":
+        return lib.where(_build(lib, t[1], ops) > 0.5, _build(lib, t[2], ops),
+                         _build(lib, t[3], ops))
+    return getattr(lib, t[1])(_build(lib, t[2], ops), _build(lib, t[3], ops))
+
+
+@settings(max_examples=150, deadline=None)
+@given(tree=_trees(), dtype=st.sampled_from([np.float32, np.float64]),
+       shapes=st.lists(st.sampled_from([(), (1,), (1, 1), (7,), (5, 7), (5, 1)]),
+                       min_size=4, max_size=4),
+       seed=st.integers(0, 2 ** 16))
+def test_random_trees_of_one_value_and_array_operands(tree, dtype, shapes, seed):
+    # the tree with its operands of one element as they are (values computed once)
+    # against the same tree with each such operand an array of the result's shape
+    # holding its value (every value computed in the pass): the same bits
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.random(s) * 3 + 0.1).astype(dtype) for s in shapes]
+    with np.errstate(all="ignore"):
+        want = np.asarray(_build(np, tree, arrays))
+        full = np.broadcast_shapes(*shapes, (1,))
+        # (copies: a broadcast view would be a constant leaf, which NumPy folds)
+        expanded = [np.broadcast_to(a, full).copy() if a.size == 1 else a for a in arrays]
+        got = np.asarray(pyet.evaluate(_build(pyet, tree, [pyet.asarray(a) for a in arrays])))
+        each = np.asarray(pyet.evaluate(_build(pyet, tree,
+                                                [pyet.asarray(a) for a in expanded])))
+    each = np.broadcast_to(each, np.broadcast_shapes(each.shape, got.shape))
+    got = np.broadcast_to(got, each.shape)
+    np.testing.assert_array_equal(_bits(got), _bits(each))
+    np.testing.assert_allclose(got, np.broadcast_to(want, got.shape), rtol=1e-4, atol=1e-5,
+                               equal_nan=True)
