@@ -119,6 +119,13 @@ def test_where_of_values_computed_once():
     np.testing.assert_array_equal(got, np.where(b > 0, a, -b))
     got = np.asarray(pyet.evaluate(pyet.asarray(a) + pyet.where(B > 1, B * 2, B - 1)))
     np.testing.assert_array_equal(got, a + np.where(b > 1, b * 2, b - 1))
+    # a condition leaf of one element inside a where computed once: a bound
+    # scalar too (binding collects it as lowering numbers it)
+    for c in (np.array([True]), np.array(False), np.array([[True]])):
+        got = np.asarray(pyet.evaluate(pyet.asarray(a) * pyet.where(pyet.asarray(c), B * 2,
+                                                                    B - 1)))
+        np.testing.assert_array_equal(got.reshape(-1), (a * np.where(c, b * 2, b - 1))
+                                      .reshape(-1))
     # every operand one value: the root is computed once, the pass a fill
     dst = np.empty(N)
     pyet.asarray(dst)[...] = pyet.where(B > 0, pyet.exp(B), B)
