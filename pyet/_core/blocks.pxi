@@ -1036,13 +1036,11 @@ cdef int run_tiles_flat(Run *r, Program prog, pyet_intp w0, pyet_intp w1,
         for k in range(r.ndst, r.nops):
             if r.gather[k] <= -2:
                 tb = regs + r.tilebuf + (-2 - r.gather[k]) * regbytes
-                if r.dup[k]:
-                    pass
-                elif across_rows(r, k):
+                if not r.dup[k] and across_rows(r, k):
                     pyet_copy_tile(tb, inner * r.itemsize[k], ptr[k],
                                    r.strides[k * MAXD + nd - 2], r.strides[k * MAXD + nd - 1],
                                    rows, inner, r.itemsize[k], r.from_memory)
-                else:
+                elif not r.dup[k]:
                     pyet_copy_rows(tb, ptr[k], r.strides[k * MAXD + nd - 2],
                                    r.strides[k * MAXD + nd - 1], rows, inner, r.itemsize[k])
                 ptr[k] = tb

@@ -1846,7 +1846,7 @@ cdef class _Group:
                         return False
                     self.sources[i] = (SRC_DST, k)
                     break
-        for a in scalars:  # 0-d leaves are read when the pass is bound: before it writes
+        for a in scalars:  # one-value leaves are read when the pass is bound: before it writes
             if isinstance(a, np.ndarray):
                 for dk in self.dsts:
                     if _bounds_overlap(<cnp.ndarray>a, <cnp.ndarray>dk):

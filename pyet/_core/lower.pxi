@@ -365,7 +365,7 @@ cdef class _Lowering:
             return self.emit(OP_pyfunc, e._dt, e._dt, srcs,
                              (slot, [(<Expr>a)._dt for a in e._args]))
         fn = numpy_loop_op(e._op, e._cdt)
-        if fn is not None and e._cdt == e._dt and not any([is_scalar(a) for a in e._args]):
+        if fn is not None and e._cdt == e._dt and not any([(<Expr>a)._one for a in e._args]):
             # NumPy's ufunc on each block (ops.NUMPY_LOOPS, NUMPY_SIMD_LOOPS), in place
             srcs = [self.operand(a, e._cdt, False) for a in e._args]
             return self.emit(OP_pyfunc, e._cdt, e._dt, srcs, (fn, [e._cdt] * len(srcs)))
@@ -375,7 +375,7 @@ cdef class _Lowering:
                     self.operand(e._args[2], e._cdt)]
             return self.emit(OP_where, e._cdt, e._dt, srcs)
         if e._op == OP_power and POWER_F32_NUMPY and e._cdt == e._dt == DT_F32 \
-                and e._args[1].shape and not is_scalar(e._args[0]):
+                and e._args[1].shape and not (<Expr>e._args[0])._one:
             # NumPy's SIMD loop on each block (ops.NUMPY_POWER_F32), in place
             srcs = [self.operand(a, e._cdt, False) for a in e._args]
             return self.emit(OP_pyfunc, e._cdt, e._dt, srcs, (np.power, [e._cdt, e._cdt]))
@@ -412,20 +412,14 @@ cdef object _match(Expr e):
     return None
 
 
-cdef inline bint is_scalar(Expr e):
-    # scalars, leaves of one element or value (bound when the program runs)
-    # and ops of them (computed once then): one value in a scalar slot
-    return e._one
-
-
 cdef bint _fits(object pattern, Expr e, tuple path, int dt, dict binding):
     if isinstance(pattern, str):
         if pattern in binding:
             return False
-        if pattern[0] == "s":
-            if not is_scalar(e):
+        if pattern[0] == "s":  # (a scalar slot: Expr._one)
+            if not e._one:
                 return False
-        elif is_scalar(e) or e._dt != dt:
+        elif e._one or e._dt != dt:
             return False
         binding[pattern] = path
         return True

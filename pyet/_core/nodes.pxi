@@ -695,7 +695,7 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     cdef Py_ssize_t depth = 0, nleaves = 0, n = len(args), small = 0
     cdef int flags = 0
     cdef double ns = own_ns(op, cdt)
-    cdef bint one = ONE_VALUE_OP[op] and n > 0
+    cdef bint one = n > 0
     for a in args:
         flags |= a._flags
         one = one and a._one
@@ -720,7 +720,7 @@ cdef inline Expr seal(Expr e, int op, tuple args, tuple shape, int cdt, int dt,
     e._flags = flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = depth + 1
     e._nleaves = nleaves
-    e._one = one and not (op == OP_power and (<Expr>args[1]).shape)
+    e._one = computed_once(op, one, args[1] if n == 2 else None)
     # (a value computed once is no work a pass repeats: nothing to hoist)
     e._hoist_min = hoist_min(e, small) if not e._one else 0
     e._ns = ns if op != OP_special and not e._one else 0.0
@@ -964,6 +964,13 @@ cdef inline bint one_value(Expr e) noexcept:
 cdef bint ONE_VALUE_OP[OP_COUNT]
 for _op in range(OP_COUNT):
     ONE_VALUE_OP[_op] = _op not in (OP_leaf, OP_scalar, OP_pyfunc, OP_special)
+
+
+cdef inline bint computed_once(int op, bint operands_one, object second) noexcept:
+    # Expr._one of an op node whose operands all hold one value (operands_one):
+    # not x ** b of an array exponent b, which takes pow per element (lowering)
+    return ONE_VALUE_OP[op] and operands_one and not (
+        op == OP_power and (<Expr>second).shape)
 
 
 cdef object constant_value(Expr e):
@@ -1530,7 +1537,7 @@ cdef Expr binary(int op, object a, object b):
     e._flags = x._flags | y._flags | (HAS_COSTLY if COSTLY[op] else 0)
     e._depth = 1 + (x._depth if x._depth > y._depth else y._depth)
     e._nleaves = x._nleaves + y._nleaves
-    e._one = ONE_VALUE_OP[op] and x._one and y._one and not (op == OP_power and y.shape)
+    e._one = computed_once(op, x._one and y._one, y)
     if e._one:  # (seal's)
         e._hoist_min, e._ns = 0, 0.0
     else:

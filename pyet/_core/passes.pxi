@@ -735,8 +735,7 @@ cdef int run_once(Program prog, char *slots) except -1:
     its scalars are stored: each into its slot; their floating-point errors
     reported now, before the pass writes anything (NumPy's A + np.exp(b)
     raises in exp)."""
-    cdef void *inp[PYET_MAX_IN + 1]
-    cdef char *args[PYET_MAX_IN + 1]
+    cdef char *args[PYET_MAX_IN + 1]  # (the operands' slots, then the output's)
     cdef cnp.npy_intp steps[PYET_MAX_IN + 1]
     cdef cnp.npy_intp one = 1
     cdef pyet_instr *ins
@@ -746,14 +745,13 @@ cdef int run_once(Program prog, char *slots) except -1:
         ins = &prog.once[i]
         for j in range(ins.nin + 1):
             args[j] = slots + 8 * (ins.src[j] if j < ins.nin else ins.out)
-            inp[j] = args[j]
             steps[j] = 8
         if prog.once_loop[i] != NULL:
             prog.once_loop[i](args, &one, steps, prog.once_data[i])
         elif ins.op == OP_cast:
-            pyet_cast(ins.dt, ins.dt_out, 1, args[1], inp[0])
+            pyet_cast(ins.dt, ins.dt_out, 1, args[1], args[0])
         else:
-            call_kernel(ins, 1, args[ins.nin], inp)
+            call_kernel(ins, 1, args[ins.nin], <void **>args)
     raised = pyet_fs_get()
     pyet_fs_clear(raised)
     pyet_fs_set(before)
@@ -1424,7 +1422,8 @@ def direct_pass_count():
 
 
 cdef inline bint direct_on(Program prog) noexcept:
-    # direct passes are on and prog is one they run
+    # direct passes are on and prog is one they run, its scalar slots (bound
+    # and computed once) within a Small's
     return DIRECT_PASSES and PLAIN_PASSES and prog.direct_ok and prog.nscalars <= DIRECT_SCALARS
 
 
@@ -1440,7 +1439,7 @@ cdef int direct_pass(Program prog, cnp.ndarray dst, list leaves, list scalars) e
     cdef Small s
     cdef int k
     s.nleaves, s.nscalars = len(leaves), len(scalars)
-    if s.nleaves > DIRECT_OPS - 1 or s.nscalars > DIRECT_SCALARS or not direct_on(prog):
+    if s.nleaves > DIRECT_OPS - 1 or not direct_on(prog):  # (direct_on: the scalars fit)
         return 0
     for k in range(s.nleaves):
         s.leaves[k] = <PyObject *>leaves[k]
