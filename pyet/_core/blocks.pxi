@@ -111,6 +111,8 @@ cdef struct Run:
     uint64_t col_compact    # operands (bits): columns gathered one element a row (plan_columns)
     uint64_t col_expand     # of those, filled along the rows after row_instr
     uint64_t reg_expand     # registers (bits) row_instr wrote, filled along the rows likewise
+    uint64_t reg_compact    # registers (bits) row_instr wrote that stay one element a row
+    uint64_t row_scalar     # bit i: instruction i reads one of them as its scalar, a row at a time
     int pfk[MAX_PREFETCH]
 
 
@@ -300,6 +302,28 @@ cdef inline void prefetch_slice(Run *r, char **pf, pyet_intp *at, const pyet_int
             at[j] = hi
 
 
+cdef void row_scalar_rows(Run *r, pyet_instr *ins, pyet_intp n, void *out,
+                          void **inp) noexcept nogil:
+    # instruction ins on a block of whole rows, its input holding one element
+    # a row (a register of r.reg_compact) the kernel's scalar a row at a time:
+    # not filled along the rows first (float64 A * tanh(c) of (181, 181):
+    # 133.7K -> 109.6K instructions; into big[:, ::2] 1.14 -> 0.91x NumPy)
+    cdef pyet_intp m = r.shape[r.nd - 1], rows = n // m, w
+    cdef int j, one = 0, route = 0, isz = pyet_itemsize[ins.dt]
+    cdef int osz = pyet_itemsize[ins.dt_out], before = quiet_start(ins.op)
+    cdef pyet_instr row_ins = ins[0]
+    cdef void *row_in[PYET_MAX_IN]
+    for j in range(ins.nin):
+        if ins.src_kind[j] == SRC_REG and (r.reg_compact >> ins.src[j]) & 1:
+            one = j
+    row_ins.sflags |= 1 << one
+    for w in range(rows):
+        for j in range(ins.nin):
+            row_in[j] = <char *>inp[j] + (w * isz if j == one else w * m * isz)
+        call_row(&row_ins, m, <char *>out + w * m * osz, row_in, &route)
+    quiet_end(ins.op, before)
+
+
 cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
                    uint64_t *route, char **pf=NULL, pyet_intp pfn=0,
                    uint64_t skip=0) noexcept nogil:
@@ -448,7 +472,9 @@ cdef int run_block(Run *r, Program prog, pyet_intp n, char **ptr, char *regs,
         # an instruction on scalars only (0-d tensors) computes its one value
         # and repeats it: nothing is asked for n values of operands holding one
         ni = 1 if n > 1 and scalars_only(ins) else n
-        if i < 64 and (r.insx >> i) & 1:  # strided leaves read where they lie
+        if i < 64 and (r.row_scalar >> i) & 1:  # a register of one element a row
+            row_scalar_rows(r, ins, n, out, inp)
+        elif i < 64 and (r.insx >> i) & 1:  # strided leaves read where they lie
             for j in range(ins.nin):
                 if ins.sflags & (1 << j):
                     steps[j] = 0

@@ -173,6 +173,9 @@ cdef class Program:
     cdef bint strided_fused
     # bit i: instruction i has a pyet_kernel_sx kernel (first 64)
     cdef uint64_t sx_instr
+    # bit i: instruction i is pyet's kernel of a COLUMN_SCALAR_OPS op on two
+    # inputs (first 64): it may take a value a row as its scalar (plan_columns)
+    cdef uint64_t row_scalar_ok
     # run_plain's operand table: per instruction, PYET_MAX_IN inputs then the
     # output, each a slot: registers, then scalars, then the pass's operand
     # rows (destinations, then leaves); plain: no instruction needs more
@@ -775,6 +778,10 @@ cdef Program _assemble(_Lowering lw, int ndst, int dst_dt):
             if p.code[i].dt == p.code[i].dt_out \
                     and pyet_kernel_sx(p.code[i].op, p.code[i].dt, 0, NULL, NULL, NULL):
                 p.sx_instr |= (<uint64_t>1) << i
+    p.row_scalar_ok = 0
+    for i in range(min(p.ninstr, 64)):
+        if p.code[i].nin == 2 and p.code[i].op in COLUMN_SCALAR_OPS and p.cloop[i] == NULL:
+            p.row_scalar_ok |= (<uint64_t>1) << i
     # (one op of + - * / maximum minimum keeps its paths: NumPy's loops on
     # strided rows, pyet's vectorized gathers)
     p.strided_fused = (ndst == 1 and p.ninstr == 1 and p.code[0].nin > 1

@@ -1070,6 +1070,7 @@ cdef void plan_columns(Run *r, Program prog) noexcept nogil:
     cdef int i, j, k, d, nd = r.ndst
     cdef pyet_instr *ins
     r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
+    r.reg_compact = r.row_scalar = 0
     for k in range(nd, min(r.nops, 64)):
         if column_broadcast(r, k) and r.gather[k] >= 0:
             cols |= (<uint64_t>1) << k
@@ -1103,6 +1104,60 @@ cdef void plan_columns(Run *r, Program prog) noexcept nogil:
     r.col_compact = cols & leaf_row
     r.col_expand = cols & leaf_row & leaf_other
     r.reg_expand = read_by_others(prog, row)
+    plan_row_scalars(r, prog)
+
+
+cdef void plan_row_scalars(Run *r, Program prog) noexcept nogil:
+    """Of row_instr's registers that other instructions read (r.reg_expand),
+    those every reader takes as its kernel's scalar a row at a time
+    (r.row_scalar: an op that computes the same values so, on another input
+    that is not a scalar, on rows of COLUMN_ROW_MIN or more) stay one element
+    a row (r.reg_compact) and are not filled along the rows."""
+    global _row_scalar_count
+    cdef uint64_t reads, refused = 0, takers = 0, bit
+    cdef int i, j, nreg
+    cdef pyet_instr *ins
+    r.reg_compact = r.row_scalar = 0
+    if not r.reg_expand or r.shape[r.nd - 1] < COLUMN_ROW_MIN:
+        return
+    for i in range(min(prog.ninstr, 64)):
+        bit = (<uint64_t>1) << i
+        if (r.row_instr >> i) & 1:
+            continue
+        ins = &prog.code[i]
+        reads = 0
+        nreg = 0
+        for j in range(ins.nin):
+            if ins.src_kind[j] == SRC_REG and (r.reg_expand >> ins.src[j]) & 1:
+                reads |= (<uint64_t>1) << ins.src[j]
+                nreg += 1
+        if not reads:
+            continue
+        if nreg == 1 and (prog.row_scalar_ok >> i) & 1 and not (r.insx >> i) & 1 \
+                and not ins.sflags:
+            takers |= bit
+        else:
+            refused |= reads
+    for i in range(min(prog.ninstr, 64)):  # a register filled for one reader is read filled
+        if (takers >> i) & 1:
+            for j in range(prog.code[i].nin):
+                if prog.code[i].src_kind[j] == SRC_REG \
+                        and (refused >> prog.code[i].src[j]) & 1:
+                    takers &= ~((<uint64_t>1) << i)
+    r.row_scalar = takers
+    r.reg_compact = r.reg_expand & ~refused
+    r.reg_expand &= refused
+    if takers:
+        _row_scalar_count += 1
+
+
+cdef Py_ssize_t _row_scalar_count = 0
+
+
+def row_scalar_count():
+    """How many passes have taken a column's computed values as their
+    kernels' scalars a row at a time (plan_row_scalars; tests check the path)."""
+    return _row_scalar_count
 
 
 cdef uint64_t read_by_others(Program prog, uint64_t instrs) noexcept nogil:
@@ -1196,6 +1251,7 @@ cdef void plan_operands(Run *r, Program prog, pyet_intp blocklen, pyet_intp unit
         r.once_instr = chunk_invariant(r, prog)
         r.once_tile = read_by_others(prog, r.once_instr)
     r.row_instr = r.col_compact = r.col_expand = r.reg_expand = 0
+    r.reg_compact = r.row_scalar = 0
     if columns and r.block % r.shape[r.nd - 1] == 0:
         plan_columns(r, prog)
         if r.row_instr and r.block <= 2 * BLOCK:  # (kernel-sized blocks, not a NumPy loop's)
