@@ -73,6 +73,11 @@ def evaluated(Expr e):
     tree without Dask leaves), in C: its three steps from Python cost ~0.3 us
     of a 16 x 16 ``evaluate(a*b + 1)``'s ~1.1."""
     arr = aligned_empty(e.shape, e._dt)
+    if e._op == OP_special and (<SpecialNode>e)._kind != SPECIAL_PRODUCT \
+            and _recorder() is None and into_directly(arr, <SpecialNode>e, e._dt, True):
+        # a special node over leaves (a reduction's, NumPy's or its own call):
+        # new memory of its shape and dtype needs none of assign's checks
+        return wrap(arr)
     assign(arr, e)
     return wrap(arr)
 
@@ -290,22 +295,23 @@ cdef tuple _arrays_of(tuple args):
     return out
 
 
-cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt) except -1:
+cdef bint into_directly(cnp.ndarray d, SpecialNode e, int dst_dt, bint fresh=False) except -1:
     """The common special root, decided by one check: a node other than a
     product (no root form matches it) of dst's shape and dtype over leaves
     (or scalars) that do not overlap dst, with no plan recording -- its kernel's into()
     straight into dst, without the evaluation table (no special node below
     to share), the Compute action or the walk of the tree (~1 us a call).
-    False, nothing done, for any other root: assign_special's general way."""
+    False, nothing done, for any other root: assign_special's general way.
+    ``fresh``: d is new memory of e's shape and dtype (evaluated)."""
     cdef Expr a
     cdef bint leaves = True
-    if e._dt != dst_dt or not has_shape(d, e.shape):
+    if not fresh and (e._dt != dst_dt or not has_shape(d, e.shape)):
         return False
     for a in e._args:
         if a._op == OP_scalar:
             leaves = False
             continue
-        if a._op != OP_leaf or _bounds_overlap(<cnp.ndarray>(<Tensor>a)._array, d):
+        if a._op != OP_leaf or (not fresh and _bounds_overlap(<cnp.ndarray>(<Tensor>a)._array, d)):
             return False
     kernel = e._kernel
     fast = getattr(kernel, "into_leaves", None) if leaves else None
