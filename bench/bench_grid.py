@@ -114,6 +114,13 @@ def elementwise_ops():
         ("sin", FLOATS, 1, pyet.sin, np.sin),
         ("cos", FLOATS, 1, pyet.cos, np.cos),
         ("tanh", FLOATS, 1, pyet.tanh, np.tanh),
+        # a costly subtree read twice (gradients' tanh and sigmoid): computed once
+        ("1-t*t", FLOATS, 1, lambda a: (lambda t: 1 - t * t)(pyet.tanh(a)),
+         lambda a, out: np.subtract(1, np.square(np.tanh(a, out=out), out=out), out=out)),
+        ("s*(1-s)", FLOATS, 1, lambda a: (lambda s: s * (1 - s))(pyet.sigmoid(a)),
+         lambda a, out: (lambda s: np.multiply(s, np.subtract(1, s), out=out))(
+             np.divide(1, np.add(1, np.exp(np.negative(a, out=out), out=out), out=out),
+                       out=out))),
         ("sqrt", FLOATS, 1, pyet.sqrt, np.sqrt),
         ("abs", FLOATS + INTS, 1, abs, np.abs),
         ("maximum", FLOATS, 2, pyet.maximum, np.maximum),

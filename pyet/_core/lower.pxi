@@ -173,6 +173,10 @@ cdef class Program:
     cdef bint strided_fused
     # bit i: instruction i has a pyet_kernel_sx kernel (first 64)
     cdef uint64_t sx_instr
+    # a costly subtree of the same structure appears more than once (1 - t*t
+    # of t = tanh(x)): where its leaves are the same arrays, the tree runs as
+    # a one-statement group, which computes it once (engine.pxi shared_pass)
+    cdef bint repeats_costly
     # bit i: instruction i is pyet's kernel of a COLUMN_SCALAR_OPS op on two
     # inputs (first 64): it may take a value a row as its scalar (plan_columns)
     cdef uint64_t row_scalar_ok
@@ -515,7 +519,27 @@ def lower(Expr e, int dst_dt):
     _write_root(lw, lw.operand(e, dst_dt), 0, dst_dt)
     _place_once(lw)
     _count_regs(lw)
-    return _assemble(lw, 1, dst_dt)
+    cdef Program p = _assemble(lw, 1, dst_dt)
+    p.repeats_costly = bool(e._flags & HAS_COSTLY) and _repeats_costly(e)
+    return p
+
+
+cdef bint _repeats_costly(Expr e) except -1:
+    # a costly subtree lower_group could share appears twice by structure
+    # (every leaf occurrence alike)
+    return shares_subtree(e, [(SRC_LEAF, 0)] * (e._nleaves + 1))
+
+
+cdef bint shares_subtree(Expr e, list leaf_map) except -1:
+    # lower_group([e], ..., leaf_map) computes a costly subtree of e once for
+    # several readers (_count_shared's signatures)
+    cdef _Lowering lw = _Lowering(leaf_map)
+    cdef dict sigs = {}, counts = {}
+    _signatures(lw, e, 0, True, sigs, counts)
+    for n in counts.values():
+        if n > 1:
+            return True
+    return False
 
 
 cdef void _place_once(_Lowering lw) except *:
