@@ -259,6 +259,27 @@ def test_np_ufunc_out_tensor_evaluates():
     np.testing.assert_array_equal(buf, a * a - 1)
 
 
+def test_np_ufunc_out_tensor_errors_leave_it_untouched():
+    # the common form's own path (two operands, out= one pyet tensor): the
+    # assignment's checks, before anything is written
+    a, ta = t_((3, 4))
+    ro = np.zeros((3, 4))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        np.add(ta, ta, out=pyet.asarray(ro))
+    small = np.full((2, 4), 7.0)
+    with pytest.raises(ValueError, match="shape"):
+        np.add(ta, 1, out=pyet.asarray(small))
+    ints = np.full((3, 4), 7, np.int32)
+    with pytest.raises(TypeError, match="cast"):
+        np.multiply(ta, 2, out=pyet.asarray(ints))
+    assert (small == 7).all() and (ints == 7).all() and (ro == 0).all()
+    wide = np.zeros((2, 3, 4))
+    r = np.add(ta, pyet.asarray(np.ones(4)), out=pyet.asarray(wide))  # broadcast into out
+    np.testing.assert_array_equal(wide, np.broadcast_to(a + 1, (2, 3, 4)))
+    assert isinstance(r, pyet.Tensor) and np.shares_memory(r.numpy(), wide)
+
+
 def test_np_asarray_of_expr_evaluates():
     a, ta = t_((2, 3), np.float32)
     r = np.asarray(pyet.sqrt(ta) + 1)
