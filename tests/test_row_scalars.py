@@ -114,6 +114,32 @@ def test_values_taken_a_row_at_a_time_equal_the_filled_rows(dtype, shape, layout
         core.set_hoist_saved(before)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(200, 150), (100, 7), (64, 33)])
+def test_fortran_passes_take_a_row_s_values_down_each_column(dtype, shape):
+    # all in Fortran order the pass's rows run along the first axis: a row
+    # (1, n) broadcast down them is its "column"
+    rng = np.random.default_rng(shape[0])
+    a = np.asfortranarray(_values(rng, shape, dtype))
+    r = _values(rng, (1, shape[1]), dtype)
+    A, R = pyet.asarray(a), pyet.asarray(r)
+    out = np.empty(shape, dtype, order="F")
+    before = core.set_hoist_saved(-1)
+    try:
+        count = core.row_scalar_count()
+        got = _run(lambda: A * (R - 1), out)
+        assert core.row_scalar_count() == count + 1
+        core.set_row_broadcasts_once(False)
+        try:
+            row_by_row = _run(lambda: A * (R - 1), out)
+        finally:
+            core.set_row_broadcasts_once(True)
+    finally:
+        core.set_hoist_saved(before)
+    np.testing.assert_array_equal(got, row_by_row)
+    np.testing.assert_array_equal(got, a * (r - 1))
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", [(400, 63), (1000, 8), (5000, 2)])
 def test_short_rows_keep_the_filled_blocks(dtype, shape):
