@@ -202,3 +202,29 @@ def test_random_trees_reading_a_subtree_twice(n, dtype, data):
     want = n2(n1(nu_(x, y), y), nu_(x, y))
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("red", ["sum", "mean", "max", "min", "argmax"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_reductions_of_a_tree_reading_a_subtree_twice(dtype, red, axis):
+    # the fold's program is the one-statement group's too (reduce_into)
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-3, 3, (300, 200)).astype(dtype)
+    X, X2 = pyet.asarray(x), pyet.asarray(x.copy())
+    count = core.shared_count()
+    got = np.asarray(pyet.evaluate(getattr(pyet, red)(
+        pyet.sigmoid(X) * (1 - pyet.sigmoid(X)), axis=axis)))
+    assert core.shared_count() == count + 1
+    each = np.asarray(pyet.evaluate(getattr(pyet, red)(
+        pyet.sigmoid(X) * (1 - pyet.sigmoid(X2)), axis=axis)))
+    assert core.shared_count() == count + 1
+    np.testing.assert_array_equal(got, each)
+    sx = 1 / (1 + np.exp(-x.astype(np.float64)))
+    want = getattr(np, red)(sx * (1 - sx), axis=axis)
+    if red == "argmax":  # (NumPy's first index over pyet's values: ties of float32 rounding)
+        values = np.asarray(pyet.evaluate(pyet.sigmoid(X) * (1 - pyet.sigmoid(X2))))
+        np.testing.assert_array_equal(got, np.argmax(values, axis=axis))
+    else:
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

@@ -82,14 +82,6 @@ def evaluated(Expr e):
     return wrap(arr)
 
 
-# a tree reading a costly subtree twice runs as a group (shared_pass) from
-# this many elements (float64 1 - t*t of a tanh t, instructions, the
-# group's way against the costly subtree computed at each occurrence by the
-# direct pass: 16 elements 14.8K against 13.4K, 64 15.8K / 15.2K, 256 19.6K /
-# 22.2K, 1024 35.3K / 51.3K)
-DEF SHARED_MIN = 128
-
-
 cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_PYFUNC and hoist_pyfunc(d, e, dst_dt):
         return
@@ -120,15 +112,6 @@ cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
         perform(Pass(prog, [d], leaves, scalars))
 
 
-cdef Py_ssize_t _shared_count = 0
-
-
-def shared_count():
-    """How many passes have computed a subtree read twice once (shared_pass;
-    tests check the path)."""
-    return _shared_count
-
-
 cdef bint shared_pass(cnp.ndarray d, Expr e, int dst_dt) except -1:
     """A tree reading a costly subtree more than once over the same arrays
     (``1 - t*t`` of ``t = tanh(x)``, ``s * (1 - s)`` of a sigmoid s, as
@@ -138,7 +121,6 @@ cdef bint shared_pass(cnp.ndarray d, Expr e, int dst_dt) except -1:
     (float64 1 - t*t of 65,536: 1.41x NumPy's tanh and two ufuncs).  False,
     nothing done, where no leaf array repeats, or while a plan records (its
     statements' shared subtrees are Shared nodes: share_subtrees)."""
-    global _shared_count
     cdef list leaves = [], scalars = [], pyfuncs = [], arrays = []
     if _recorder() is not None:
         return False
@@ -146,37 +128,9 @@ cdef bint shared_pass(cnp.ndarray d, Expr e, int dst_dt) except -1:
     if prog is None:
         return False
     STATS[0] += 1
-    _shared_count += 1
+    count_shared()
     execute_group(<Program>prog, [d], arrays, scalars, pyfuncs)
     return True
-
-
-cdef object shared_program(Expr e, int dst_dt, list leaves, list scalars, list pyfuncs,
-                           list arrays):
-    # e's program as a one-statement group over its distinct leaf arrays
-    # (collected into ``arrays``; e's leaf occurrences, scalars and functions
-    # into the others), or None where it shares no subtree (no leaf array
-    # repeats, or not below a repeated costly structure)
-    cdef list leaf_map = []
-    cdef dict index = {}
-    collect(e, leaves, scalars, pyfuncs)
-    for a in leaves:
-        i = index.get(id(a))
-        if i is None:
-            i = index[id(a)] = len(arrays)
-            arrays.append(a)
-        leaf_map.append((SRC_LEAF, i))
-    if len(arrays) == len(leaves):
-        return None
-    key = ((key_of(e) * 8 + dst_dt,), tuple(leaf_map))  # (a one-statement _Group's key)
-    prog = _PROGRAMS.get(key)
-    if prog is None:  # (False: this leaf map shares nothing)
-        prog = lower_group([e], [dst_dt], leaf_map, len(arrays)) \
-            if shares_subtree(e, leaf_map) else False
-        if len(_PROGRAMS) >= PROGRAM_LIMIT:
-            _PROGRAMS.clear()
-        _PROGRAMS[key] = prog
-    return prog if prog is not False else None
 
 
 cdef bint hoist_pyfunc(cnp.ndarray d, Expr e, int dst_dt) except -1:

@@ -369,8 +369,15 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
     if red == RED_SUM and e._dt == DT_F32 and acc_dt == DT_F64:
         acc_dt, red = DT_F32, RED_SUM_WIDE  # widened as they are folded: no cast pass
     cdef Program prog = get_program(e, acc_dt)
-    cdef list leaves = [], scalars = [], pyfuncs = []
-    collect(e, leaves, scalars, pyfuncs)
+    cdef list leaves = [], scalars = [], pyfuncs = [], arrays = []
+    if prog.repeats_costly and not e._flags & HAS_PYFUNC and shape_size(e.shape) >= SHARED_MIN:
+        # a costly subtree read twice (sum(s * (1 - s)) of a sigmoid s): once a block
+        shared = shared_program(e, acc_dt, leaves, scalars, pyfuncs, arrays)
+        if shared is not None:
+            prog, leaves = <Program>shared, arrays
+            count_shared()
+    else:
+        collect(e, leaves, scalars, pyfuncs)
     if red == RED_ARGMAX or red == RED_ARGMIN:
         if index is None or index.dtype != np.int64:
             raise TypeError("argmax and argmin fold an int64 index array")

@@ -189,6 +189,58 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
             collect(<Expr>e._args[i], leaves, scalars, pyfuncs, child_scalar_ok(e, scalar_ok, i))
 
 
+# a tree reading a costly subtree twice over the same arrays runs as a
+# one-statement group (shared_program) from this many elements (float64 1 -
+# t*t of a tanh t, instructions, the group's way against the costly subtree
+# computed at each occurrence by the direct pass: 16 elements 14.8K against
+# 13.4K, 64 15.8K / 15.2K, 256 19.6K / 22.2K, 1024 35.3K / 51.3K)
+DEF SHARED_MIN = 128
+
+
+cdef Py_ssize_t _shared_count = 0
+
+
+cdef inline void count_shared() noexcept:
+    global _shared_count
+    _shared_count += 1
+
+
+def shared_count():
+    """How many passes and folds have computed a subtree read twice once a
+    block (shared_program's; tests check the path)."""
+    return _shared_count
+
+
+cdef object shared_program(Expr e, int dst_dt, list leaves, list scalars, list pyfuncs,
+                           list arrays):
+    # e's program as a one-statement group over its distinct leaf arrays,
+    # which computes a costly subtree read twice once a block (lower_group's
+    # shared registers; collected into ``arrays``, e's leaf occurrences,
+    # scalars and functions into the others), or None where it shares no
+    # subtree (no leaf array repeats, or not below a repeated costly
+    # structure).  Callers ask Program.repeats_costly and SHARED_MIN first.
+    cdef list leaf_map = []
+    cdef dict index = {}
+    collect(e, leaves, scalars, pyfuncs)
+    for a in leaves:
+        i = index.get(id(a))
+        if i is None:
+            i = index[id(a)] = len(arrays)
+            arrays.append(a)
+        leaf_map.append((SRC_LEAF, i))
+    if len(arrays) == len(leaves):
+        return None
+    key = ((key_of(e) * 8 + dst_dt,), tuple(leaf_map))  # (a one-statement _Group's key)
+    prog = _PROGRAMS.get(key)
+    if prog is None:  # (False: this leaf map shares nothing)
+        prog = lower_group([e], [dst_dt], leaf_map, len(arrays)) \
+            if shares_subtree(e, leaf_map) else False
+        if len(_PROGRAMS) >= PROGRAM_LIMIT:
+            _PROGRAMS.clear()
+        _PROGRAMS[key] = prog
+    return prog if prog is not False else None
+
+
 cdef struct Small:
     # collect_small's operands: leaves' arrays (borrowed from the tree) and
     # scalar slots, at most DIRECT_OPS - 1 and DIRECT_SCALARS
