@@ -82,6 +82,11 @@ def evaluated(Expr e):
     return wrap(arr)
 
 
+# dst = leaf of at most this many elements that the direct pass does not take
+# (the layouts differ) is NumPy's copy (PyArray_CopyInto)
+DEF SMALL_COPY_MAX = 1024
+
+
 cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_PYFUNC and hoist_pyfunc(d, e, dst_dt):
         return
@@ -91,6 +96,15 @@ cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
         return
     if not e._flags & HAS_PYFUNC and _recorder() is None and direct_tree(prog, d, e):
         STATS[0] += 1
+        return
+    if prog.copies_leaf and e._op == OP_leaf and cnp.PyArray_SIZE(d) <= SMALL_COPY_MAX \
+            and _recorder() is None \
+            and not _bounds_overlap(<cnp.ndarray>(<Tensor>e)._array, d):
+        # a small copy across layouts (C rows into Fortran order): NumPy's
+        # own, without a pass's planning (not where the leaf overlaps dst:
+        # NumPy's a[::2] = a[:5] reads what it wrote; the pass copies first)
+        STATS[0] += 1
+        cnp.PyArray_CopyInto(d, <cnp.ndarray>(<Tensor>e)._array)
         return
     cdef list leaves = [], scalars = [], pyfuncs = []
     collect(e, leaves, scalars, pyfuncs)
