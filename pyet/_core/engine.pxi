@@ -91,8 +91,7 @@ cdef assign_elementwise(cnp.ndarray d, Expr e, int dst_dt):
     if e._flags & HAS_PYFUNC and hoist_pyfunc(d, e, dst_dt):
         return
     cdef Program prog = get_program(e, dst_dt)
-    if prog.repeats_costly and not e._flags & HAS_PYFUNC \
-            and cnp.PyArray_SIZE(d) >= SHARED_MIN and shared_pass(d, e, dst_dt):
+    if may_share(prog, e, cnp.PyArray_SIZE(d)) and shared_pass(d, e, dst_dt):
         return
     if not e._flags & HAS_PYFUNC and _recorder() is None and direct_tree(prog, d, e):
         STATS[0] += 1
@@ -1619,8 +1618,7 @@ def explain_assignment(object dst, object value):
     lines += _scratch_lines([e])
     leafy = _stand_in(e)
     cdef Program prog = lower(leafy, dst_dt)
-    if prog.repeats_costly and not leafy._flags & HAS_PYFUNC \
-            and cnp.PyArray_SIZE(d) >= SHARED_MIN:
+    if may_share(prog, leafy, cnp.PyArray_SIZE(d)):
         shared = shared_program(leafy, dst_dt, [], [], [], [])
         if shared is not None:
             prog = <Program>shared
@@ -1857,7 +1855,7 @@ cdef class _Group:
     """Consecutive elementwise statements over destinations of one shape,
     lowered and run as one pass; each leaf that is an earlier statement's
     destination reads what that statement wrote into the block."""
-    cdef list dsts, exprs, dts, leaf_map, leaves, scalars, keys, index, sources
+    cdef list dsts, exprs, dts, leaf_map, leaves, scalars, index, sources
     cdef dict leaf_index
     cdef tuple shape
     cdef list log              # explain: groups recorded, nothing run
@@ -1868,7 +1866,7 @@ cdef class _Group:
 
     cdef clear(self):
         self.dsts, self.exprs, self.dts, self.leaf_map, self.index = [], [], [], [], []
-        self.leaves, self.scalars, self.keys, self.sources = [], [], [], []
+        self.leaves, self.scalars, self.sources = [], [], []
         self.leaf_index = {}
         self.shape = None
 
@@ -1920,7 +1918,6 @@ cdef class _Group:
         self.dsts.append(d)
         self.exprs.append(e)
         self.dts.append(dt)
-        self.keys.append(key_of(e) * 8 + dt)
         self.shape = (<object>d).shape
 
     cdef run(self):
@@ -1936,13 +1933,8 @@ cdef class _Group:
         if len(self.dsts) == 1:
             assign_elementwise(<cnp.ndarray>self.dsts[0], <Expr>self.exprs[0], self.dts[0])
         else:
-            key = (tuple(self.keys), tuple(self.leaf_map))
-            prog = _PROGRAMS.get(key)
-            if prog is None:
-                prog = lower_group(self.exprs, self.dts, self.leaf_map, len(self.leaves))
-                if len(_PROGRAMS) >= PROGRAM_LIMIT:
-                    _PROGRAMS.clear()
-                _PROGRAMS[key] = prog
+            prog = <Program>group_program(self.exprs, self.dts, self.leaf_map,
+                                          len(self.leaves))
             perform(Pass(prog, self.dsts, self.leaves, self.scalars))
         for d in self.dsts:  # values computed from memory just written are stale
             forget_values(d)

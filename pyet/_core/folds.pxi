@@ -370,7 +370,7 @@ def reduce_into(cnp.ndarray acc, Expr e, int red, int nthreads=1, pyet_intp stri
         acc_dt, red = DT_F32, RED_SUM_WIDE  # widened as they are folded: no cast pass
     cdef Program prog = get_program(e, acc_dt)
     cdef list leaves = [], scalars = [], pyfuncs = [], arrays = []
-    if prog.repeats_costly and not e._flags & HAS_PYFUNC and shape_size(e.shape) >= SHARED_MIN:
+    if may_share(prog, e, shape_size(e.shape)):
         # a costly subtree read twice (sum(s * (1 - s)) of a sigmoid s): once a block
         shared = shared_program(e, acc_dt, leaves, scalars, pyfuncs, arrays)
         if shared is not None:

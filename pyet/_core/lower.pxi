@@ -559,6 +559,25 @@ cdef void _count_regs(_Lowering lw) except *:
                        default=-1)
 
 
+cdef object group_program(list exprs, list dst_dts, list leaf_map, int nleaves,
+                          bint sharing=False):
+    # lower_group's program, cached by the statements' structure keys and the
+    # leaf map (a multi-output pass's); with ``sharing`` (one statement whose
+    # costly subtree may repeat), None where the map shares no subtree, an
+    # answer cached too (asking shares_subtree was ~17K instructions a call)
+    cdef Py_ssize_t i
+    key = (tuple([key_of(<Expr>exprs[i]) * 8 + <int>dst_dts[i] for i in range(len(exprs))]),
+           tuple(leaf_map))
+    prog = _PROGRAMS.get(key)
+    if prog is None:  # (False: shares nothing)
+        prog = lower_group(exprs, dst_dts, leaf_map, nleaves) \
+            if not sharing or shares_subtree(<Expr>exprs[0], leaf_map) else False
+        if len(_PROGRAMS) >= PROGRAM_LIMIT:
+            _PROGRAMS.clear()
+        _PROGRAMS[key] = prog
+    return prog if prog is not False else None
+
+
 def lower_group(list exprs, list dst_dts, list leaf_map, int nleaves):
     """Lower several trees to one program writing destination k with tree k,
     in order, block by block (a multi-output pass).  ``leaf_map`` gives each

@@ -197,6 +197,11 @@ cdef void collect(Expr e, list leaves, list scalars, list pyfuncs, bint scalar_o
 DEF SHARED_MIN = 128
 
 
+cdef inline bint may_share(Program prog, Expr e, Py_ssize_t size) noexcept:
+    # whether e (lowered to prog) over size elements asks shared_program
+    return prog.repeats_costly and not e._flags & HAS_PYFUNC and size >= SHARED_MIN
+
+
 cdef Py_ssize_t _shared_count = 0
 
 
@@ -218,7 +223,7 @@ cdef object shared_program(Expr e, int dst_dt, list leaves, list scalars, list p
     # shared registers; collected into ``arrays``, e's leaf occurrences,
     # scalars and functions into the others), or None where it shares no
     # subtree (no leaf array repeats, or not below a repeated costly
-    # structure).  Callers ask Program.repeats_costly and SHARED_MIN first.
+    # structure).  Callers ask may_share first.
     cdef list leaf_map = []
     cdef dict index = {}
     collect(e, leaves, scalars, pyfuncs)
@@ -230,15 +235,7 @@ cdef object shared_program(Expr e, int dst_dt, list leaves, list scalars, list p
         leaf_map.append((SRC_LEAF, i))
     if len(arrays) == len(leaves):
         return None
-    key = ((key_of(e) * 8 + dst_dt,), tuple(leaf_map))  # (a one-statement _Group's key)
-    prog = _PROGRAMS.get(key)
-    if prog is None:  # (False: this leaf map shares nothing)
-        prog = lower_group([e], [dst_dt], leaf_map, len(arrays)) \
-            if shares_subtree(e, leaf_map) else False
-        if len(_PROGRAMS) >= PROGRAM_LIMIT:
-            _PROGRAMS.clear()
-        _PROGRAMS[key] = prog
-    return prog if prog is not False else None
+    return group_program([e], [dst_dt], leaf_map, len(arrays), True)
 
 
 cdef struct Small:
