@@ -109,16 +109,6 @@ def _small_leaf(kind, child):
             and kind != "argmax" and kind != "argmin")
 
 
-def _rows_sum(array, dst):
-    """A small float leaf's sum over its first axis folded into ``dst`` row
-    after row by core.fold_rows (NumPy's order there: its bits; a bias
-    gradient of (256, 128) float32 0.3x the time of np.add.reduce's row by
-    row loop), rows of 2 elements or more (rows of 1 of a (16384, 1) column
-    were 5x NumPy's time).  False, nothing written, where it does not apply."""
-    return (array.ndim > 1 and array.size >= 2 * array.shape[0]
-            and core.fold_rows(dst, array, _FOLD["sum"], 1))
-
-
 def _numpy_kind(kind, array, axes, whole):
     """Whether NumPy's loops reduce this bare leaf faster than the pass, with
     the same values and bits (no tree to fuse: the same work).  Measured on
@@ -212,7 +202,8 @@ def _fold_slices(kind, array, axis, dst):
 _NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED, _EACH_ROW = range(7)
 # whether NumPy's loop takes the leaf where no way of its own did
 _NUMPY_NO, _NUMPY_YES, _NUMPY_ONE_THREAD = range(3)
-assert _NO_WAY == _NUMPY_NO == 0  # (Reduction.into_leaves tests them as false)
+# (core.reduce_leaves, Reduction's into_leaves, tests the first two as false)
+assert _NO_WAY == _NUMPY_NO == 0 and _NUMPY_ONE_THREAD == core.LEAF_NUMPY_ONE_THREAD
 
 # two slices' fold (_fold_slices)
 _SLICE_FOLD = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b,
@@ -437,7 +428,7 @@ class Reduction(Special):
 
     __slots__ = ("kind", "axes", "keepdims", "whole", "_numpy_axis", "_params",
                  "_leaf_reduce", "_leaf_dtype", "_leaf_arg", "_leaf_max", "_rows_first",
-                 "_ways")
+                 "_ways", "_leaf_call")
 
     def __init__(self, kind, axes, keepdims, whole):
         self.kind, self.axes, self.keepdims, self.whole = kind, axes, keepdims, whole
@@ -459,8 +450,12 @@ class Reduction(Special):
         self._ways = {}
         # the largest leaf NumPy reduces (argmax's pass pays from ARG_PASS_MIN)
         self._leaf_max = ARG_PASS_MIN - 1 if arg else SMALL_LEAF
-        # a sum over axis 0 folds rows first (_rows_sum)
+        # a sum over axis 0 folds rows first (core.sum_rows_first)
         self._rows_first = kind == "sum" and axes == (0,)
+        # what core.reduce_leaves reads, in its order
+        self._leaf_call = (self._ways, self._leaf_arg, kind == "argmax", self._numpy_axis,
+                           keepdims, self._rows_first, self._leaf_reduce, self._leaf_dtype,
+                           SHORT_FOLD_MIN)
 
     @property
     def name(self):
@@ -469,40 +464,16 @@ class Reduction(Special):
     def params(self):
         return self._params
 
-    def into_leaves(self, dst, arrays):
-        """At the root over a leaf (the engine's into_directly; into() and
-        value() first; dst of the result's dtype): the leaf's reduction by a
-        way of its own (_run) or NumPy's own call straight into ``dst``, as
-        _way_of decided for its layout, without into()'s frame and checks
-        (argmax of (85, 3) into dst 2.2 -> 1.0 us, NumPy's np.argmax 1.15);
-        False, nothing written, where the pass takes it."""
-        a = arrays[0]
-        if not 0 < a.size < SHORT_FOLD_MIN:  # (smaller: NumPy's, no lookup: ~0.1 us)
-            ways = self._ways.get(a.strides)
-            if ways is None:
-                ways = self._way_of(a)
-            way, numpy = ways
-            # (_NO_WAY and _NUMPY_NO are 0: tested as such, no global lookups)
-            if way and self._run(way, dst, a):
-                return True
-            if not numpy or (numpy == _NUMPY_ONE_THREAD and core.reduce_threads(a.size) > 1):
-                return False
-        arg = self._leaf_arg
-        if arg is not None:  # (argmax/argmin first: their calls are the smallest)
-            if self.keepdims:
-                arg(a, self._numpy_axis, dst, keepdims=True)
-            else:  # (a keyword costs the call ~0.05 us)
-                arg(a, self._numpy_axis, dst)
-            return True
-        if self._rows_first and _rows_sum(a, dst):
-            return True
-        reduce = self._leaf_reduce
-        if reduce is not None:
-            reduce(a, self._numpy_axis, self._leaf_dtype, dst, self.keepdims)
-        else:
-            _numpy_reduction(self.kind, a, None if self.whole else self.axes, self.keepdims,
-                             dst)
-        return True
+    # at the root over a leaf (the engine's into_directly; into() and value()
+    # first; dst of the result's dtype): the leaf's reduction by a way of its
+    # own (_run) or NumPy's own call straight into ``dst``, as _way_of decided
+    # for its layout, without into()'s frame and checks; compiled (argmax of
+    # (85, 3) into dst 2.2 -> 1.0 us as a Python method, NumPy's np.argmax 1.15)
+    into_leaves = core.reduce_leaves
+
+    def _numpy_into(self, dst, a):
+        # NumPy's function where no ufunc's reduce is (reduce_leaves)
+        _numpy_reduction(self.kind, a, None if self.whole else self.axes, self.keepdims, dst)
 
     def _way_of(self, a):
         """(way, NumPy's) for leaf array ``a``'s layout, kept by its strides
@@ -804,7 +775,7 @@ class Reduction(Special):
             if way in (_SLICES, _WIDE, _WIDE_T, _SQUEEZED):  # (the others may refuse out)
                 return functools.partial(self._run, way, out, child._array)
         small = _small_leaf(kind, child)
-        if small and self._rows_first and _rows_sum(child._array, out):
+        if small and self._rows_first and core.sum_rows_first(out, child._array):
             # (out written: the replay writes it again)
             return functools.partial(core.fold_rows, out, child._array, _FOLD["sum"], 1)
         if small and self._leaf_reduce is not None:
