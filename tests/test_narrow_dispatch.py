@@ -178,6 +178,8 @@ FUSED = {
     "muladd": lambda x, y, z, s, t: x * y + z,
     "mulsub": lambda x, y, z, s, t: x * y - z,
     "submul": lambda x, y, z, s, t: z - x * y,
+    "mul_add_mul": lambda x, y, z, s, t: x * y + z * x,
+    "mul_sub_mul": lambda x, y, z, s, t: x * y - y * z,
     "scale_mul": lambda x, y, z, s, t: (s * x) * y,
     "ema_mul": lambda x, y, z, s, t: s * x + (t * y) * z,
     "ema_prod": lambda x, y, z, s, t: s * x + t * (y * z),

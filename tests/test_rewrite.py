@@ -185,3 +185,36 @@ def test_product_and_shift_is_one_fused_kernel(dtype):
         out = np.asarray(pyet.evaluate(e))
         assert out.tobytes() == np.asarray(ref, dtype).tobytes()
     assert "mul_shift" not in pyet.explain(X * Y + Y)  # muladd's
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_two_products_summed_is_one_fused_kernel(dtype):
+    """x*y + z*w and x*y - z*w (any order of the sum's terms and of each
+    product's factors, a leaf in both products) run as mul_add_mul and
+    mul_sub_mul: one kernel reading the four leaves, NumPy's bits (each
+    product rounded, then the sum); x*y + y*z - z is two kernels."""
+    rng = np.random.default_rng(8)
+    x, y, z, w = ((rng.standard_normal(3003) * 10).astype(dtype) for _ in range(4))
+    X, Y, Z, W = (pyet.asarray(v) for v in (x, y, z, w))
+    with np.errstate(over="ignore"):
+        for e, ref, op in ((X * Y + Z * W, x * y + z * w, "mul_add_mul"),
+                           (W * Z + Y * X, w * z + y * x, "mul_add_mul"),
+                           (X * Y + Y * Z, x * y + y * z, "mul_add_mul"),
+                           (X * Y - Z * W, x * y - z * w, "mul_sub_mul"),
+                           (W * Z - X * X, w * z - x * x, "mul_sub_mul")):
+            assert f"dst = {op}[" in pyet.explain(e)
+            out = np.asarray(pyet.evaluate(e))
+            assert out.tobytes() == np.asarray(ref, dtype).tobytes()
+        e = X * Y + Y * Z - Z
+        lines = [ln for ln in pyet.explain(e).splitlines() if " = " in ln]
+        assert len(lines) == 2 and "mul_add_mul[" in lines[0]
+        assert np.asarray(pyet.evaluate(e)).tobytes() == np.asarray(x * y + y * z - z,
+                                                                     dtype).tobytes()
+    # a scalar factor is axpby's or the ema rules'; 0-d operands are scalars
+    assert "mul_add_mul" not in pyet.explain(2 * X + Z * W)
+    assert "mul_add_mul" not in pyet.explain(X * pyet.asarray(np.array(2, dtype)) + Z * W)
+    # mixed dtypes: a cast between, no fusion (each node must be one dtype)
+    other = "float64" if dtype != "float64" else "float32"
+    V = pyet.asarray(w.astype(other))
+    assert "mul_add_mul" not in pyet.explain(X * Y + Z * V)
+    assert np.allclose(np.asarray(pyet.evaluate(X * Y + Z * V)), x * y + z * w.astype(other))

@@ -36,8 +36,9 @@ def _trees(dtype):
         ("minimum(C-1,A)", lambda A, C: pyet.minimum(C - 1, A), lambda a, c: np.minimum(c - 1, a)),
         ("where(A<C*2,A,C)", lambda A, C: pyet.where(A < C * 2, A, C),
          lambda a, c: np.where(a < c * 2, a, c)),
-        ("A*(C+1)+A*(C-1)", lambda A, C: A * (C + 1) + A * (C - 1),
-         lambda a, c: a * (c + 1) + a * (c - 1)),
+        # (a muladd reading C+1 filled beside C-1 taken a row at a time)
+        ("A*(C+1)+(A-(C-1))", lambda A, C: A * (C + 1) + (A - (C - 1)),
+         lambda a, c: a * (c + 1) + (a - (c - 1))),
     ]
     if np.dtype(dtype).kind == "f":
         trees += [

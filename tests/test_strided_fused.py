@@ -16,6 +16,8 @@ FORMS = [
     ("muladd", 3, lambda a, b, c: a * b + c, lambda a, b, c: a * b + c),
     ("mulsub", 3, lambda a, b, c: a * b - c, lambda a, b, c: a * b - c),
     ("submul", 3, lambda a, b, c: c - a * b, lambda a, b, c: c - a * b),
+    ("mul_add_mul", 3, lambda a, b, c: a * b + c * a, lambda a, b, c: a * b + c * a),
+    ("mul_sub_mul", 3, lambda a, b, c: a * b - b * c, lambda a, b, c: a * b - b * c),
     ("sub_scaled", 2, lambda a, b: a - 3 * b, lambda a, b: a - 3 * b),
     ("axpy", 2, lambda a, b: a + 3 * b, lambda a, b: a + 3 * b),
     ("scale_shift", 1, lambda a: 3 * a + 5, lambda a: 3 * a + 5),
@@ -107,7 +109,8 @@ def test_bits_as_gathered_and_numpy(form, dtype, kinds):
     name, arity, fp, fn = form
     want, results = both_settings(fp, fn, dtype, kinds[:arity], (1, 2))
     for got in results:
-        if np.dtype(dtype).kind == "f" and name in ("muladd", "mulsub", "submul"):
+        if np.dtype(dtype).kind == "f" and name in ("muladd", "mulsub", "submul",
+                                                          "mul_add_mul", "mul_sub_mul"):
             bits_equal(got, want)
         else:
             np.testing.assert_array_equal(got, want)

@@ -33,6 +33,13 @@ RULES = (
     (("add", ("multiply", "x", "y"), "s"), "mul_shift", ("x", "y", "s")),
     # s*(x + y): a scaled sum
     (("multiply", "s", ("add", "x", "y")), "scale_sum", ("s", "x", "y")),
+    # x*y + z*w: two products summed (complex products, lerps, rotations; before
+    # muladd, which would take z*w as its z: x*y + y*z - z was three kernels a block)
+    (("add", ("multiply", "x", "y"), ("multiply", "z", "w")), "mul_add_mul",
+     ("x", "y", "z", "w")),
+    # x*y - z*w: their difference (a complex product's real part, a cross product)
+    (("subtract", ("multiply", "x", "y"), ("multiply", "z", "w")), "mul_sub_mul",
+     ("x", "y", "z", "w")),
     # x*y + z: multiply-add (two roundings, never an FMA)
     (("add", ("multiply", "x", "y"), "z"), "muladd", ("x", "y", "z")),
     # x*y - z

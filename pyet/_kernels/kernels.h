@@ -86,7 +86,9 @@ enum { DT_BOOL = 0, DT_I32 = 1, DT_I64 = 2, DT_F32 = 3, DT_F64 = 4, DT_COUNT = 5
     /* optimizer steps over several destinations (rewrite.PASS_RULES) */   \
     X(adam) X(adam_torch)                                                  \
     /* x - s*y, s1*x + s2, x*y + s (rewrite.py) */                         \
-    X(sub_scaled) X(scale_shift) X(mul_shift)
+    X(sub_scaled) X(scale_shift) X(mul_shift)                              \
+    /* x*y + z*w, x*y - z*w (rewrite.py) */                                \
+    X(mul_add_mul) X(mul_sub_mul)
 
 #define PYET_ENUM_ITEM(name) OP_##name,
 enum { PYET_OPS(PYET_ENUM_ITEM) OP_COUNT };
@@ -956,6 +958,20 @@ PYET_DISPATCH_WIDE static int pyet_kernel_wide(int op, int dt, int sflags, pyet_
         } else {                                                            \
             PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
                 const T t = AT(T, X_, 0) * AT(T, Y_, 1); O_[i] = AT(T, Z_, 2) - t; } \
+        }                                                                   \
+        return 1; }                                                         \
+    case OP_mul_add_mul: case OP_mul_sub_mul: { /* x*y + z*w, x*y - z*w */  \
+        const T *X_ = (const T *)in[0], *Y_ = (const T *)in[1];             \
+        const T *Z_ = (const T *)in[2], *W_ = (const T *)in[3];             \
+        T *O_ = (T *)out;                                                   \
+        if (op == OP_mul_add_mul) {                                         \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = AT(T, X_, 0) * AT(T, Y_, 1);                    \
+                const T u = AT(T, Z_, 2) * AT(T, W_, 3); O_[i] = t + u; }   \
+        } else {                                                            \
+            PYET_IVDEP for (pyet_intp i = 0; i < n; i++) {                  \
+                const T t = AT(T, X_, 0) * AT(T, Y_, 1);                    \
+                const T u = AT(T, Z_, 2) * AT(T, W_, 3); O_[i] = t - u; }   \
         }                                                                   \
         return 1; }                                                         \
     case OP_scale_mul: { /* (s*x)*y */                                      \
