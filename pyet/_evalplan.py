@@ -291,7 +291,7 @@ def explain(what, out=None):
         passes = {ks[0]: (ks, nregs, text) for ks, nregs, text in
                   core.explain_statements(arrays, exprs)}
         fused = {k for ks, _, _ in passes.values() for k in ks}
-        run_as = core.shared_statements(exprs)
+        run_as = core.shared_statements(exprs, arrays)
         for k, (dst, e, handle) in enumerate(what._statements):
             target = "result" if handle is not None else f"dst{tuple(dst.shape)}"
             lines.append(f"[{k}] {target} = {e!r}")

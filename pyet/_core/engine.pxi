@@ -131,18 +131,19 @@ cdef bint shared_pass(cnp.ndarray d, Expr e, int dst_dt) except -1:
     gradients build them), lowered as a one-statement group (lower_group),
     which computes that subtree once a block and keeps it in a register for
     its readers: the single tree's program computed it at each occurrence
-    (float64 1 - t*t of 65,536: 1.41x NumPy's tanh and two ufuncs).  False,
-    nothing done, where no leaf array repeats, or while a plan records (its
-    statements' shared subtrees are Shared nodes: share_subtrees)."""
+    (float64 1 - t*t of 65,536: 1.41x NumPy's tanh and two ufuncs); a plan
+    recording records the pass.  False, nothing done, where no leaf array
+    repeats."""
     cdef list leaves = [], scalars = [], pyfuncs = [], arrays = []
-    if _recorder() is not None:
-        return False
     prog = shared_program(e, dst_dt, leaves, scalars, pyfuncs, arrays)
     if prog is None:
         return False
     STATS[0] += 1
     count_shared()
-    execute_group(<Program>prog, [d], arrays, scalars, pyfuncs)
+    if _recorder() is None:
+        execute_group(<Program>prog, [d], arrays, scalars, pyfuncs)
+    else:  # (shared_program takes no user functions: nothing to hold the GIL for)
+        perform(Pass(<Program>prog, [d], arrays, scalars))
     return True
 
 
@@ -1720,7 +1721,7 @@ cpdef run_statements(list dsts, list exprs, bint record=False):
             saved = [np.array(d, copy=True) for d in dsts]
             break
     outer = getattr(_evaluation, "done", None) is not None  # (an EvaluationScope's)
-    exprs = share_subtrees(exprs)
+    exprs = share_subtrees(exprs, dsts)
     rec = [] if record and saved is None and not outer else None
     if not outer:
         _evaluation.done = {}
@@ -1774,13 +1775,17 @@ class Shared(Special):
 _SHARED = Shared()
 
 
-cdef list share_subtrees(list exprs):
+cdef list share_subtrees(list exprs, list dsts=None):
     """The statements with each costly elementwise subtree (rewrite.COSTLY_OPS)
     that they read more than once -- one node reached along several paths, in
     one tree or several, special nodes' operands included -- or that is
     smaller than its statement (hoisted: an operand broadcast, A + exp(b) of a
-    row b) wrapped in a Shared node, computed once per run."""
-    cdef dict uses = {}, costly = {}, new = {}, top = {}
+    row b) wrapped in a Shared node, computed once per run.  Not one read
+    more than once only inside elementwise statements that one pass runs
+    (``_in_one_pass``): the pass computes it once a block, in a register,
+    where scratch would cost a full-size write and read (float64 1 - t*t
+    and t*y of 2^20 elements: 2.42 ms through scratch)."""
+    cdef dict uses = {}, costly = {}, new = {}, top = {}, spans = None
     cdef list order = [], stack = []
     cdef Expr e, c
     cdef Py_ssize_t n
@@ -1815,16 +1820,22 @@ cdef list share_subtrees(list exprs):
         for c in e._args:
             uses[id(c)] = uses.get(id(c), 0) + 1
             stack.append((c, False))
-    found = False
+    cdef dict wrap = {}
     for e in order:  # children before parents
         if e._op == OP_leaf or e._op == OP_scalar or e._op == OP_special:
             continue
         # costly in its own elementwise part (a special child is a leaf here)
         costly[id(e)] = COSTLY[e._op] or any([costly[id(c)] for c in e._args])
-        if costly[id(e)] and (uses[id(e)] > 1 or (small and hoisted(e, top[id(e)]))) \
-                and not (e._flags & HAS_PYFUNC):
-            found = True
-    if not found:
+        if not costly[id(e)] or e._flags & HAS_PYFUNC:
+            continue
+        if small and hoisted(e, top[id(e)]):
+            wrap[id(e)] = True
+        elif uses[id(e)] > 1:
+            if spans is None:
+                spans = _statement_spans(exprs)
+            if not _in_one_pass(e, spans[id(e)], exprs, dsts):
+                wrap[id(e)] = True
+    if not wrap:
         return exprs
     for e in order:  # rebuilt bottom up, each node once
         if e._op == OP_leaf or e._op == OP_scalar:
@@ -1832,17 +1843,56 @@ cdef list share_subtrees(list exprs):
             continue
         args = tuple([new[id(c)] for c in e._args])
         c = e if all([a is b for a, b in zip(args, e._args)]) else _rebuilt(e, args)
-        if costly[id(e)] and (uses[id(e)] > 1 or (small and hoisted(e, top[id(e)]))) \
-                and not (e._flags & HAS_PYFUNC):
+        if id(e) in wrap:
             c = special(_SHARED, (c,), e.shape, DTYPES[e._dt])
         new[id(e)] = c
     return [new[id(e)] for e in exprs]
 
 
-def shared_statements(list exprs):
+cdef dict _statement_spans(list exprs):
+    # each node's (first, last) statement reaching it
+    cdef dict spans = {}
+    cdef list stack
+    cdef set seen
+    cdef Expr x
+    cdef Py_ssize_t k
+    for k in range(len(exprs)):
+        stack, seen = [exprs[k]], set()
+        while stack:
+            x = stack.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            first_last = spans.get(id(x))
+            spans[id(x)] = (k, k) if first_last is None else (first_last[0], k)
+            stack.extend(x._args)
+    return spans
+
+
+cdef bint _in_one_pass(Expr e, tuple span, list exprs, list dsts) except -1:
+    """Whether every statement from the first reading e to the last is an
+    elementwise tree of e's shape (no special node, no user function or
+    integer power: those run alone) into destinations of that shape, so
+    that one pass (a _Group, or a lone statement's shared_pass) computes e
+    once a block in a register.  Without ``dsts`` only one statement."""
+    cdef Py_ssize_t k, first = span[0], last = span[1]
+    cdef Expr x
+    if dsts is None and first != last:
+        return False
+    for k in range(first, last + 1):
+        x = <Expr>exprs[k]
+        if x._flags & (HAS_SPECIAL | HAS_PYFUNC | HAS_INT_POWER) or x.shape != e.shape \
+                or x._depth > MAX_DEPTH or x._nleaves > MAX_LEAVES:
+            return False
+        if dsts is not None and (<object>dsts[k]).shape != e.shape:
+            return False
+    return True
+
+
+def shared_statements(list exprs, list dsts=None):
     """The statements as a plan runs them: costly subtrees read more than once
-    wrapped in Shared nodes (see share_subtrees)."""
-    return share_subtrees(exprs)
+    wrapped in Shared nodes where no one pass shares them (see share_subtrees)."""
+    return share_subtrees(exprs, dsts)
 
 
 cdef object _view_key(cnp.ndarray a):
@@ -1997,5 +2047,5 @@ def explain_statements(list dsts, list exprs):
     """The multi-output passes run_statements would make, as (statement
     numbers, registers, program listing); nothing is computed."""
     log = []
-    _run_in_scope(dsts, share_subtrees(exprs), log)
+    _run_in_scope(dsts, share_subtrees(exprs, dsts), log)
     return log
