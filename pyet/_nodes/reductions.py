@@ -19,8 +19,8 @@ from pyet._core.core import Special, materialize
 
 _Tensor, _Scalar = core.Tensor, core.Scalar
 
-_BOOL, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32),
-                           np.dtype(np.float64))
+_BOOL, _I32, _I64, _F32, _F64 = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64),
+                                 np.dtype(np.float32), np.dtype(np.float64))
 _FOLD = {"sum": 1, "mean": 1, "prod": 2, "max": 3, "min": 4, "all": 5, "any": 6,
          "argmax": 7, "argmin": 8}
 # the ufunc reduce np.sum, np.prod, np.max, np.min, np.all and np.any call for
@@ -199,7 +199,7 @@ def _fold_slices(kind, array, axis, dst):
 
 # Reduction's own ways for a leaf layout (_way_of); _ARG_ROWS and _EACH_ROW
 # may refuse a destination (core.arg_rows, core.fold_short_rows)
-_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED, _EACH_ROW = range(7)
+_NO_WAY, _ARG_ROWS, _SLICES, _WIDE, _WIDE_T, _SQUEEZED, _EACH_ROW, _LEAD_TRAIL = range(8)
 # whether NumPy's loop takes the leaf where no way of its own did
 _NUMPY_NO, _NUMPY_YES, _NUMPY_ONE_THREAD = range(3)
 # (core.reduce_leaves, Reduction's into_leaves, tests the first two as false)
@@ -234,6 +234,23 @@ def _wide_rows(kind, array, nlead, dst):
     if whole < rows:
         acc = _COMBINE[kind](acc, _fold_lead(reduce, flat[whole:], dtype), dtype=dtype)
     np.copyto(dst, acc.reshape(dst.shape))
+
+
+def _lead_trail(kind, array, lead, dst):
+    """``kind`` (sum, max or min) of C-contiguous ``array`` over its ``lead``
+    leading axes and its trailing ones, the axes between kept (a bias
+    gradient's sum over (0, 2, 3) of NCHW), into ``dst`` without the
+    reduced axes: the leading axes folded row after row first
+    (core.fold_rows: NumPy's order over leading axes, one vectorized pass),
+    then the trailing axes of that small array by NumPy's reduce.  The
+    pass and NumPy's loop walked the short trailing runs one by one
+    (float32 (256, 32, 4, 4): NumPy 163 us, the pass 297)."""
+    part = np.empty(array.shape[lead:], array.dtype)
+    if not core.fold_rows(part, array, _FOLD[kind], lead):
+        return False
+    kept = dst.ndim
+    _UFUNC_REDUCE[kind][0](part.reshape(part.shape[:kept] + (-1,)), kept, None, dst)
+    return True
 
 
 def _reduce_into(kind, array, axes, dst):
@@ -516,6 +533,10 @@ class Reduction(Special):
                 a = a.reshape(a.shape[:axes[0]] + (math.prod(a.shape[axes[0]:]),))
             return core.fold_short_rows(np.squeeze(dst, axes) if self.keepdims else dst,
                                         a, _FOLD[self.kind], axes[0])
+        if way == _LEAD_TRAIL:
+            lead = next(i for i, ax in enumerate(axes) if ax != i)
+            return _lead_trail(self.kind, a, lead,
+                               np.squeeze(dst, axes) if self.keepdims else dst)
         if way == _SQUEEZED:
             self._squeezed(dst, a)
         elif way == _SLICES:
@@ -574,6 +595,8 @@ class Reduction(Special):
         if 1 in shape and a.size > self._leaf_max and not self.whole and nd > 1 \
                 and self._leaf_arg is None:
             return _SQUEEZED
+        if self._lead_trail(a):
+            return _LEAD_TRAIL
         # (_wide_rows' kinds: those whose values do not depend on the order)
         if not (self.kind in ("max", "min", "any", "all")
                 or (self.kind in ("sum", "prod") and a.dtype.kind != "f")):
@@ -589,6 +612,59 @@ class Reduction(Special):
         else:
             return _NO_WAY
         return way if ok and 2 <= k < SHORT_INNER and a.size // k >= WIDE_MIN_ROWS else _NO_WAY
+
+    def _lead_split(self, child):
+        """For a tree ``child`` (not a leaf: those take _lead_trail) reduced by
+        a sum, max or min over leading axes and short trailing runs with axes
+        between kept (relu's gradient summed over (0, 2, 3) for an NCHW
+        bias): a function of dst returning one that writes the value -- the
+        leading axes folded into scratch of the rest's shape (the fold
+        across rows, a pass), then the trailing runs of that small array by
+        NumPy's reduce -- made once (a kept plan's bind).  The pass's fold
+        over (0, 2, 3) kept an accumulator a run of 16-64 (float32 (256, 16,
+        8, 8): 336 -> 74 us).  None otherwise."""
+        axes, shape = self.axes, child.shape
+        nd = len(shape)
+        lead = next((i for i, ax in enumerate(axes) if ax != i), len(axes))
+        trail = axes[lead:]
+        if isinstance(child, _Tensor) or self.kind not in ("sum", "max", "min") or not (
+                0 < lead and trail and trail == tuple(range(nd - len(trail), nd))
+                and lead < nd - len(trail) and math.prod(shape[nd - len(trail):]) <= EACH_ROW_MIN):
+            return None
+        if self.kind == "sum" and child.dtype.kind != "f":  # (int32 sums are int64's)
+            return None
+        kernel = _layout(self.kind, shape, child._dt, tuple(range(lead)), False)[0]
+        kind, keepdims = self.kind, self.keepdims
+
+        def bound(dst):
+            part = np.empty(shape[lead:], _result_dtype(kind, child.dtype))
+            fill = kernel.bind(part, (child,))
+            kept = nd - len(axes)
+            reduce = functools.partial(
+                _UFUNC_REDUCE[kind][0], part.reshape(part.shape[:kept] + (-1,)), kept, None,
+                np.squeeze(dst, axes) if keepdims else dst)
+
+            def run():
+                fill()
+                reduce()
+            return run
+        return bound
+
+    def _lead_trail(self, a):
+        """Whether _lead_trail takes C-contiguous leaf ``a``: a sum, max or
+        min over leading and trailing axes with axes between kept (one
+        thread's sizes: the threads' pass takes larger ones), of a dtype
+        core.fold_rows folds in the result's dtype."""
+        axes, nd = self.axes, a.ndim
+        lead = next((i for i, ax in enumerate(axes) if ax != i), len(axes))
+        trail = axes[lead:]
+        if not (0 < lead and trail and trail == tuple(range(nd - len(trail), nd))
+                and lead < nd - len(trail) and a.flags.c_contiguous
+                and a.nbytes <= ONE_CALL_BYTES):
+            return False
+        if self.kind == "sum":
+            return a.dtype.kind == "f"
+        return self.kind in ("max", "min") and a.dtype in (_F32, _F64, _I32, _I64)
 
     def _each_row(self, dtype, k, nbytes):
         """Whether rows of k contiguous values fold one by one
@@ -632,6 +708,10 @@ class Reduction(Special):
         kind, axes = self.kind, self.axes
         if isinstance(child, _Tensor) and self.into_leaves(dst, (child._array,)):
             return  # NumPy's loop or a way of its own (_way_of)
+        split = self._lead_split(child)
+        if split is not None:
+            split(dst)()
+            return
         nthreads = core.reduce_threads(child.size)
         if kind in ("max", "min") and isinstance(child, core.Tensor) and (
                 nthreads == 1 or child._array.nbytes <= ONE_CALL_BYTES) \
@@ -753,6 +833,12 @@ class Reduction(Special):
 
     def value(self, args):
         child = materialize(args[0])
+        split = self._lead_split(child)
+        if split is not None:  # (as into() and bind() compute it: the same bits)
+            out = np.empty(_out_shape(self.kind, child.shape, self.axes, self.keepdims,
+                                      self.whole), _result_dtype(self.kind, child.dtype))
+            split(out)()
+            return out
         return self._value(child, self._across_rows(child))
 
     def _value(self, child, across_rows):
@@ -772,8 +858,12 @@ class Reduction(Special):
         kind, axes = self.kind, self.axes
         if isinstance(child, _Tensor) and child.size:
             way = self._way_of(child._array)[0]
-            if way in (_SLICES, _WIDE, _WIDE_T, _SQUEEZED):  # (the others may refuse out)
+            # (the others may refuse out)
+            if way in (_SLICES, _WIDE, _WIDE_T, _SQUEEZED, _LEAD_TRAIL):
                 return functools.partial(self._run, way, out, child._array)
+        split = self._lead_split(child)
+        if split is not None:
+            return split(out)
         small = _small_leaf(kind, child)
         if small and self._rows_first and core.sum_rows_first(out, child._array):
             # (out written: the replay writes it again)
