@@ -86,3 +86,29 @@ def test_the_cnn_bias_gradient_matches_numpy():
                                                          pyet.asarray(up), 0), axis=(0, 2, 3))))
     want = np.where(z > 0, up, 0).astype(np.float64).sum(axis=(0, 2, 3))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_nan_bool_and_integer_kinds():
+    # NaN wins max and min as in NumPy; bools and integer trees keep NumPy's
+    # result dtypes (the paths that do not apply leave them to the others)
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal((64, 8, 4, 4)).astype(dtype)
+        a[3, 2, 1, 1] = a[5, 4, 0, 0] = np.nan
+        A = pyet.asarray(a)
+        for kind in ("max", "min", "sum"):
+            for e, ref in ((A, a), (pyet.where(A > 0, A, -A), np.where(a > 0, a, -a))):
+                got = np.asarray(pyet.evaluate(getattr(pyet, kind)(e, axis=(0, 2, 3))))
+                np.testing.assert_allclose(got, getattr(np, kind)(ref, axis=(0, 2, 3)),
+                                           rtol=1e-5, equal_nan=True)
+    b = rng.random((64, 8, 4, 4)) < 0.3
+    i = rng.integers(-5, 5, (64, 8, 4, 4)).astype(np.int32)
+    B, N = pyet.asarray(b), pyet.asarray(i)
+    for kinds, cases in ((("max", "min", "sum", "any", "all"), ((B, b), (B & ~B | B, b))),
+                         (("max", "min", "sum", "prod"), ((N, i), (N * 2, i * 2)))):
+        for kind in kinds:
+            for e, ref in cases:
+                got = np.asarray(pyet.evaluate(getattr(pyet, kind)(e, axis=(0, 2, 3))))
+                want = getattr(np, kind)(ref, axis=(0, 2, 3))
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
