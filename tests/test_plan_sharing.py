@@ -192,6 +192,10 @@ def test_scratch_where_no_one_pass_shares_the_subtree():
         # a user function's statement between its readers runs alone
         ([np.empty((6, 5)), np.empty((6, 5)), np.empty((6, 5))],
          [1 - t, pyet.F(lambda v: v * 3, X), t * 2]),
+        # so does an integer power's (it may raise midway)
+        ([np.empty((6, 5)), np.empty((6, 5), np.int64), np.empty((6, 5))],
+         [1 - t, pyet.asarray(np.arange(30).reshape(6, 5)) ** pyet.asarray(np.ones((6, 5), int)),
+          t * 2]),
     ]
     for dsts, exprs in cases:
         plan = pyet.EvalPlan()
@@ -203,6 +207,12 @@ def test_scratch_where_no_one_pass_shares_the_subtree():
         _one_by_one(want, exprs)
         for d, wnt in zip(dsts, want, strict=True):
             np.testing.assert_allclose(d, wnt, rtol=1e-14)
+    # 0-d statements each run alone (never a multi-output pass): scratch
+    t0 = pyet.tanh(pyet.asarray(np.array(0.3)))
+    plan = pyet.EvalPlan()
+    plan.assign(np.empty(()), 1 - t0 * t0)
+    plan.assign(np.empty(()), t0 * 2)
+    assert "scratch: shared()" in pyet.explain(plan)
 
 
 def test_a_statement_writing_the_subtrees_leaf_between_its_readers():

@@ -1775,7 +1775,7 @@ class Shared(Special):
 _SHARED = Shared()
 
 
-cdef list share_subtrees(list exprs, list dsts=None):
+cdef list share_subtrees(list exprs, list dsts):
     """The statements with each costly elementwise subtree (rewrite.COSTLY_OPS)
     that they read more than once -- one node reached along several paths, in
     one tree or several, special nodes' operands included -- or that is
@@ -1871,27 +1871,25 @@ cdef dict _statement_spans(list exprs):
 
 cdef bint _in_one_pass(Expr e, tuple span, list exprs, list dsts) except -1:
     """Whether every statement from the first reading e to the last is an
-    elementwise tree of e's shape (no special node, no user function or
-    integer power: those run alone) into destinations of that shape, so
-    that one pass (a _Group, or a lone statement's shared_pass) computes e
-    once a block in a register.  Without ``dsts`` only one statement."""
+    elementwise tree of e's shape (no special node, none that runs alone:
+    _runs_alone) into destinations of that shape, so that one pass (a
+    _Group, or a lone statement's shared_pass) computes e once a block in a
+    register."""
     cdef Py_ssize_t k, first = span[0], last = span[1]
     cdef Expr x
-    if dsts is None and first != last:
-        return False
+    cdef cnp.ndarray d
     for k in range(first, last + 1):
-        x = <Expr>exprs[k]
-        if x._flags & (HAS_SPECIAL | HAS_PYFUNC | HAS_INT_POWER) or x.shape != e.shape \
-                or x._depth > MAX_DEPTH or x._nleaves > MAX_LEAVES:
-            return False
-        if dsts is not None and (<object>dsts[k]).shape != e.shape:
+        x, d = <Expr>exprs[k], <cnp.ndarray>dsts[k]
+        if x._flags & HAS_SPECIAL or x.shape != e.shape or (<object>d).shape != e.shape \
+                or _runs_alone(x, d, array_dtype_code(d)):
             return False
     return True
 
 
-def shared_statements(list exprs, list dsts=None):
-    """The statements as a plan runs them: costly subtrees read more than once
-    wrapped in Shared nodes where no one pass shares them (see share_subtrees)."""
+def shared_statements(list exprs, list dsts):
+    """The statements ``dsts[k][...] = exprs[k]`` as a plan runs them: costly
+    subtrees read more than once wrapped in Shared nodes where no one pass
+    shares them (see share_subtrees)."""
     return share_subtrees(exprs, dsts)
 
 
@@ -2007,6 +2005,15 @@ cdef bint _specials_overlap(Expr e, cnp.ndarray d) except -1:
     return False
 
 
+cdef bint _runs_alone(Expr e, cnp.ndarray d, int dt) except -1:
+    # statement d = e is written its own way, never in a multi-output pass:
+    # a user function or an integer power (may raise midway), a special root,
+    # a tree evaluated in pieces, a 0-d destination, a product's root form
+    return (e._flags & (HAS_PYFUNC | HAS_INT_POWER) or e._op == OP_special
+            or e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES or not (<object>d).shape
+            or (e._flags & HAS_SPECIAL and match_root_form(d, e, dt) is not None))
+
+
 cdef _run_in_scope(list dsts, list exprs, list log=None):
     # log: record the multi-output passes (statement numbers, registers,
     # listing) instead of running anything
@@ -2020,9 +2027,7 @@ cdef _run_in_scope(list dsts, list exprs, list log=None):
         d = <cnp.ndarray>dsts[k]
         e = <Expr>exprs[k]
         dt = array_dtype_code(d)
-        if (e._flags & (HAS_PYFUNC | HAS_INT_POWER) or e._op == OP_special
-                or e._depth > MAX_DEPTH or e._nleaves > MAX_LEAVES or not (<object>d).shape
-                or (e._flags & HAS_SPECIAL and match_root_form(d, e, dt) is not None)):
+        if _runs_alone(e, d, dt):
             group.run()  # written its own way: alone
             if log is None:
                 assign(d, e)
