@@ -236,6 +236,23 @@ def _wide_rows(kind, array, nlead, dst):
     np.copyto(dst, acc.reshape(dst.shape))
 
 
+def _lead_axes(axes, nd):
+    """How many leading axes ``axes`` (sorted) of an nd-axis operand reduce
+    when the rest of them are its trailing axes and axes between are kept
+    (a bias gradient's (0, 2, 3) of NCHW: 1); 0 for any other form."""
+    lead = next((i for i, ax in enumerate(axes) if ax != i), len(axes))
+    trail = axes[lead:]
+    return lead if (trail and trail == tuple(range(nd - len(trail), nd))
+                    and lead < nd - len(trail)) else 0
+
+
+def _reduce_trailing(kind, part, dst):
+    # ``kind`` of part over its trailing axes (those dst has not) into dst:
+    # NumPy's reduce over them viewed as one
+    kept = dst.ndim
+    _UFUNC_REDUCE[kind][0](part.reshape(part.shape[:kept] + (-1,)), kept, None, dst)
+
+
 def _lead_trail(kind, array, lead, dst):
     """``kind`` (sum, max or min) of C-contiguous ``array`` over its ``lead``
     leading axes and its trailing ones, the axes between kept (a bias
@@ -248,8 +265,7 @@ def _lead_trail(kind, array, lead, dst):
     part = np.empty(array.shape[lead:], array.dtype)
     if not core.fold_rows(part, array, _FOLD[kind], lead):
         return False
-    kept = dst.ndim
-    _UFUNC_REDUCE[kind][0](part.reshape(part.shape[:kept] + (-1,)), kept, None, dst)
+    _reduce_trailing(kind, part, dst)
     return True
 
 
@@ -534,8 +550,7 @@ class Reduction(Special):
             return core.fold_short_rows(np.squeeze(dst, axes) if self.keepdims else dst,
                                         a, _FOLD[self.kind], axes[0])
         if way == _LEAD_TRAIL:
-            lead = next(i for i, ax in enumerate(axes) if ax != i)
-            return _lead_trail(self.kind, a, lead,
+            return _lead_trail(self.kind, a, _lead_axes(axes, a.ndim),
                                np.squeeze(dst, axes) if self.keepdims else dst)
         if way == _SQUEEZED:
             self._squeezed(dst, a)
@@ -614,52 +629,51 @@ class Reduction(Special):
         return way if ok and 2 <= k < SHORT_INNER and a.size // k >= WIDE_MIN_ROWS else _NO_WAY
 
     def _lead_split(self, child):
-        """For a tree ``child`` (not a leaf: those take _lead_trail) reduced by
-        a sum, max or min over leading axes and short trailing runs with axes
-        between kept (relu's gradient summed over (0, 2, 3) for an NCHW
-        bias): a function of dst returning one that writes the value -- the
-        leading axes folded into scratch of the rest's shape (the fold
-        across rows, a pass), then the trailing runs of that small array by
-        NumPy's reduce -- made once (a kept plan's bind).  The pass's fold
-        over (0, 2, 3) kept an accumulator a run of 16-64 (float32 (256, 16,
-        8, 8): 336 -> 74 us).  None otherwise."""
-        axes, shape = self.axes, child.shape
-        nd = len(shape)
-        lead = next((i for i, ax in enumerate(axes) if ax != i), len(axes))
-        trail = axes[lead:]
-        if isinstance(child, _Tensor) or self.kind not in ("sum", "max", "min") or not (
-                0 < lead and trail and trail == tuple(range(nd - len(trail), nd))
-                and lead < nd - len(trail) and math.prod(shape[nd - len(trail):]) <= EACH_ROW_MIN):
-            return None
-        if self.kind == "sum" and child.dtype.kind != "f":  # (int32 sums are int64's)
-            return None
-        kernel = _layout(self.kind, shape, child._dt, tuple(range(lead)), False)[0]
-        kind, keepdims = self.kind, self.keepdims
+        """(kernel over the leading axes, how many) where a tree ``child`` (a
+        leaf takes _lead_trail) reduced by a sum, max or min over leading axes
+        and short trailing runs, axes between kept (relu's gradient summed over
+        (0, 2, 3) for an NCHW bias), folds its leading axes into scratch of the
+        rest's shape (the fold across rows, a pass), then NumPy reduces the
+        trailing runs of that small array (_split_into, _split_bound): the
+        pass's fold over (0, 2, 3) kept an accumulator a run of 16-64 (float32
+        (256, 16, 8, 8): 336 -> 74 us).  None otherwise."""
+        shape, nd = child.shape, len(child.shape)
+        lead = _lead_axes(self.axes, nd)
+        if isinstance(child, _Tensor) or not lead or self.kind not in ("sum", "max", "min") \
+                or (self.kind == "sum" and child.dtype.kind != "f") \
+                or math.prod(shape[nd - len(self.axes) + lead:]) > EACH_ROW_MIN:
+            return None  # (int32 sums are int64's)
+        return _layout(self.kind, shape, child._dt, tuple(range(lead)), False)[0], lead
 
-        def bound(dst):
-            part = np.empty(shape[lead:], _result_dtype(kind, child.dtype))
-            fill = kernel.bind(part, (child,))
-            kept = nd - len(axes)
-            reduce = functools.partial(
-                _UFUNC_REDUCE[kind][0], part.reshape(part.shape[:kept] + (-1,)), kept, None,
-                np.squeeze(dst, axes) if keepdims else dst)
+    def _split_parts(self, child, lead, dst):
+        # (scratch of the kept and trailing axes, dst without the reduced axes)
+        return (np.empty(child.shape[lead:], _result_dtype(self.kind, child.dtype)),
+                np.squeeze(dst, self.axes) if self.keepdims else dst)
 
-            def run():
-                fill()
-                reduce()
-            return run
-        return bound
+    def _split_into(self, dst, child, kernel, lead):
+        # the value into dst now (into, value)
+        part, out = self._split_parts(child, lead, dst)
+        kernel.into(part, (child,))
+        _reduce_trailing(self.kind, part, out)
+
+    def _split_bound(self, out, child, kernel, lead):
+        # a function writing the value into out again (bind: the scratch and
+        # the leading fold's binding made once)
+        part, view = self._split_parts(child, lead, out)
+        fill = kernel.bind(part, (child,))
+        kind = self.kind
+
+        def run():
+            fill()
+            _reduce_trailing(kind, part, view)
+        return run
 
     def _lead_trail(self, a):
         """Whether _lead_trail takes C-contiguous leaf ``a``: a sum, max or
         min over leading and trailing axes with axes between kept (one
         thread's sizes: the threads' pass takes larger ones), of a dtype
         core.fold_rows folds in the result's dtype."""
-        axes, nd = self.axes, a.ndim
-        lead = next((i for i, ax in enumerate(axes) if ax != i), len(axes))
-        trail = axes[lead:]
-        if not (0 < lead and trail and trail == tuple(range(nd - len(trail), nd))
-                and lead < nd - len(trail) and a.flags.c_contiguous
+        if not (_lead_axes(self.axes, a.ndim) and a.flags.c_contiguous
                 and a.nbytes <= ONE_CALL_BYTES):
             return False
         if self.kind == "sum":
@@ -710,7 +724,7 @@ class Reduction(Special):
             return  # NumPy's loop or a way of its own (_way_of)
         split = self._lead_split(child)
         if split is not None:
-            split(dst)()
+            self._split_into(dst, child, *split)
             return
         nthreads = core.reduce_threads(child.size)
         if kind in ("max", "min") and isinstance(child, core.Tensor) and (
@@ -837,7 +851,7 @@ class Reduction(Special):
         if split is not None:  # (as into() and bind() compute it: the same bits)
             out = np.empty(_out_shape(self.kind, child.shape, self.axes, self.keepdims,
                                       self.whole), _result_dtype(self.kind, child.dtype))
-            split(out)()
+            self._split_into(out, child, *split)
             return out
         return self._value(child, self._across_rows(child))
 
@@ -863,7 +877,7 @@ class Reduction(Special):
                 return functools.partial(self._run, way, out, child._array)
         split = self._lead_split(child)
         if split is not None:
-            return split(out)
+            return self._split_bound(out, child, *split)
         small = _small_leaf(kind, child)
         if small and self._rows_first and core.sum_rows_first(out, child._array):
             # (out written: the replay writes it again)
