@@ -102,6 +102,10 @@ def test_elementwise_finite_differences(op, data):
     if op.name in ("remainder", "fmod"):  # keep away from the quotient's jumps
         q = arrays[0] / arrays[1]
         assume(np.all(np.abs(q - np.round(q)) > 1e-3))
+    if op.name in ("maximum", "minimum", "fmax", "fmin"):
+        # keep away from the kink where the operands meet: finite differences
+        # straddle it (a gap of 1e-6 read 0.77 for a slope of 0.57)
+        assume(np.all(np.abs(arrays[0] - arrays[1]) > 1e-3))
     fn = getattr(pyet, op.name)
     check(lambda *ts: fn(*ts), arrays, rtol=1e-4)
 
