@@ -81,30 +81,38 @@ cdef void im2col_lines(void *args, pyet_intp r0, pyet_intp r1) noexcept nogil:
         im2col_rows(a, <uint64_t *>a.out, r0, r1)
 
 
-cdef inline void col2im_line(num_t *out, const pyet_intp *o, const num_t *col, pyet_intp cs0,
-                             pyet_intp cs1, const geom *g, pyet_intp line) noexcept nogil:
-    # line = (image n, channel c, image row y): the sum of every patch
-    # element that came from that row, in the order of (py, px, ox)
-    cdef pyet_intp n = line // (g.C * g.H), c = line // g.H % g.C, y = line % g.H
-    cdef pyet_intp py, px, ox, t, oy
-    cdef num_t *row = ref(out, n * o[0] + c * o[1] + y * o[2])
+cdef inline void col2im_add_row(num_t *dst, pyet_intp ds, const num_t *src, pyet_intp ss,
+                                pyet_intp n) noexcept nogil:
+    # dst[i * ds] += src[i * ss] for i < n (byte strides); unit steps vectorize
+    cdef pyet_intp i
+    if ds == sizeof(num_t) and ss == sizeof(num_t):
+        for i in range(n):
+            dst[i] += src[i]
+    else:
+        for i in range(n):
+            ref(dst, i * ds)[0] += get(src, i * ss)
+
+
+cdef inline void col2im_plane(num_t *out, const pyet_intp *o, const num_t *col, pyet_intp cs0,
+                              pyet_intp cs1, const geom *g, pyet_intp line) noexcept nogil:
+    # line = (channel c, image n), channel-major: a channel's ky*kx rows of col
+    # are read front to back across images.  Each patch row adds into the
+    # (n, c) plane, taps in the order of (py, px): an element's sum in that
+    # order, whatever the split into lines.
+    cdef pyet_intp c = line // g.N, n = line % g.N, y, x, py, px, oy
+    cdef num_t *plane = ref(out, n * o[0] + c * o[1])
     cdef const num_t *src
-    for ox in range(g.W):
-        ref(row, ox * o[3])[0] = 0
+    for y in range(g.H):
+        for x in range(g.W):
+            ref(plane, y * o[2] + x * o[3])[0] = 0
     for py in range(g.ky):
-        t = y - py * g.dy
-        if t < 0:
-            break
-        if t % g.sy:
-            continue
-        oy = t // g.sy
-        if oy >= g.oH:
-            continue
         for px in range(g.kx):
             src = <const num_t *>ref(<num_t *>col, ((c * g.ky + py) * g.kx + px) * cs0
-                                     + (n * g.oH + oy) * g.oW * cs1)
-            for ox in range(g.oW):
-                ref(row, (ox * g.sx + px * g.dx) * o[3])[0] += get(src, ox * cs1)
+                                     + n * g.oH * g.oW * cs1)
+            for oy in range(g.oH):
+                col2im_add_row(ref(plane, (oy * g.sy + py * g.dy) * o[2] + px * g.dx * o[3]),
+                               g.sx * o[3], <const num_t *>ref(<num_t *>src, oy * g.oW * cs1),
+                               cs1, g.oW)
 
 
 cdef struct col2im_args:
@@ -121,7 +129,7 @@ cdef inline void col2im_lines_t(const col2im_args *a, num_t *out, pyet_intp l0,
                                 pyet_intp l1) noexcept nogil:
     cdef pyet_intp line
     for line in range(l0, l1):
-        col2im_line(out, a.o, <const num_t *>a.col, a.cs0, a.cs1, &a.g, line)
+        col2im_plane(out, a.o, <const num_t *>a.col, a.cs0, a.cs1, &a.g, line)
 
 
 cdef void col2im_lines(void *args, pyet_intp l0, pyet_intp l1) noexcept nogil:
@@ -226,7 +234,7 @@ def _col2im(num_t tag, cnp.ndarray out, cnp.ndarray col, tuple geometry):
     for d in range(4):
         a.o[d] = out.strides[d]
     a.kind = kind_of(&tag)
-    cdef pyet_intp lines = a.g.N * a.g.C * a.g.H
+    cdef pyet_intp lines = a.g.N * a.g.C
     cdef int nt = threads_for(col.size + out.size, lines)
     with nogil:
         run_lines(col2im_lines, &a, lines, nt, chunks_for(lines, nt))
@@ -266,6 +274,13 @@ cdef struct pool_geom:
     # planes P of H x W pooled into pH x pW by ky x kx windows at strides sy, sx
     pyet_intp P, H, W, pH, pW, ky, kx, sy, sx
     int op
+    # 2 x 2 windows at steps of 2 that tile the planes (set by set_tile2)
+    bint tile2
+
+
+cdef inline void set_tile2(pool_geom *g) noexcept nogil:
+    g.tile2 = g.ky == 2 and g.kx == 2 and g.sy == 2 and g.sx == 2 \
+        and g.H == 2 * g.pH and g.W == 2 * g.pW
 
 
 cdef inline void pool_line(num_t *out, const pyet_intp *o, const num_t *src,
@@ -320,9 +335,54 @@ cdef struct pool_args:
     num_kind kind
 
 
+cdef inline void pool2_lines(const pool_args *a, num_t *out, pyet_intp l0,
+                             pyet_intp l1) noexcept nogil:
+    # pool_line's lines for tile2 windows: a window's four elements loaded and
+    # combined in pool_line's order (its bits), no window loops; each line's
+    # (plane, row) counted on from the last, not divided out
+    cdef const pool_geom *g = &a.g
+    cdef pyet_intp p = l0 // g.pH, oy = l0 % g.pH, ox
+    cdef pyet_intp s1 = a.s[1], s2 = a.s[2], o2 = a.o[2]
+    cdef const num_t *r0
+    cdef const num_t *r1
+    cdef num_t *dst
+    cdef num_t acc, v0, v1, v2, v3
+    for _ in range(l0, l1):
+        r0 = <const num_t *>ref(<num_t *>a.src, p * a.s[0] + 2 * oy * s1)
+        r1 = <const num_t *>ref(<num_t *>r0, s1)
+        dst = ref(out, p * a.o[0] + oy * a.o[1])
+        for ox in range(g.pW):
+            v0, v1 = get(r0, 2 * ox * s2), get(r0, (2 * ox + 1) * s2)
+            v2, v3 = get(r1, 2 * ox * s2), get(r1, (2 * ox + 1) * s2)
+            if g.op == POOL_MAX:
+                acc = v0
+                acc = acc if acc > v1 else v1
+                acc = acc if acc > v2 else v2
+                acc = acc if acc > v3 else v3
+                if num_t is float or num_t is double:
+                    if (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3):
+                        acc = <num_t>NAN
+            else:
+                acc = 0
+                acc += v0
+                acc += v1
+                acc += v2
+                acc += v3
+                if g.op == POOL_AVG:
+                    acc = acc / <num_t>4
+            ref(dst, ox * o2)[0] = acc
+        oy += 1
+        if oy == g.pH:
+            oy = 0
+            p += 1
+
+
 cdef inline void pool_lines_t(const pool_args *a, num_t *out, pyet_intp l0,
                               pyet_intp l1) noexcept nogil:
     cdef pyet_intp line
+    if a.g.tile2:
+        pool2_lines(a, out, l0, l1)
+        return
     for line in range(l0, l1):
         pool_line(out, a.o, <const num_t *>a.src, a.s, &a.g, line)
 
@@ -440,9 +500,61 @@ cdef inline void unpool_line(num_t *out, const pyet_intp *o, const num_t *src,
             ref(dst, x * o[2])[0] /= <num_t>(g.ky * g.kx)
 
 
+cdef inline void unpool2_lines(const pool_args *a, num_t *out, pyet_intp l0,
+                               pyet_intp l1) noexcept nogil:
+    # unpool_line for tile2 windows, a line a row of windows (plane p, pooled
+    # row oy) writing its two input rows: each element in one window, written
+    # once with unpool_line's bits; (p, oy) counted on as in pool2_lines
+    cdef const pool_geom *g = &a.g
+    cdef pyet_intp p = l0 // g.pH, oy = l0 % g.pH, ox
+    cdef pyet_intp s1 = a.s[1], s2 = a.s[2], o1 = a.o[1], o2 = a.o[2]
+    cdef const num_t *r0
+    cdef const num_t *r1
+    cdef const num_t *prow
+    cdef const num_t *grow
+    cdef num_t *d0
+    cdef num_t *d1
+    cdef num_t gv, pv, v0, v1, v2, v3, zero = 0
+    cdef num_t pick[2]
+    pick[0] = 0
+    for _ in range(l0, l1):
+        r0 = <const num_t *>ref(<num_t *>a.src, p * a.s[0] + 2 * oy * s1)
+        r1 = <const num_t *>ref(<num_t *>r0, s1)
+        d0 = ref(out, p * a.o[0] + 2 * oy * o1)
+        d1 = ref(d0, o1)
+        prow = <const num_t *>ref(<num_t *>a.pooled, p * a.ps[0] + oy * a.ps[1])
+        grow = <const num_t *>ref(<num_t *>a.grad, p * a.gs[0] + oy * a.gs[1])
+        for ox in range(g.pW):
+            gv = zero + get(grow, ox * a.gs[2])
+            if g.op == POOL_MAX:
+                pv = get(prow, ox * a.ps[2])
+                # all four read before any write: out may be src
+                v0, v1 = get(r0, 2 * ox * s2), get(r0, (2 * ox + 1) * s2)
+                v2, v3 = get(r1, 2 * ox * s2), get(r1, (2 * ox + 1) * s2)
+                pick[1] = gv  # indexed, not branched on: ties are data
+                ref(d0, 2 * ox * o2)[0] = pick[v0 == pv]
+                ref(d0, (2 * ox + 1) * o2)[0] = pick[v1 == pv]
+                ref(d1, 2 * ox * o2)[0] = pick[v2 == pv]
+                ref(d1, (2 * ox + 1) * o2)[0] = pick[v3 == pv]
+            else:
+                if g.op == POOL_AVG:
+                    gv = gv / <num_t>4
+                ref(d0, 2 * ox * o2)[0] = gv
+                ref(d0, (2 * ox + 1) * o2)[0] = gv
+                ref(d1, 2 * ox * o2)[0] = gv
+                ref(d1, (2 * ox + 1) * o2)[0] = gv
+        oy += 1
+        if oy == g.pH:
+            oy = 0
+            p += 1
+
+
 cdef inline void unpool_lines_t(const pool_args *a, num_t *out, pyet_intp l0,
                                 pyet_intp l1) noexcept nogil:
     cdef pyet_intp line
+    if a.g.tile2:
+        unpool2_lines(a, out, l0, l1)
+        return
     for line in range(l0, l1):
         unpool_line(out, a.o, <const num_t *>a.src, a.s, <const num_t *>a.pooled, a.ps,
                     <const num_t *>a.grad, a.gs, &a.g, line)
@@ -470,6 +582,7 @@ cdef pool_geom make_pool_geom(cnp.ndarray src, cnp.ndarray pooled, pyet_intp ky,
     g.pH, g.pW = pooled.shape[1], pooled.shape[2]
     g.ky, g.kx, g.sy, g.sx = ky, kx, sy, sx
     g.op = POOL_OPS[op]
+    set_tile2(&g)
     return g
 
 
@@ -609,6 +722,7 @@ def unpool_leaves(kernel, cnp.ndarray out, tuple arrays):
     a.g.P, a.g.H, a.g.W, a.g.pH, a.g.pW = sd[0], sd[1], sd[2], pd[1], pd[2]
     a.g.ky, a.g.kx, a.g.sy, a.g.sx = ky, kx, sy, sx
     a.g.op = POOL_OPS[op]
+    set_tile2(&a.g)
     a.out, a.src = <char *>cnp.PyArray_DATA(out), <const char *>cnp.PyArray_DATA(src)
     a.pooled = <const char *>cnp.PyArray_DATA(pooled)
     a.grad = <const char *>cnp.PyArray_DATA(grad)
@@ -618,7 +732,8 @@ def unpool_leaves(kernel, cnp.ndarray out, tuple arrays):
 
 
 cdef void unpool_run(pool_args *a, pyet_intp size):
-    cdef pyet_intp lines = a.g.P * a.g.H
+    # tile2: a line a row of windows (unpool2_lines)
+    cdef pyet_intp lines = a.g.P * (a.g.pH if a.g.tile2 else a.g.H)
     cdef int nt = threads_for(size * (1 + (a.g.ky // a.g.sy + 1) * (a.g.kx // a.g.sx + 1)),
                               lines)
     with nogil:
