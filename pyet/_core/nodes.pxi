@@ -2261,6 +2261,17 @@ class View(Special):
     def value(self, args):
         return VIEWS[self.kind](array_of(args[0]), self.arg)
 
+    def into(self, dst, args):
+        if self.kind == "reshape":
+            # a reshape NumPy would copy: the child written straight into dst
+            # seen in the child's shape (one pass, not NumPy's copy and then
+            # a second into dst)
+            seen = reshaped_view(dst, (<Expr>args[0]).shape)
+            if seen is not None:
+                assign(seen, args[0])
+                return
+        assign(dst, wrap(self.value(args)))
+
     def view(self, a):
         """The node's value from its child's value ``a`` (a view)."""
         return VIEWS[self.kind](a, self.arg)
