@@ -5237,6 +5237,8 @@ void pyet_gather_rows(int k, char *const *dst, const char *const *src, const pye
                       pyet_intp n, int itemsize);
 void pyet_copy_rows(char *dst, const char *src, pyet_intp rs, pyet_intp cs, pyet_intp rows,
                     pyet_intp inner, int itemsize);
+void pyet_scatter_rows(char *dst, pyet_intp rs, pyet_intp cs, const char *src, pyet_intp rows,
+                       pyet_intp inner, int itemsize);
 void pyet_wrap_indices(const int64_t *x, int64_t *o, pyet_intp size, int64_t n, int64_t *lo,
                        int64_t *hi);
 void pyet_copy_tile(char *dst, pyet_intp drow, const char *src, pyet_intp srow, pyet_intp ss,
