@@ -14,11 +14,12 @@ calls.
 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free
 from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, sdot, sgemm, sgemv
 
-from pyet._kernels.gemm cimport (PYET_GEMM_MIN_M, PYET_GEMM_MIN_N, pyet_dgemm_small,
-                                 pyet_gemm_epi, pyet_gemm_small_available, pyet_gemm_tiles_large,
-                                 pyet_sgemm_small)
+from pyet._kernels.gemm cimport (PYET_GEMM_MIN_M, PYET_GEMM_MIN_N, pyet_dgemm_dots,
+                                 pyet_dgemm_small, pyet_gemm_epi, pyet_gemm_small_available,
+                                 pyet_gemm_tiles_large, pyet_sgemm_dots, pyet_sgemm_small)
 from pyet._kernels.nn cimport aligned, readable, shp, specialization
 from pyet._kernels.parallel cimport pool_threads, run_chunks, threads_for
 from pyet._kernels.types cimport pyet_intp
@@ -267,6 +268,7 @@ cdef inline Py_ssize_t tile_max(Py_ssize_t flops) noexcept nogil:
     # multiply-adds: TILE_MAX only where it runs on one thread (measured there)
     return TILE_MAX if threads_for(flops // 8, 2) == 1 else TILE_GEMM_MAX
 cdef Py_ssize_t TILE_PRODUCTS = 0  # products the tiles computed (tests read it)
+cdef Py_ssize_t DOTS_PRODUCTS = 0  # and the dot tiles
 
 
 def _set_tiles(bint on):
@@ -287,9 +289,18 @@ def _tile_products():
     return TILE_PRODUCTS
 
 
+def _dots_products():
+    """How many products the dot tiles have computed."""
+    return DOTS_PRODUCTS
+
+
 def tiles_available():
     """True where this CPU runs the register tiles (AVX-512)."""
     return bool(pyet_gemm_small_available())
+
+
+cdef extern from "<stdlib.h>" nogil:
+    void *aligned_alloc(size_t alignment, size_t size)  # (C11: not in Cython's libc)
 
 
 cdef extern from "fpstatus.h" nogil:
@@ -367,6 +378,88 @@ def tiles_take_2d(cnp.ndarray c, cnp.ndarray a):
     return bool(tiles_take(m, n, k, m * n * k))
 
 
+# Few outputs over a long K, A's rows and B's columns contiguous along it (a
+# convolution's weight gradient dY @ cols^T over few input channels), run on
+# gemm.h's dot tiles: neither the register tiles (a 48-column panel mostly
+# empty) nor BLAS (packing both operands for a few outputs) suit them.  One
+# thread, Zen 4, against OpenBLAS: float32 16 x 9 x 16384 0.46x (the demo
+# CNN's first weight gradient), 32 x 9 x 4096 0.59x, 3 x 2 x 100000 0.91x;
+# float64 0.61x, 0.69x, 0.87x.  Not taken where BLAS led: K of 1024-2048
+# (1.3-1.6x: the accumulators' setup and reductions) and 1728 or more
+# outputs (float64 64 x 27 x 8192 1.27x, 47 x 47 x 4096 1.20x).
+DEF DOTS_MIN_K = 4096
+DEF DOTS_MAX_OUTPUTS = 512
+DEF DOTS_ROWS = 4   # a chunk's rows: whole row tiles of the dot tiles
+
+
+cdef struct dots_args:
+    bint single
+    char *x
+    char *y
+    char *c
+    char *acc                       # m * n vectors of 64 bytes
+    Py_ssize_t m, n, k, ldx, ldy, csi, csj, rows
+    double alpha, beta
+
+
+cdef int dots_chunk(void *ctx, pyet_intp chunk, int slot) noexcept nogil:
+    # chunk: rows [chunk * rows, ...) of C with their accumulators
+    cdef dots_args *g = <dots_args *>ctx
+    cdef Py_ssize_t i0 = chunk * g.rows, mm = min(g.rows, g.m - chunk * g.rows)
+    cdef char *acc = g.acc + i0 * g.n * 64
+    if g.single:
+        pyet_sgemm_dots(mm, g.n, g.k, <float>g.alpha, <float *>g.x + i0 * g.ldx, g.ldx,
+                        <float *>g.y, g.ldy, <float>g.beta, <float *>g.c + i0 * g.csi, g.csi,
+                        g.csj, acc)
+    else:
+        pyet_dgemm_dots(mm, g.n, g.k, g.alpha, <double *>g.x + i0 * g.ldx, g.ldx,
+                        <double *>g.y, g.ldy, g.beta, <double *>g.c + i0 * g.csi, g.csi,
+                        g.csj, acc)
+    return 0
+
+
+cdef inline bint dots_take(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    # the dot tiles take an m x n x k product with A row-major, B column-major
+    return (TILES and k >= DOTS_MIN_K and m * n <= DOTS_MAX_OUTPUTS
+            and (m < PYET_GEMM_MIN_N or n < PYET_GEMM_MIN_N) and pyet_gemm_small_available())
+
+
+cdef bint dots_gemm(real *a, int lda, real *b, int ldb, real *c, bint c_rows, int ldc,
+                    Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, real alpha,
+                    real beta) noexcept nogil:
+    # C := alpha * A @ B + beta * C on the dot tiles, A row-major and B
+    # column-major, when they take it (False: nothing written)
+    global DOTS_PRODUCTS
+    cdef dots_args g
+    cdef int nthreads, fpflags = 0
+    cdef Py_ssize_t chunks
+    if not dots_take(m, n, k):
+        return False
+    g.acc = <char *>aligned_alloc(64, m * n * 64)
+    if g.acc == NULL:
+        return False
+    g.single = real is float
+    g.x, g.y, g.c = <char *>a, <char *>b, <char *>c
+    g.m, g.n, g.k, g.ldx, g.ldy = m, n, k, lda, ldb
+    g.csi = ldc if c_rows else 1
+    g.csj = 1 if c_rows else ldc
+    g.alpha, g.beta = alpha, beta
+    chunks = (m + DOTS_ROWS - 1) // DOTS_ROWS
+    # an FMA lane is about an eighth of an elementwise element's work
+    nthreads = threads_for(m * n * k // 8, chunks)
+    if nthreads > 1:
+        nthreads = pool_threads(nthreads)
+    # threads take whole row tiles (each C element computed alike in any split)
+    g.rows = DOTS_ROWS * ((chunks + nthreads - 1) // nthreads) if nthreads > 1 else m
+    if nthreads <= 1:
+        dots_chunk(&g, 0, 0)
+    else:
+        run_chunks(dots_chunk, &g, (m + g.rows - 1) // g.rows, nthreads, &fpflags)
+    free(g.acc)
+    DOTS_PRODUCTS += 1
+    return True
+
+
 cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
                     real *b, Py_ssize_t sb, bint b_rows, int ldb,
                     real *c, Py_ssize_t sc, bint c_rows, int ldc,
@@ -387,6 +480,9 @@ cdef bint tile_gemm(real *a, Py_ssize_t sa, bint a_rows, int lda,
     g.epi = epi
     if epi != NULL and (not c_rows or batch != 1):
         return False
+    if epi == NULL and batch == 1 and a_rows and not b_rows and \
+            dots_gemm(a, lda, b, ldb, c, c_rows, ldc, m, n, k, alpha, beta):
+        return True
     if c_rows:
         if not tiles_take(m, n, k, batch * m * n * k):
             return False
@@ -792,7 +888,9 @@ cdef int gemm_2d(cnp.ndarray c, cnp.ndarray a, cnp.ndarray b, double alpha,
     if a.ndim == 2 and b.ndim == 2:
         flops = c.shape[0] * c.shape[1] * a.shape[1]
         if (alpha == 1 and beta == 0 and c.strides[1] == c.itemsize and flops >= NUMPY_BLAS_MIN
-                and not tiles_take(c.shape[0], c.shape[1], a.shape[1], flops)):
+                and not tiles_take(c.shape[0], c.shape[1], a.shape[1], flops)
+                and not (a.strides[1] == a.itemsize and b.strides[0] == b.itemsize
+                         and dots_take(c.shape[0], c.shape[1], a.shape[1]))):
             np.matmul(a, b, out=c)
             return 0
         return gemm_any(c, a, b, alpha, beta)

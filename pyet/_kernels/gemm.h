@@ -58,6 +58,17 @@ int pyet_sgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const f
 int pyet_dgemm_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *a,
                      ptrdiff_t sai, ptrdiff_t sap, const double *b, ptrdiff_t ldb, int bt,
                      double beta, double *c, ptrdiff_t ldc, pyet_gemm_epi *epi);
+/* C := alpha * X @ Y^T + beta * C over a long K where X's m rows and Y's n
+ * rows are contiguous along K (A row-major, B column-major), C's element
+ * (i, j) at c[i * csi + j * csj]: the dot tiles below.  acc: m * n vectors
+ * of 64 bytes, 64-byte aligned, the caller's.  0 where the CPU lacks AVX-512
+ * (nothing written). */
+int pyet_sgemm_dots(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha, const float *x,
+                    ptrdiff_t ldx, const float *y, ptrdiff_t ldy, float beta, float *c,
+                    ptrdiff_t csi, ptrdiff_t csj, void *acc);
+int pyet_dgemm_dots(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, double alpha, const double *x,
+                    ptrdiff_t ldx, const double *y, ptrdiff_t ldy, double beta, double *c,
+                    ptrdiff_t csi, ptrdiff_t csj, void *acc);
 int pyet_gemm_small_available(void);
 /* 1 where the tiles measured ahead of OpenBLAS beyond 2^25 multiply-adds (AMD) */
 int pyet_gemm_tiles_large(void);
@@ -213,6 +224,84 @@ PYET_GEMM_TILE(pyet_dtile, double, __m512d, __mmask8, 8, _mm512_setzero_pd, _mm5
 PYET_GEMM_DEFINE(pyet_sgemm, pyet_stile, float, __mmask16, 16, 256)
 PYET_GEMM_DEFINE(pyet_dgemm, pyet_dtile, double, __mmask8, 8, 128)
 
+/* Dot tiles: a product with few outputs and a long K (a convolution's weight
+ * gradient dY @ cols^T over few input channels: 16 x 9 x 16384) leaves the
+ * tiles above a 48-column panel mostly empty, and BLAS packs both operands
+ * for 144 outputs.  Here a tile of 4 x 3 outputs keeps a vector accumulator
+ * each (12 registers: 7 loads for 12 multiply-adds) over a block of K that
+ * X's and Y's rows keep in L1 while every tile passes over it; between blocks
+ * the accumulators wait in acc (m * n vectors), and each is reduced once, at
+ * the end, in a fixed order: the same bits whatever rows a thread takes. */
+#define PYET_DOTS_MR 4
+#define PYET_DOTS_NR 3
+#define PYET_DOTS_DEFINE(NAME, T, V, MASK, W, SETZERO, LOADU, MASKZ_LOADU, FMADD, REDUCE, KD) \
+PYET_GEMM_TARGET static inline __attribute__((always_inline)) void                      \
+NAME##_tile(int mr, int nr, ptrdiff_t kc, const T *x, ptrdiff_t ldx, const T *y,        \
+            ptrdiff_t ldy, V *acc, ptrdiff_t n)                                         \
+{                                                                                       \
+    V s[PYET_DOTS_MR][PYET_DOTS_NR];                                                    \
+    _Pragma("GCC unroll 4") for (int i = 0; i < mr; i++)                                \
+        _Pragma("GCC unroll 3") for (int j = 0; j < nr; j++) s[i][j] = acc[i * n + j];  \
+    ptrdiff_t p = 0;                                                                    \
+    for (; p + W <= kc; p += W) {                                                       \
+        V yv[PYET_DOTS_NR];                                                             \
+        _Pragma("GCC unroll 3") for (int j = 0; j < nr; j++) yv[j] = LOADU(y + j * ldy + p); \
+        _Pragma("GCC unroll 4") for (int i = 0; i < mr; i++) {                          \
+            const V xv = LOADU(x + i * ldx + p);                                        \
+            _Pragma("GCC unroll 3") for (int j = 0; j < nr; j++)                        \
+                s[i][j] = FMADD(xv, yv[j], s[i][j]);                                    \
+        }                                                                               \
+    }                                                                                   \
+    if (p < kc) {  /* K's last, partial vector (zeros beyond it add nothing) */         \
+        const MASK mk = (MASK)((1u << (kc - p)) - 1);                                   \
+        V yv[PYET_DOTS_NR];                                                             \
+        _Pragma("GCC unroll 3") for (int j = 0; j < nr; j++)                            \
+            yv[j] = MASKZ_LOADU(mk, y + j * ldy + p);                                   \
+        _Pragma("GCC unroll 4") for (int i = 0; i < mr; i++) {                          \
+            const V xv = MASKZ_LOADU(mk, x + i * ldx + p);                              \
+            _Pragma("GCC unroll 3") for (int j = 0; j < nr; j++)                        \
+                s[i][j] = FMADD(xv, yv[j], s[i][j]);                                    \
+        }                                                                               \
+    }                                                                                   \
+    _Pragma("GCC unroll 4") for (int i = 0; i < mr; i++)                                \
+        _Pragma("GCC unroll 3") for (int j = 0; j < nr; j++) acc[i * n + j] = s[i][j];  \
+}                                                                                       \
+                                                                                        \
+PYET_GEMM_TARGET static void                                                            \
+NAME##_run(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *x, ptrdiff_t ldx,   \
+           const T *y, ptrdiff_t ldy, T beta, T *c, ptrdiff_t csi, ptrdiff_t csj, V *acc) \
+{                                                                                       \
+    for (ptrdiff_t q = 0; q < m * n; q++)                                               \
+        acc[q] = SETZERO();                                                             \
+    for (ptrdiff_t p = 0; p < k; p += KD) {                                             \
+        const ptrdiff_t kc = k - p < KD ? k - p : KD;                                   \
+        for (ptrdiff_t i0 = 0; i0 < m; i0 += PYET_DOTS_MR) {                            \
+            const int mr = m - i0 < PYET_DOTS_MR ? (int)(m - i0) : PYET_DOTS_MR;        \
+            for (ptrdiff_t j0 = 0; j0 < n; j0 += PYET_DOTS_NR) {                        \
+                const int nr = n - j0 < PYET_DOTS_NR ? (int)(n - j0) : PYET_DOTS_NR;    \
+                const T *xp = x + i0 * ldx + p, *yp = y + j0 * ldy + p;                 \
+                V *ap = acc + i0 * n + j0;                                              \
+                if (mr == PYET_DOTS_MR && nr == PYET_DOTS_NR)  /* registers */          \
+                    NAME##_tile(PYET_DOTS_MR, PYET_DOTS_NR, kc, xp, ldx, yp, ldy, ap, n); \
+                else                                                                    \
+                    NAME##_tile(mr, nr, kc, xp, ldx, yp, ldy, ap, n);                   \
+            }                                                                           \
+        }                                                                               \
+    }                                                                                   \
+    for (ptrdiff_t i = 0; i < m; i++)                                                   \
+        for (ptrdiff_t j = 0; j < n; j++) {                                             \
+            T v = alpha * REDUCE(acc[i * n + j]);                                       \
+            T *cp = c + i * csi + j * csj;                                              \
+            *cp = beta != 0 ? v + beta * *cp : v;                                       \
+        }                                                                               \
+}
+
+/* blocks of K: 1 KiB of each row */
+PYET_DOTS_DEFINE(pyet_sdots, float, __m512, __mmask16, 16, _mm512_setzero_ps, _mm512_loadu_ps,
+                 _mm512_maskz_loadu_ps, _mm512_fmadd_ps, _mm512_reduce_add_ps, 1024)
+PYET_DOTS_DEFINE(pyet_ddots, double, __m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_loadu_pd,
+                 _mm512_maskz_loadu_pd, _mm512_fmadd_pd, _mm512_reduce_add_pd, 512)
+
 int pyet_gemm_small_available(void)
 {
     static int have = -1;  /* a benign race: every thread computes the same */
@@ -244,6 +333,19 @@ int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptr
 PYET_GEMM_ENTRY(pyet_sgemm, float)
 PYET_GEMM_ENTRY(pyet_dgemm, double)
 
+#define PYET_DOTS_ENTRY(NAME, RUN, T, V)                                                \
+int NAME(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *x, ptrdiff_t ldx,     \
+         const T *y, ptrdiff_t ldy, T beta, T *c, ptrdiff_t csi, ptrdiff_t csj, void *acc) \
+{                                                                                       \
+    if (!pyet_gemm_small_available())                                                   \
+        return 0;                                                                       \
+    RUN(m, n, k, alpha, x, ldx, y, ldy, beta, c, csi, csj, (V *)acc);                   \
+    return 1;                                                                           \
+}
+
+PYET_DOTS_ENTRY(pyet_sgemm_dots, pyet_sdots_run, float, __m512)
+PYET_DOTS_ENTRY(pyet_dgemm_dots, pyet_ddots_run, double, __m512d)
+
 #else  /* no AVX-512 tiles on this compiler or CPU family: BLAS does it all */
 
 int pyet_gemm_small_available(void) { return 0; }
@@ -261,6 +363,18 @@ int NAME##_small(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *a, ptr
 
 PYET_GEMM_NONE(pyet_sgemm, float)
 PYET_GEMM_NONE(pyet_dgemm, double)
+
+#define PYET_DOTS_NONE(NAME, T)                                                         \
+int NAME(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *x, ptrdiff_t ldx,     \
+         const T *y, ptrdiff_t ldy, T beta, T *c, ptrdiff_t csi, ptrdiff_t csj, void *acc) \
+{                                                                                       \
+    (void)m; (void)n; (void)k; (void)alpha; (void)x; (void)ldx; (void)y; (void)ldy;     \
+    (void)beta; (void)c; (void)csi; (void)csj; (void)acc;                               \
+    return 0;                                                                           \
+}
+
+PYET_DOTS_NONE(pyet_sgemm_dots, float)
+PYET_DOTS_NONE(pyet_dgemm_dots, double)
 
 #endif
 #endif  /* PYET_GEMM_IMPL */

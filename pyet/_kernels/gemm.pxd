@@ -34,3 +34,12 @@ cdef extern from "gemm.h" nogil:
     int pyet_dgemm_small(pyet_intp m, pyet_intp n, pyet_intp k, double alpha, const double *a,
                          pyet_intp sai, pyet_intp sap, const double *b, pyet_intp ldb, int bt,
                          double beta, double *c, pyet_intp ldc, pyet_gemm_epi *epi) noexcept
+    # C := alpha * X @ Y^T + beta * C, X's and Y's rows contiguous along K, C's
+    # element (i, j) at c[i * csi + j * csj] (the dot tiles for few outputs); acc:
+    # m * n vectors of 64 bytes, 64-byte aligned
+    int pyet_sgemm_dots(pyet_intp m, pyet_intp n, pyet_intp k, float alpha, const float *x,
+                        pyet_intp ldx, const float *y, pyet_intp ldy, float beta, float *c,
+                        pyet_intp csi, pyet_intp csj, void *acc) noexcept
+    int pyet_dgemm_dots(pyet_intp m, pyet_intp n, pyet_intp k, double alpha, const double *x,
+                        pyet_intp ldx, const double *y, pyet_intp ldy, double beta, double *c,
+                        pyet_intp csi, pyet_intp csj, void *acc) noexcept
