@@ -110,7 +110,12 @@ TILE_SHAPES = [(32, 128, 384), (32, 384, 128), (64, 64, 128), (64, 128, 128), (2
                (256, 128, 128), (512, 64, 256), (8, 512, 512)]
 
 
-def tiles_case(pyet, shape, dtype, transposed, repeats, min_time):
+# (m, k, n) of few outputs over a long K, B column-major: the dot tiles (a
+# convolution's weight gradient dY @ cols^T; the demo CNN's first is 16 x 16384 x 9)
+DOTS_SHAPES = [(16, 16384, 9), (32, 4096, 9), (32, 4096, 16), (3, 100000, 2)]
+
+
+def tiles_case(pyet, shape, dtype, transposed, repeats, min_time, b_columns=False):
     from pyet._kernels import blas as _blas
 
     m, k, n = shape
@@ -118,6 +123,8 @@ def tiles_case(pyet, shape, dtype, transposed, repeats, min_time):
     a = rng.standard_normal((k, m)).astype(dtype).T if transposed else \
         rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
+    if b_columns:
+        b = np.asfortranarray(b)
     a_, b_ = pyet.asarray(a), pyet.asarray(b)
     c, c_np = pyet.asarray(np.empty((m, n), dtype)), np.empty((m, n), dtype)
 
@@ -234,6 +241,16 @@ def main():
                       f"{'A.T' if transposed else 'A':>5}{t['tiles']:>11.3e}"
                       f"{ratio(t['tiles'], t['blas'], 13)}{ratio(t['tiles'], t['np_out'], 13)}"
                       f"{ratio(t['blas'], t['np_out'], 13)}", flush=True)
+    print("sanity: each result equals NumPy's (assert_allclose) before timing\n")
+    print("C[...] = pyet.dot(A, B), few outputs over a long K, B column-major, one thread   "
+          "(tiles: gemm.h's dot tiles; blas and np-out as above)")
+    print(f"{head[0]:<8}{head[1]:>16}{head[3]:>11}" + "".join(f"{h:>13}" for h in head[4:]))
+    for dtype in DTYPES:
+        for shape in DOTS_SHAPES:
+            t = tiles_case(pyet, shape, dtype, False, repeats, min_time, b_columns=True)
+            print(f"{np.dtype(dtype).name:<8}{'x'.join(map(str, shape)):>16}{t['tiles']:>11.3e}"
+                  f"{ratio(t['tiles'], t['blas'], 13)}{ratio(t['tiles'], t['np_out'], 13)}"
+                  f"{ratio(t['blas'], t['np_out'], 13)}", flush=True)
     print("sanity: each result equals NumPy's (assert_allclose) before timing")
     if one is not None:
         one.restore_original_limits()
