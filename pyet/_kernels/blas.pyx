@@ -13,8 +13,8 @@ calls.
 """
 
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free
+from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, sdot, sgemm, sgemv
 
 from pyet._kernels.gemm cimport (PYET_GEMM_MIN_M, PYET_GEMM_MIN_N, pyet_dgemm_dots,
@@ -299,10 +299,6 @@ def tiles_available():
     return bool(pyet_gemm_small_available())
 
 
-cdef extern from "<stdlib.h>" nogil:
-    void *aligned_alloc(size_t alignment, size_t size)  # (C11: not in Cython's libc)
-
-
 cdef extern from "fpstatus.h" nogil:
     enum:
         PYET_FS_INVALID
@@ -435,9 +431,11 @@ cdef bint dots_gemm(real *a, int lda, real *b, int ldb, real *c, bint c_rows, in
     cdef Py_ssize_t chunks
     if not dots_take(m, n, k):
         return False
-    g.acc = <char *>aligned_alloc(64, m * n * 64)
-    if g.acc == NULL:
+    # the accumulators 64-byte aligned by hand (MSVC has no aligned_alloc)
+    cdef char *raw = <char *>malloc(m * n * 64 + 63)
+    if raw == NULL:
         return False
+    g.acc = <char *>((<uintptr_t>raw + 63) & ~(<uintptr_t>63))
     g.single = real is float
     g.x, g.y, g.c = <char *>a, <char *>b, <char *>c
     g.m, g.n, g.k, g.ldx, g.ldy = m, n, k, lda, ldb
@@ -455,7 +453,7 @@ cdef bint dots_gemm(real *a, int lda, real *b, int ldb, real *c, bint c_rows, in
         dots_chunk(&g, 0, 0)
     else:
         run_chunks(dots_chunk, &g, (m + g.rows - 1) // g.rows, nthreads, &fpflags)
-    free(g.acc)
+    free(raw)
     DOTS_PRODUCTS += 1
     return True
 
