@@ -104,6 +104,18 @@ cdef inline void copy_row(item_t *dst, pyet_intp ds, const item_t *src, pyet_int
             (<const item_t *>((<const char *>src) + j * ss))[0]
 
 
+cdef inline void add_row(num_t *dst, pyet_intp ds, const num_t *src, pyet_intp ss,
+                         pyet_intp m) noexcept nogil:
+    # dst[j * ds] += src[j * ss] for j < m (byte strides); unit steps vectorize
+    cdef pyet_intp j
+    if ds == sizeof(num_t) and ss == sizeof(num_t):
+        for j in range(m):
+            dst[j] += src[j]
+    else:
+        for j in range(m):
+            ref(dst, j * ds)[0] += get(src, j * ss)
+
+
 # ------------------------------------------------------------ dtype dispatch and layouts
 
 cdef inline str fused_name(cnp.ndarray a, bint bits):

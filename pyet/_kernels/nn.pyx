@@ -326,17 +326,6 @@ cdef _choose_checked(cnp.ndarray out, cnp.ndarray a, cnp.ndarray idx):
 
 # ------------------------------------------------------------------ scatter-add
 
-cdef inline void add_row(num_t *row, pyet_intp os1, const num_t *src, pyet_intp gs1,
-                         pyet_intp m) noexcept nogil:
-    # row[:m] += src[:m]
-    cdef pyet_intp j
-    if os1 == sizeof(num_t) and gs1 == sizeof(num_t):
-        for j in range(m):
-            row[j] += src[j]
-    else:
-        for j in range(m):
-            ref(row, j * os1)[0] += get(src, j * gs1)
-
 
 cdef void take_grad_part(num_t *out, pyet_intp os0, pyet_intp os1, const num_t *g,
                          pyet_intp gs0, pyet_intp gs1, const pyet_intp *idx, pyet_intp n,

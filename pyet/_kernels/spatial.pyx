@@ -17,9 +17,9 @@ from libc.math cimport NAN
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from pyet._kernels.types cimport pyet_intp
-from pyet._kernels.nn cimport (KIND_F32, KIND_F64, KIND_I32, KIND_I64, aside, at, chunks_for,
-                               copy_row, get, item_t, kind_of, num_kind, num_t, readable, ref,
-                               run_lines, shp, specialization)
+from pyet._kernels.nn cimport (KIND_F32, KIND_F64, KIND_I32, KIND_I64, add_row, aside, at,
+                               chunks_for, copy_row, get, item_t, kind_of, num_kind, num_t,
+                               readable, ref, run_lines, shp, specialization)
 from pyet._kernels.parallel cimport threads_for
 
 cnp.import_array()
@@ -81,18 +81,6 @@ cdef void im2col_lines(void *args, pyet_intp r0, pyet_intp r1) noexcept nogil:
         im2col_rows(a, <uint64_t *>a.out, r0, r1)
 
 
-cdef inline void col2im_add_row(num_t *dst, pyet_intp ds, const num_t *src, pyet_intp ss,
-                                pyet_intp n) noexcept nogil:
-    # dst[i * ds] += src[i * ss] for i < n (byte strides); unit steps vectorize
-    cdef pyet_intp i
-    if ds == sizeof(num_t) and ss == sizeof(num_t):
-        for i in range(n):
-            dst[i] += src[i]
-    else:
-        for i in range(n):
-            ref(dst, i * ds)[0] += get(src, i * ss)
-
-
 cdef inline void col2im_plane(num_t *out, const pyet_intp *o, const num_t *col, pyet_intp cs0,
                               pyet_intp cs1, const geom *g, pyet_intp line) noexcept nogil:
     # line = (channel c, image n), channel-major: a channel's ky*kx rows of col
@@ -110,9 +98,9 @@ cdef inline void col2im_plane(num_t *out, const pyet_intp *o, const num_t *col, 
             src = <const num_t *>ref(<num_t *>col, ((c * g.ky + py) * g.kx + px) * cs0
                                      + n * g.oH * g.oW * cs1)
             for oy in range(g.oH):
-                col2im_add_row(ref(plane, (oy * g.sy + py * g.dy) * o[2] + px * g.dx * o[3]),
-                               g.sx * o[3], <const num_t *>ref(<num_t *>src, oy * g.oW * cs1),
-                               cs1, g.oW)
+                add_row(ref(plane, (oy * g.sy + py * g.dy) * o[2] + px * g.dx * o[3]),
+                        g.sx * o[3], <const num_t *>ref(<num_t *>src, oy * g.oW * cs1),
+                        cs1, g.oW)
 
 
 cdef struct col2im_args:
