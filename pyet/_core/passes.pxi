@@ -82,6 +82,12 @@ def set_gather_far(pyet_intp nbytes, pyet_intp block=4096):
 # per row dominates below it); a user function gets blocks of PYFUNC_BLOCK
 DEF SHORT_ROW = 128
 DEF TILE_MIN_ROW = 16      # rows this long and read across are tiled, not packed
+# ... and from memory (from_memory), rows of this many bytes: packed, their
+# gathers stream as many columns as a row has; a tile reads each a line or
+# more at a time (one thread, F into C order, pyet/NumPy: float64 rows of 4
+# at 2^20 0.79 -> 0.52, of 5 at 2^22 1.13 -> 0.93; float32 rows of 4-5, 16-20
+# bytes, measured 0.84-0.92 -> 1.00-1.27 tiled: they stay packed)
+DEF TILE_MIN_ROW_BYTES_FAR = 32
 # a tiled pass's blocks are this many BLOCKs long: its tile copies run on
 # along the rows, where each new block restarted them (one thread, F-order
 # into C: 4000^2 float64 a*b+c 49 -> 45 ms, 1448^2 float32 where(...) 5.1 ->
@@ -994,7 +1000,9 @@ cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
     # NumPy packed, element by element; float32 a ** b of two F-order
     # 512^2 arrays as NumPy's loop called in C: 1.37x np.power packed)
     r.packed = not r.red and ndst == 1 and r.nd > 1 and (
-        (r.shape[r.nd - 1] < SHORT_ROW and not (tile and r.shape[r.nd - 1] >= TILE_MIN_ROW))
+        (r.shape[r.nd - 1] < SHORT_ROW and not (tile and (
+            r.shape[r.nd - 1] >= TILE_MIN_ROW or (r.from_memory and r.shape[r.nd - 1]
+                                                  * r.itemsize[0] >= TILE_MIN_ROW_BYTES_FAR))))
         or ((prog.has_pyfunc or (prog.np_loops and not tile))
             and r.shape[r.nd - 1] < blocklen)
         or (ROW_BROADCASTS_ONCE and 2 * r.shape[r.nd - 1] <= BLOCK
@@ -1027,8 +1035,12 @@ cdef pyet_intp plan_blocks(Run *r, Program prog, pyet_intp units) noexcept:
     if r.tile and r.shape[r.nd - 1] * r.tile <= (
             4 * FLAT_TILE_MAX if across_rows(r, 0) else FLAT_TILE_MAX) and tiles_flat(r):
         # short rows read across: tiles of whole rows, each one block
+        # (from memory, tiles as long as a copy's: each column read a longer
+        # run at a time; F into C order rows of 17, pyet/NumPy at 2^22:
+        # float64 1.26 -> 1.00, float32 1.36 -> 0.96; of 64, float64 0.77 -> 0.26)
         while 2 * r.tile * r.shape[r.nd - 1] <= (
-                COPY_TILE_ELEMS if prog.copies_leaf and across_rows(r, 0) else BLOCK) \
+                COPY_TILE_ELEMS if (prog.copies_leaf and across_rows(r, 0)) or r.from_memory
+                else BLOCK) \
                 and r.tile < r.shape[r.nd - 2]:
             r.tile *= 2
         r.block = r.tile * r.shape[r.nd - 1]
