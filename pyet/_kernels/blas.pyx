@@ -378,11 +378,12 @@ def tiles_take_2d(cnp.ndarray c, cnp.ndarray a):
 # convolution's weight gradient dY @ cols^T over few input channels), run on
 # gemm.h's dot tiles: neither the register tiles (a 48-column panel mostly
 # empty) nor BLAS (packing both operands for a few outputs) suit them.  One
-# thread, Zen 4, against OpenBLAS: float32 16 x 9 x 16384 0.46x (the demo
-# CNN's first weight gradient), 32 x 9 x 4096 0.59x, 3 x 2 x 100000 0.91x;
-# float64 0.61x, 0.69x, 0.87x.  Not taken where BLAS led: K of 1024-2048
-# (1.3-1.6x: the accumulators' setup and reductions) and 1728 or more
-# outputs (float64 64 x 27 x 8192 1.27x, 47 x 47 x 4096 1.20x).
+# thread, Zen 4, against OpenBLAS: float32 (16, 16384) @ (16384, 9) 0.46x (the
+# demo CNN's first weight gradient), (32, 4096) @ (4096, 9) 0.59x, (3, 100000)
+# @ (100000, 2) 0.91x; float64 0.61x, 0.69x, 0.87x.  Not taken where BLAS
+# led: K of 1024-2048 (1.3-1.6x: the accumulators' setup and reductions) and
+# 1728 or more outputs (float64 (64, 8192) @ (8192, 27) 1.27x, (47, 4096) @
+# (4096, 47) 1.20x).
 DEF DOTS_MIN_K = 4096
 DEF DOTS_MAX_OUTPUTS = 512
 DEF DOTS_ROWS = 4   # a chunk's rows: whole row tiles of the dot tiles

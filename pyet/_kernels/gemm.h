@@ -225,7 +225,7 @@ PYET_GEMM_DEFINE(pyet_sgemm, pyet_stile, float, __mmask16, 16, 256)
 PYET_GEMM_DEFINE(pyet_dgemm, pyet_dtile, double, __mmask8, 8, 128)
 
 /* Dot tiles: a product with few outputs and a long K (a convolution's weight
- * gradient dY @ cols^T over few input channels: 16 x 9 x 16384) leaves the
+ * gradient dY @ cols^T over few input channels: (16, 16384) @ (16384, 9)) leaves the
  * tiles above a 48-column panel mostly empty, and BLAS packs both operands
  * for 144 outputs.  Here a tile of 4 x 3 outputs keeps a vector accumulator
  * each (12 registers: 7 loads for 12 multiply-adds) over a block of K that
@@ -296,8 +296,9 @@ NAME##_run(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, T alpha, const T *x, ptrdiff_t
         }                                                                               \
 }
 
-/* blocks of K: 4 KiB of each row (float32 16 x 9 x 16384: 1 KiB blocks 103 us, 4 KiB 67,
- * 8 KiB 95: the 25 rows' blocks in L2, few accumulator round trips) */
+/* blocks of K: 4 KiB of each row (float32 (16, 16384) @ (16384, 9): blocks of
+ * 1 KiB 103 us, 4 KiB 67, 8 KiB 95: the 25 rows' blocks in L2, few
+ * accumulator round trips) */
 PYET_DOTS_DEFINE(pyet_sdots, float, __m512, __mmask16, 16, _mm512_setzero_ps, _mm512_loadu_ps,
                  _mm512_maskz_loadu_ps, _mm512_fmadd_ps, _mm512_reduce_add_ps, 1024)
 PYET_DOTS_DEFINE(pyet_ddots, double, __m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_loadu_pd,
