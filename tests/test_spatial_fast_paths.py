@@ -1,14 +1,16 @@
 """The spatial kernels' fast paths (pyet/_kernels/spatial.pyx) give the bits of
 the general ones: col2im a plane at a time (each pixel's sum in the order of
-the taps (py, px)), and pooling and its gradient over 2 x 2 windows at steps
-of 2 that tile the planes (``tile2``: no window loops, a line a row of
-windows).  Ties, signed zeros and NaN decide max pooling's bits, so the data
-is drawn from a few values; destinations carry sentinel bytes around them."""
+the taps (py, px)), pooling and its gradient over 2 x 2 windows at steps of 2
+that tile the planes (``tile2``: no window loops, a line a row of windows),
+and im2col's short runs as moves of constant size (copy_runs).  Ties, signed
+zeros and NaN decide max pooling's bits, so the data is drawn from a few
+values; destinations carry sentinel bytes around them."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_nn_kernel_threads import ref_im2col
 
 import pyet
 from pyet._kernels import spatial as S
@@ -202,3 +204,34 @@ def test_pool_gradient_through_tile2_public_api():
     up = a.reshape(3, 2, 3, 2, 2, 2).max(axis=(3, 5))
     hit = a == np.repeat(np.repeat(up, 2, 2), 2, 3)
     np.testing.assert_array_equal(g, np.where(hit, np.repeat(np.repeat(v, 2, 2), 2, 3), 0))
+
+
+# ------------------------------------------------------------------ im2col
+
+# runs of oW elements: 4, 8, 16, 32 and 64 bytes take copy_runs' constant
+# moves, the others (and steps along W) copy_row's general loop
+@pytest.mark.parametrize("dtype", [np.bool_, np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("ow", [1, 2, 3, 4, 8, 16, 32, 64])
+@pytest.mark.parametrize("layout", ["C", "strided", "reversed"])
+def test_im2col_short_runs(dtype, ow, layout):
+    rng = np.random.default_rng(ow)
+    shape = (3, 2, 5, ow + 2)
+    img = rng.standard_normal(shape) > 0 if dtype == np.bool_ else \
+        (rng.standard_normal(shape) * 10).astype(dtype)
+    geom = (3, 3, 1, 1, 1, 1)
+    want = ref_im2col(img, *geom)
+    buf, out = guarded(want.shape, dtype, layout)
+    S.im2col_into(out, laid_out(img, layout), *geom)
+    np.testing.assert_array_equal(out, want)
+    assert untouched_outside(buf, out)
+
+
+@pytest.mark.parametrize("geom", [(3, 3, 2, 1, 1, 1), (2, 3, 1, 2, 1, 1), (3, 2, 1, 1, 2, 2)])
+def test_im2col_runs_with_row_steps_and_dilations(geom):
+    # steps between patch rows (sy) and dilations keep the constant moves;
+    # a step along the row (sx) takes the general loop
+    img = np.random.default_rng(1).standard_normal((2, 3, 11, 10)).astype(np.float32)
+    want = ref_im2col(img, *geom)
+    out = np.full(want.shape, 7, np.float32)
+    S.im2col_into(out, img, *geom)
+    np.testing.assert_array_equal(out, want)

@@ -15,6 +15,7 @@ specialization of the kernel's fused type once (``specialization``).
 cimport numpy as cnp
 from libc.math cimport NAN
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 from pyet._kernels.types cimport pyet_intp
 from pyet._kernels.nn cimport (KIND_F32, KIND_F64, KIND_I32, KIND_I64, add_row, aside, at,
@@ -38,6 +39,35 @@ cdef struct geom:
     pyet_intp N, C, H, W, ky, kx, sy, sx, dy, dx, oH, oW
 
 
+cdef inline void move_runs(char *dst, const char *src, pyet_intp step, pyet_intp count,
+                           size_t nb) noexcept nogil:
+    # count runs of nb bytes, step bytes apart in src, one after another in dst
+    # (inlined where nb is a constant: a move of that size each)
+    cdef pyet_intp i
+    for i in range(count):
+        memcpy(dst + <pyet_intp>nb * i, src + i * step, nb)
+
+
+cdef inline bint copy_runs(char *dst, const char *src, pyet_intp step, pyet_intp count,
+                           pyet_intp nb) noexcept nogil:
+    # move_runs for the short run lengths, each with its constant size: no
+    # dispatch a run (3x3 patches of 6x6 float32 images: 272 -> 155 us for
+    # 144 x 4096); False, nothing copied, for other lengths
+    if nb == 16:
+        move_runs(dst, src, step, count, 16)
+    elif nb == 32:
+        move_runs(dst, src, step, count, 32)
+    elif nb == 8:
+        move_runs(dst, src, step, count, 8)
+    elif nb == 64:
+        move_runs(dst, src, step, count, 64)
+    elif nb == 4:
+        move_runs(dst, src, step, count, 4)
+    else:
+        return False
+    return True
+
+
 cdef inline void im2col_row(item_t *out, pyet_intp os0, pyet_intp os1, const item_t *img,
                             const pyet_intp *s, const geom *g, pyet_intp r) noexcept nogil:
     # row r = (c, py, px) of the matrix: that kernel tap at every patch position
@@ -45,9 +75,14 @@ cdef inline void im2col_row(item_t *out, pyet_intp os0, pyet_intp os1, const ite
     cdef pyet_intp c = r // (g.ky * g.kx), py = r // g.kx % g.ky, px = r % g.kx, n, oy
     cdef item_t *dst = at(out, r * os0)
     cdef const item_t *src
+    cdef bint runs = os1 == sizeof(item_t) and g.sx * s[3] == sizeof(item_t)
     for n in range(g.N):
         src = <const item_t *>at(<item_t *>img, n * s[0] + c * s[1] + py * g.dy * s[2]
                                  + px * g.dx * s[3])
+        if runs and copy_runs(<char *>dst, <const char *>src, g.sy * s[2], g.oH,
+                              g.oW * <pyet_intp>sizeof(item_t)):
+            dst += g.oH * g.oW
+            continue
         for oy in range(g.oH):
             copy_row(dst, os1, <const item_t *>at(<item_t *>src, oy * g.sy * s[2]),
                      g.sx * s[3], g.oW)
