@@ -4150,6 +4150,23 @@ PYET_DISPATCH void pyet_copy_rows(char *dst, const char *src, pyet_intp rs, pyet
         else PYET_SHORT_ROWS_W(uint32_t);
         return;
     }
+    if (cs == (pyet_intp)itemsize) {
+        /* contiguous rows, not a pyet_copy_strided call each; rows of whole
+         * 32-byte pieces up to 256 bytes moved inline (a CNN's activations
+         * transposed, pyet/NumPy, t(a) + 1: float32 (256, 32, 4, 4) 0.67 ->
+         * 0.55-0.59, (512, 8, 16) 0.72 -> 0.54-0.57, (256, 16, 8, 8) 0.87 ->
+         * 0.81-0.86; a memcpy call a row: 0.66, 0.66, 0.93) */
+        const pyet_intp nb = inner * itemsize;
+        if (nb <= 256 && nb % 32 == 0) {
+            for (pyet_intp r = 0; r < rows; r++)
+                for (pyet_intp o = 0; o < nb; o += 32)
+                    __builtin_memcpy(dst + r * nb + o, src + r * rs + o, 32);
+        } else {
+            for (pyet_intp r = 0; r < rows; r++)
+                memcpy(dst + r * nb, src + r * rs, (size_t)nb);
+        }
+        return;
+    }
     for (pyet_intp r = 0; r < rows; r++)
         pyet_copy_strided(dst + r * inner * itemsize, itemsize, src + r * rs, cs, inner,
                           itemsize);
