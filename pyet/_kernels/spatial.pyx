@@ -1,8 +1,9 @@
 """Compiled kernels of the spatial blocks (``pyet/_nodes/spatial.py``): im2col, col2im,
 pooling and its gradient.
 
-Each kernel splits its work into independent lines (a matrix row, an image
-row, a pooled row) that write disjoint elements, so threads never race, and
+Each kernel splits its work into independent lines (im2col a matrix row,
+col2im an image plane, pooling a pooled row, its gradient an image row or a
+row of 2 x 2 windows) that write disjoint elements, so threads never race, and
 sums every element in the same order whatever the thread count; ranges of
 lines run on the thread pool of ``parallel.pyx`` (``run_lines``).  Operands
 are read and written through byte strides.  Arguments are checked by the
