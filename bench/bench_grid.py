@@ -473,6 +473,23 @@ def special_cases(n, rng, pattern):
                     ..., getattr(pyet, red)(A3, axis=axis)),
                 lambda red=red, axis=axis, out2=out2: getattr(np, red)(a3, axis=axis, out=out2),
                 lambda out=out: out, tol=1e-12))
+    # reductions of a tree, folded block by block without the tree's array
+    # (NumPy: the tree's temporaries, then its reduce)
+    sq = int(n ** 0.5)
+    a2 = rng.random((sq, sq))
+    A2 = pyet.asarray(a2)
+    for axis in (0, 1, None):
+        for red in ("sum", "max"):
+            want = getattr(np, red)(a2 * 2 + 1, axis=axis)
+            out = out2 = np.empty(np.shape(want))
+            Dst = pyet.asarray(out)
+            cases.append(Case(
+                f"{red}(a*2+1) axis={axis} f64",
+                lambda Dst=Dst, red=red, axis=axis: Dst.__setitem__(
+                    ..., getattr(pyet, red)(A2 * 2 + 1, axis=axis)),
+                lambda red=red, axis=axis, out2=out2: getattr(np, red)(
+                    np.add(np.multiply(a2, 2), 1), axis=axis, out=out2),
+                lambda out=out: out, tol=1e-12))
     # a short innermost axis in memory, kept or reduced (rows of 3 folded one by one)
     def values(shape, dt):  # (bools: half true)
         return rng.random(shape) < 0.5 if dt == np.bool_ else (rng.random(shape) * 100).astype(dt)
